@@ -1,0 +1,165 @@
+"""Finding bots in a folder and knowing how to start them.
+
+Three kinds, named by their file name: `NAME.py` runs with the Python that runs arena; an executable file
+runs as is; a folder `NAME/` with a `bot.toml` manifest (command, optional author) serves compiled languages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST = "bot.toml"
+PROTOCOLS = ("v1",)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+# Files a teacher may keep beside the bots without them being taken for bots.
+_NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
+
+
+class BotError(ValueError):
+    """A bot that cannot be run as given; the message says which file and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bot:
+    """How to run one bot. `digest` hashes its code, so a changed bot is a new version."""
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: Path
+    path: Path
+    digest: str
+    author: str | None = None
+    protocol: str = "v1"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        if "__pycache__" in f.parts:
+            continue
+        h.update(str(f.relative_to(path.parent)).encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _check_name(name: str, path: Path) -> str:
+    if not _NAME.fullmatch(name):
+        raise BotError(f"{path}: bot names may use letters, digits and _ . + - only (got {name!r})")
+    return name
+
+
+def _from_folder(path: Path) -> Bot:
+    manifest = path / MANIFEST
+    if not manifest.is_file():
+        raise BotError(f"{path}: a bot folder needs a {MANIFEST} with a command, e.g. command = \"./bot\"")
+    try:
+        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise BotError(f"{manifest}: not valid TOML: {e}") from None
+    unknown = set(data) - {"command", "author", "protocol"}
+    if unknown:
+        raise BotError(f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol")
+    command = data.get("command")
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as e:
+            raise BotError(f"{manifest}: cannot split command {command!r}: {e}") from None
+    elif isinstance(command, list) and all(isinstance(a, str) for a in command):
+        argv = list(command)
+    else:
+        raise BotError(f"{manifest}: 'command' must be a string such as \"./bot\" or a list of strings")
+    if not argv:
+        raise BotError(f"{manifest}: 'command' is empty")
+    author = data.get("author")
+    if author is not None and not isinstance(author, str):
+        raise BotError(f"{manifest}: 'author' must be a string")
+    protocol = data.get("protocol", "v1")
+    if protocol not in PROTOCOLS:
+        raise BotError(f"{manifest}: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    program = argv[0]
+    if "/" in program:
+        target = (path / program).resolve()
+        if not target.is_file():
+            raise BotError(f"{manifest}: command {program!r} not found in {path}; build it first")
+        if not os.access(target, os.X_OK):
+            raise BotError(f"{manifest}: {program!r} is not executable (chmod +x it)")
+    elif program in ("python", "python3"):
+        argv[0] = sys.executable  # the Python that runs arena, whatever the machine calls it
+    elif shutil.which(program) is None:
+        raise BotError(f"{manifest}: program {program!r} is not installed on this machine")
+    return Bot(_check_name(path.name, path), tuple(argv), path, path, _digest(path), author, protocol)
+
+
+def load_bot(path: Path) -> Bot:
+    """The bot at `path` (a .py file, an executable, or a folder with bot.toml), or BotError."""
+    path = Path(path).absolute()
+    if path.is_dir():
+        return _from_folder(path)
+    if not path.exists():
+        raise BotError(f"{path}: no such file or folder")
+    if not path.is_file():
+        raise BotError(f"{path}: not a regular file")
+    if not os.access(path, os.R_OK):
+        raise BotError(f"{path}: cannot be read (check its permissions)")
+    if path.suffix == ".py":
+        argv = (sys.executable, "-u", "-P", str(path))
+        return Bot(_check_name(path.stem, path), argv, path.parent, path, _digest(path))
+    if not os.access(path, os.X_OK):
+        raise BotError(
+            f"{path}: not a .py file and not executable; chmod +x it, or for a compiled bot make a "
+            f"folder with a {MANIFEST}"
+        )
+    return Bot(_check_name(path.name, path), (str(path),), path.parent, path, _digest(path))
+
+
+def _is_candidate(entry: Path) -> bool:
+    if entry.name.startswith((".", "_")):
+        return False
+    return entry.is_dir() or entry.suffix.lower() not in _NOT_BOTS
+
+
+def discover(folder: Path) -> list[Bot]:
+    """Every bot in `folder`, sorted by name; BotError for one that cannot run or a name used twice."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BotError(f"{folder}: no such bots folder")
+    bots: dict[str, Bot] = {}
+    for entry in sorted(folder.iterdir()):
+        if not _is_candidate(entry):
+            continue
+        bot = load_bot(entry)
+        if bot.name in bots:
+            raise BotError(f"two bots are named {bot.name!r}: {bots[bot.name].path} and {bot.path}")
+        bots[bot.name] = bot
+    return sorted(bots.values(), key=lambda b: b.name)
+
+
+def find_bot(name_or_path: str, folder: Path) -> Bot:
+    """A bot named on the command line: a path to one, or the name of one in `folder`."""
+    given = Path(name_or_path)
+    if "/" in name_or_path or given.suffix == ".py" and given.exists():
+        return load_bot(given)
+    folder = Path(folder)
+    candidates = [folder / f"{name_or_path}.py", folder / name_or_path]
+    found = [c for c in candidates if c.exists()]
+    if not found:
+        known = ""
+        if folder.is_dir():
+            names = sorted({e.stem if e.suffix == ".py" else e.name for e in folder.iterdir() if _is_candidate(e)})
+            known = f"; bots there: {', '.join(names)}" if names else "; that folder has no bots"
+        raise BotError(f"no bot named {name_or_path!r} in {folder}{known}")
+    if len(found) > 1:
+        raise BotError(f"two bots are named {name_or_path!r}: {found[0]} and {found[1]}")
+    return load_bot(found[0])

@@ -1,0 +1,96 @@
+"""Protocol v1 (see protocol.md): what the lines between referee and bot mean.
+
+The pure functions (`parse_move`, the line formatters) hold the whole grammar so it can be tested and fuzzed
+without processes; `V1` puts them on a `BotProcess`. A second wire protocol is another class with the same
+four methods (new_game, move, end, quit), not a copy of the process handling.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from arena.process import BotProcess, Fault
+from arena.rules import SIDE_NAMES, SWAP, Move, Position, Rules
+
+_PIT = re.compile(r"[0-9]{1,9}")
+_SHOWN = 40  # characters of a bad answer quoted back in a detail
+
+
+def parse_move(line: str) -> Move:
+    """A bot's answer to MOVE: a pit number or SWAP, else Fault('garbled') with a hint for the author.
+
+    Legality (empty pit, out of range, SWAP not allowed) is the rules engine's business, not the parser's.
+    """
+    text = line.strip(" \t")
+    if _PIT.fullmatch(text):
+        return int(text)
+    if text == SWAP:
+        return SWAP
+    shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
+    if not text:
+        hint = "an empty line; answer MOVE with one pit number"
+    elif text.upper() == SWAP:
+        hint = f"{shown!r}; the swap move is spelled SWAP"
+    elif any(not c.isprintable() or not c.isascii() for c in line):
+        hint = f"{shown!r}, which is not plain ASCII text; answer with one pit number per line"
+    else:
+        hint = f"{shown!r}; print only the move on stdout (a pit number or SWAP), logs go to stderr"
+    raise Fault("garbled", f"answered {hint}")
+
+
+def is_comment(line: str) -> bool:
+    return line.startswith("#")
+
+
+def newgame_line(rules: Rules, side: int) -> str:
+    return f"NEWGAME {rules.pits} {rules.seeds} {SIDE_NAMES[side]} {rules.spec}"
+
+
+def move_line(pos: Position, side: int, ms: int) -> str:
+    return f"MOVE {ms} " + " ".join(map(str, pos.view(side)))
+
+
+def end_line(result: str, mine: int, theirs: int, reason: str) -> str:
+    return f"END {result} {mine} {theirs} {reason}"
+
+
+class V1:
+    """Protocol v1 spoken over one bot process."""
+
+    name = "v1"
+
+    def __init__(self, proc: BotProcess) -> None:
+        self.proc = proc
+
+    def _expect_silence(self) -> None:
+        """Any non-comment line a bot wrote when nobody asked is a fault: it would be read as the next move."""
+        while (line := self.proc.read_line(0.0)) is not None:
+            if not is_comment(line):
+                shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
+                raise Fault(
+                    "garbled",
+                    f"wrote {shown!r} when no move was asked for; print exactly one line per MOVE "
+                    "(logs go to stderr, or start the line with #)",
+                )
+
+    def new_game(self, rules: Rules, side: int, deadline: float) -> None:
+        self._expect_silence()
+        self.proc.send(newgame_line(rules, side), deadline)
+
+    def move(self, pos: Position, side: int, ms: int, deadline: float) -> Move:
+        """Ask for a move; returns the parsed answer (legality is checked by the referee)."""
+        self._expect_silence()
+        self.proc.send(move_line(pos, side, ms), deadline)
+        while True:
+            line = self.proc.read_line(deadline)
+            if line is None:
+                raise Fault("timeout", f"no reply within {ms} ms")
+            if not is_comment(line):
+                return parse_move(line)
+
+    def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
+        self.proc.send(end_line(result, mine, theirs, reason), time.monotonic() + 1.0)
+
+    def quit(self, grace: float) -> None:
+        self.proc.quit("QUIT", grace)

@@ -1,0 +1,199 @@
+"""The referee: one game between two bot processes under the one rules engine.
+
+It owns the clock and the truth. Every misbehaviour of a bot (timeout, crash, garbled or illegal answer)
+ends the game at once as a forfeit loss of that bot, with a detail its author can act on; the game record
+says which bot was at fault. Players keep their process between games (protocol NEWGAME) and lose it after
+a fault, so a confused or hung process never plays on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from arena.bots import Bot
+from arena.process import BotProcess, Fault
+from arena.protocol import V1
+from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Time control of a game, in milliseconds. `margin_ms` is the referee's transport slack on top of the
+    time announced in MOVE; `startup_ms` is added to the first MOVE after a process starts."""
+
+    move_ms: int = 1000
+    startup_ms: int = 10_000
+    margin_ms: int = 50
+    quit_grace_ms: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """One finished game, as stored and as `arena play --json` prints it.
+
+    `south`/`north` are the bots that started on each side; after a SWAP they own the other side, so
+    `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round.
+    """
+
+    rules: str
+    south: str
+    north: str
+    moves: tuple[Move, ...]
+    south_store: int
+    north_store: int
+    winner: str | None
+    reason: str  # normal, early, timeout, crash, illegal, garbled
+    faulty: str | None
+    detail: str
+    move_ms: tuple[float, ...]
+    stderr: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def swapped(self) -> bool:
+        return SWAP in self.moves
+
+    def store_of(self, name: str) -> int:
+        """The final store of bot `name`, whichever side it ended on."""
+        on_south = (name == self.south) != self.swapped
+        return self.south_store if on_south else self.north_store
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["moves"] = list(self.moves)
+        d["move_ms"] = list(self.move_ms)
+        return d
+
+
+class Player:
+    """A bot and, while it runs, its process. The process starts on demand and is restarted after a fault."""
+
+    def __init__(self, bot: Bot, name: str | None = None) -> None:
+        self.bot = bot
+        self.name = name or bot.name
+        self._wire: V1 | None = None
+        self._fresh = False  # True until the first MOVE after a start has been answered
+        self._stderr = ""  # tail kept from a process that has been ended
+
+    @property
+    def running(self) -> bool:
+        return self._wire is not None
+
+    def wire(self) -> V1:
+        if self._wire is None:
+            self._wire = V1(BotProcess.start(self.bot.argv, cwd=self.bot.cwd))
+            self._fresh = True
+        return self._wire
+
+    def stderr_tail(self) -> str:
+        return self._wire.proc.stderr_tail() if self._wire else self._stderr
+
+    def kill(self) -> None:
+        if self._wire:
+            self._stderr = self._wire.proc.stderr_tail()
+            self._wire.proc.kill()
+            self._wire = None
+
+    def close(self, grace_ms: int = 500) -> None:
+        """End the process politely (QUIT), then for certain."""
+        if self._wire:
+            self._wire.quit(grace_ms / 1000)
+            self._stderr = self._wire.proc.stderr_tail()
+            self._wire = None
+
+    def new_game(self, rules: Rules, side: int) -> None:
+        self.wire().new_game(rules, side, time.monotonic() + 5.0)
+
+    def move(self, pos: Position, side: int, limits: Limits) -> tuple[Move, float]:
+        """Ask for a move; returns it with the milliseconds it took. Raises Fault."""
+        wire = self.wire()
+        allowance = limits.margin_ms + (limits.startup_ms if self._fresh else 0)
+        start = time.monotonic()
+        try:
+            move = wire.move(pos, side, limits.move_ms, start + (limits.move_ms + allowance) / 1000)
+        except Fault as fault:
+            if fault.reason == "timeout" and self._fresh:
+                fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
+            raise
+        self._fresh = False
+        return move, (time.monotonic() - start) * 1000
+
+
+def _other(side: int) -> int:
+    return NORTH if side == SOUTH else SOUTH
+
+
+def play_game(
+    rules: Rules,
+    south: Player,
+    north: Player,
+    limits: Limits = Limits(),
+    on_move: Callable[[Position, Move, Player], None] | None = None,
+) -> GameRecord:
+    """Play one game and return its record. Never raises for anything a bot does."""
+    if south.name == north.name:
+        raise ValueError(f"both players are named {south.name!r}; give one another name")
+    by_side = [south, north]  # who owns each side now (a SWAP exchanges them)
+    pos = rules.initial()
+    moves: list[Move] = []
+    move_ms: list[float] = []
+    acting = south
+    fault: Fault | None = None
+    try:
+        for side, player in enumerate((south, north)):
+            acting = player
+            player.new_game(rules, side)
+        while not rules.is_over(pos):
+            side = pos.to_move
+            acting = by_side[side]
+            move, took = acting.move(pos, side, limits)
+            try:
+                pos = rules.play(pos, move)
+            except ValueError as e:
+                raise Fault("illegal", f"played {move}: {e}") from None
+            moves.append(move)
+            move_ms.append(round(took, 2))
+            if move == SWAP:
+                by_side.reverse()
+            if on_move:
+                on_move(pos, move, acting)
+    except Fault as f:
+        fault = f
+
+    if fault is None:
+        outcome = rules.result(pos)
+        winner = None if outcome.winner is None else by_side[outcome.winner].name
+        reason, faulty, detail = outcome.reason, None, ""
+        for side, player in enumerate(by_side):
+            mine, theirs = pos.store(side), pos.store(_other(side))
+            result = "draw" if outcome.winner is None else ("win" if outcome.winner == side else "loss")
+            try:
+                player.wire().end(result, mine, theirs, reason)
+            except Fault:
+                player.kill()  # it left after its last move: the result stands, the next game restarts it
+    else:
+        winner = (north if acting is south else south).name
+        reason, faulty, detail = fault.reason, acting.name, fault.detail
+        acting.kill()
+        other = north if acting is south else south
+        if other.running:
+            side = by_side.index(other)
+            try:
+                other.wire().end("win", pos.store(side), pos.store(_other(side)), reason)
+            except Fault:
+                other.kill()
+    return GameRecord(
+        rules=rules.spec,
+        south=south.name,
+        north=north.name,
+        moves=tuple(moves),
+        south_store=pos.store(SOUTH),
+        north_store=pos.store(NORTH),
+        winner=winner,
+        reason=reason,
+        faulty=faulty,
+        detail=detail,
+        move_ms=tuple(move_ms),
+        stderr={p.name: p.stderr_tail() for p in (south, north)},
+    )

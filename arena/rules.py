@@ -1,0 +1,309 @@
+"""The one rules engine: immutable positions and rules objects, no processes, no I/O.
+
+The referee, the bundled search bots and the tests all play through `Rules.play`, so there is exactly one
+definition of a legal move. A variant is an option of a rules object (`Kalah(pie=True)`), named by a spec
+string such as ``kalah,pits=7,seeds=7,pie`` that appears in game records and on the wire.
+
+Board layout (absolute, used everywhere): South's pits 1..n, South's store, North's pits 1..n, North's store.
+That is sowing order for South; pit i of one side faces pit n+1-i of the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+SOUTH: Final = 0
+NORTH: Final = 1
+SIDE_NAMES: Final = ("south", "north")
+SWAP: Final = "SWAP"
+
+Move = int | str  # a pit number 1..n from the mover's own left, or SWAP
+
+# Sanity bounds for a spec, so that a typo cannot ask for a board the size of the memory.
+MAX_PITS: Final = 100
+MAX_SEEDS: Final = 10_000
+
+
+class RulesError(ValueError):
+    """A rules spec that cannot be parsed; the message names the offending part."""
+
+
+class IllegalMove(ValueError):
+    """A move that the rules do not allow in this position; the message says why, for a student."""
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A game state. `turn` counts completed turns: it grows when the move passes to the other player
+    (an extra turn keeps it), and by SWAP. The pie rule's swap is allowed exactly when `turn == 1`."""
+
+    board: tuple[int, ...]
+    to_move: int = SOUTH
+    turn: int = 0
+    ended: str | None = None  # None while in play; "normal" or "early" once over
+
+    @property
+    def pits(self) -> int:
+        return len(self.board) // 2 - 1
+
+    def store(self, side: int) -> int:
+        return self.board[side * (self.pits + 1) + self.pits]
+
+    def row(self, side: int) -> tuple[int, ...]:
+        """The pits of `side`, numbered 1..n from that side's own left."""
+        start = side * (self.pits + 1)
+        return self.board[start : start + self.pits]
+
+    def view(self, side: int) -> tuple[int, ...]:
+        """The board as `side` sees it: own pits, own store, opponent's pits, opponent's store."""
+        if side == SOUTH:
+            return self.board
+        half = self.pits + 1
+        return self.board[half:] + self.board[:half]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a finished game stands: final stores per side and the winning side (None for a draw)."""
+
+    south_store: int
+    north_store: int
+    winner: int | None
+    reason: str  # "normal" or "early"
+
+
+class Rules(Protocol):
+    """What every rule set offers; the referee and the bots use nothing else."""
+
+    @property
+    def spec(self) -> str: ...
+    @property
+    def pits(self) -> int: ...
+    @property
+    def seeds(self) -> int: ...
+    def initial(self) -> Position: ...
+    def legal_moves(self, pos: Position) -> tuple[Move, ...]: ...
+    def play(self, pos: Position, move: Move) -> Position: ...
+    def is_over(self, pos: Position) -> bool: ...
+    def result(self, pos: Position) -> Outcome: ...
+    def from_view(self, view: tuple[int, ...] | list[int], can_swap: bool) -> Position: ...
+
+
+END_RULES: Final = ("any-empty", "mover-empty")
+
+
+@dataclass(frozen=True, slots=True)
+class Kalah:
+    """Standard Kalah(pits, seeds) with the options of the rules brief.
+
+    pie: the second player may answer the first turn with SWAP (take over that side).
+    empty_capture: a last seed in an own empty pit is banked even when the opposite pit is empty.
+    end: "any-empty" ends the game as soon as either row is empty; "mover-empty" only when the player
+    to move has no seeds. Either way, each side then banks the seeds left in its own row.
+    early: stop as soon as one store holds more than half of all seeds (the result cannot change).
+    """
+
+    pits: int = 6
+    seeds: int = 6
+    pie: bool = False
+    empty_capture: bool = False
+    end: str = "any-empty"
+    early: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.pits <= MAX_PITS:
+            raise RulesError(f"pits={self.pits} is out of range 1..{MAX_PITS}")
+        if not 1 <= self.seeds <= MAX_SEEDS:
+            raise RulesError(f"seeds={self.seeds} is out of range 1..{MAX_SEEDS}")
+        if self.end not in END_RULES:
+            raise RulesError(f"end={self.end} is not one of {', '.join(END_RULES)}")
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec: defaults left out, options in a fixed order."""
+        parts = ["kalah"]
+        if self.pits != 6:
+            parts.append(f"pits={self.pits}")
+        if self.seeds != 6:
+            parts.append(f"seeds={self.seeds}")
+        if self.pie:
+            parts.append("pie")
+        if self.empty_capture:
+            parts.append("empty-capture")
+        if self.end != "any-empty":
+            parts.append(f"end={self.end}")
+        if self.early:
+            parts.append("early")
+        return ",".join(parts)
+
+    @property
+    def total_seeds(self) -> int:
+        return 2 * self.pits * self.seeds
+
+    def initial(self) -> Position:
+        row = (self.seeds,) * self.pits
+        return Position(row + (0,) + row + (0,))
+
+    def from_view(self, view: tuple[int, ...] | list[int], can_swap: bool) -> Position:
+        """The position a bot sees in MOVE (own side first), as South to move; for a bot's own search."""
+        if len(view) != 2 * self.pits + 2:
+            raise ValueError(f"a board of {2 * self.pits + 2} numbers was expected, got {len(view)}")
+        return Position(tuple(view), SOUTH, 1 if can_swap else 2)
+
+    def legal_moves(self, pos: Position) -> tuple[Move, ...]:
+        if pos.ended:
+            return ()
+        start = pos.to_move * (self.pits + 1)
+        board = pos.board
+        moves: tuple[Move, ...] = tuple(p + 1 for p in range(self.pits) if board[start + p])
+        if self.pie and pos.turn == 1:
+            moves += (SWAP,)
+        return moves
+
+    def check(self, pos: Position, move: Move) -> None:
+        """Raise IllegalMove, with a reason a student can act on, unless `move` is legal."""
+        if pos.ended:
+            raise IllegalMove("the game is over")
+        if move == SWAP:
+            if not self.pie:
+                raise IllegalMove("SWAP is not allowed: these rules have no pie rule")
+            if pos.turn != 1:
+                raise IllegalMove("SWAP is only allowed as the second player's first move")
+            return
+        if not isinstance(move, int) or isinstance(move, bool):
+            raise IllegalMove(f"{move!r} is not a pit number")
+        if not 1 <= move <= self.pits:
+            raise IllegalMove(f"pit {move} is out of range 1..{self.pits}")
+        if pos.board[pos.to_move * (self.pits + 1) + move - 1] == 0:
+            raise IllegalMove(f"pit {move} is empty")
+
+    def play(self, pos: Position, move: Move) -> Position:
+        """The position after `move`; raises IllegalMove if it is not legal."""
+        self.check(pos, move)
+        if move == SWAP:
+            # Sides change hands, the board does not: the first player now owns North and moves next.
+            return Position(pos.board, pos.to_move, pos.turn + 1)
+        n = self.pits
+        side = pos.to_move
+        store = side * (n + 1) + n
+        skip = (1 - side) * (n + 1) + n  # the opponent's store is never sown
+        size = 2 * n + 2
+        board = list(pos.board)
+        i = side * (n + 1) + move - 1
+        seeds = board[i]
+        board[i] = 0
+        # Whole laps first (every hole but the opponent's store, the emptied pit included), then the rest.
+        laps, seeds = divmod(seeds, size - 1)
+        if laps:
+            for j in range(size):
+                if j != skip:
+                    board[j] += laps
+        while seeds:
+            i += 1
+            if i == size:
+                i = 0
+            if i != skip:
+                board[i] += 1
+                seeds -= 1
+        if i == store:
+            nxt = side
+        else:
+            nxt = 1 - side
+            own_row = side * (n + 1) <= i < store
+            if own_row and board[i] == 1:
+                opposite = 2 * n - i
+                if board[opposite] or self.empty_capture:
+                    board[store] += board[opposite] + 1
+                    board[opposite] = 0
+                    board[i] = 0
+        return self._settle(board, nxt, pos.turn + (nxt != side))
+
+    def _settle(self, board: list[int], nxt: int, turn: int) -> Position:
+        """Apply the end rule (banking what is left) or the early finish, then freeze the position."""
+        n = self.pits
+        south_empty = not any(board[0:n])
+        north_empty = not any(board[n + 1 : 2 * n + 1])
+        if self.end == "any-empty":
+            over = south_empty or north_empty
+        else:
+            over = north_empty if nxt == NORTH else south_empty
+        if over:
+            for side in (SOUTH, NORTH):
+                start = side * (n + 1)
+                board[start + n] += sum(board[start : start + n])
+                board[start : start + n] = [0] * n
+            return Position(tuple(board), nxt, turn, "normal")
+        if self.early and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
+            return Position(tuple(board), nxt, turn, "early")
+        return Position(tuple(board), nxt, turn)
+
+    def is_over(self, pos: Position) -> bool:
+        return pos.ended is not None
+
+    def result(self, pos: Position) -> Outcome:
+        if pos.ended is None:
+            raise ValueError("the game is not over")
+        south, north = pos.store(SOUTH), pos.store(NORTH)
+        winner = None if south == north else (SOUTH if south > north else NORTH)
+        return Outcome(south, north, winner, pos.ended)
+
+
+_FLAGS: Final = {"pie": "pie", "empty-capture": "empty_capture", "early": "early"}
+_VALUED: Final = {"pits": "pits", "seeds": "seeds", "end": "end"}
+
+
+def parse_rules(spec: str) -> Kalah:
+    """Parse a rules spec strictly: an unknown, repeated or malformed option is an error naming it."""
+    if not spec:
+        raise RulesError("empty rules spec; try 'kalah'")
+    if any(c.isspace() for c in spec):
+        raise RulesError(f"rules spec {spec!r} contains spaces; options are separated by commas only")
+    name, *options = spec.split(",")
+    if name != "kalah":
+        raise RulesError(f"unknown rules {name!r}; known: kalah")
+    fields: dict[str, object] = {}
+    for option in options:
+        key, eq, value = option.partition("=")
+        if key in _FLAGS and not eq:
+            field, parsed = _FLAGS[key], True
+        elif key in _VALUED and eq:
+            field = _VALUED[key]
+            if key == "end":
+                parsed = value
+            elif value.isdigit() and value.isascii():
+                parsed = int(value)
+            else:
+                raise RulesError(f"option {key}={value!r} needs a whole number")
+        elif key in _FLAGS:
+            raise RulesError(f"option {key!r} takes no value (got {option!r})")
+        elif key in _VALUED:
+            raise RulesError(f"option {key!r} needs a value, e.g. {key}=" + ("any-empty" if key == "end" else "6"))
+        else:
+            known = ", ".join([*_FLAGS, *(f"{k}=" for k in _VALUED)])
+            raise RulesError(f"unknown rules option {option!r}; known: {known}")
+        if field in fields:
+            raise RulesError(f"option {key!r} given twice")
+        fields[field] = parsed
+    return Kalah(**fields)  # type: ignore[arg-type]
+
+
+def board_text(pos: Position, south: str = "South", north: str = "North") -> str:
+    """The board as the rules sources draw it: North's row on top numbered n..1, South's below numbered 1..n."""
+    n = pos.pits
+    width = max(2, *(len(str(x)) for x in pos.board)) + 1
+
+    def cells(values: tuple[int, ...] | range) -> str:
+        return "".join(str(v).rjust(width) for v in values)
+
+    return "\n".join(
+        [
+            f"{north} store: {pos.store(NORTH)}",
+            cells(range(n, 0, -1)),
+            cells(tuple(reversed(pos.row(NORTH)))),
+            cells(pos.row(SOUTH)),
+            cells(range(1, n + 1)),
+            f"{south} store: {pos.store(SOUTH)}",
+        ]
+    )
+
