@@ -62,7 +62,7 @@ def _check_name(name: str, path: Path) -> str:
 def _from_folder(path: Path) -> Bot:
     manifest = path / MANIFEST
     if not manifest.is_file():
-        raise BotError(f"{path}: a bot folder needs a {MANIFEST} with a command, e.g. command = \"./bot\"")
+        raise BotError(f'{path}: a bot folder needs a {MANIFEST} with a command, e.g. command = "./bot"')
     try:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -157,7 +157,8 @@ def find_bot(name_or_path: str, folder: Path) -> Bot:
     if not found:
         known = ""
         if folder.is_dir():
-            names = sorted({e.stem if e.suffix == ".py" else e.name for e in folder.iterdir() if _is_candidate(e)})
+            entries = [e for e in folder.iterdir() if _is_candidate(e)]
+            names = sorted({e.stem if e.suffix == ".py" else e.name for e in entries})
             known = f"; bots there: {', '.join(names)}" if names else "; that folder has no bots"
         raise BotError(f"no bot named {name_or_path!r} in {folder}{known}")
     if len(found) > 1:

@@ -60,8 +60,14 @@ def cli() -> None:
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
 @click.option("--games", type=click.IntRange(1, 1_000_000), default=1, show_default=True)
 @_time_options
-@click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True,
-              help="Folder where bot names are looked up.")
+@click.option(
+    "--bots",
+    "bots_dir",
+    type=click.Path(path_type=Path),
+    default="bots",
+    show_default=True,
+    help="Folder where bot names are looked up.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
 @click.option("--show", is_flag=True, help="Draw the board after every move.")
 def play(a, b, rules, games, move_ms, startup_ms, bots_dir, as_json, show):  # type: ignore[no-untyped-def]
@@ -136,4 +142,3 @@ def main() -> None:
         click.echo("arena: interrupted", err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
-

@@ -64,7 +64,7 @@ class V1:
         self.proc = proc
 
     def _expect_silence(self) -> None:
-        """Any non-comment line a bot wrote when nobody asked is a fault: it would be read as the next move."""
+        """A non-comment line written when nobody asked is a fault: it would be taken for the next move."""
         while (line := self.proc.read_line(0.0)) is not None:
             if not is_comment(line):
                 shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."

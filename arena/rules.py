@@ -278,7 +278,8 @@ def parse_rules(spec: str) -> Kalah:
         elif key in _FLAGS:
             raise RulesError(f"option {key!r} takes no value (got {option!r})")
         elif key in _VALUED:
-            raise RulesError(f"option {key!r} needs a value, e.g. {key}=" + ("any-empty" if key == "end" else "6"))
+            example = "any-empty" if key == "end" else "6"
+            raise RulesError(f"option {key!r} needs a value, e.g. {key}={example}")
         else:
             known = ", ".join([*_FLAGS, *(f"{k}=" for k in _VALUED)])
             raise RulesError(f"unknown rules option {option!r}; known: {known}")
@@ -289,7 +290,7 @@ def parse_rules(spec: str) -> Kalah:
 
 
 def board_text(pos: Position, south: str = "South", north: str = "North") -> str:
-    """The board as the rules sources draw it: North's row on top numbered n..1, South's below numbered 1..n."""
+    """The board as the rules sources draw it: North's row on top, numbered n..1; South's below, 1..n."""
     n = pos.pits
     width = max(2, *(len(str(x)) for x in pos.board)) + 1
 
@@ -306,4 +307,3 @@ def board_text(pos: Position, south: str = "South", north: str = "North") -> str
             f"{south} store: {pos.store(SOUTH)}",
         ]
     )
-
