@@ -1,0 +1,107 @@
+"""The `arena` command end to end: real processes, and one clear line for every mistake a user can make."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.rules import SWAP, parse_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def replay(record: dict) -> tuple[int, int]:
+    """Final stores after replaying a record's moves through the rules engine."""
+    rules = parse_rules(record["rules"])
+    pos = rules.initial()
+    for move in record["moves"]:
+        pos = rules.play(pos, move if move == SWAP else int(move))
+    assert rules.is_over(pos)
+    return pos.store(0), pos.store(1)
+
+
+def test_play_json_records_replay_and_alternate_sides():
+    run = arena("play", "random", "greedy", "--games", "3", "--json", "--rules", "kalah,pits=4,seeds=3,pie")
+    assert run.returncode == 0, run.stderr
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(records) == 3
+    assert [(r["south"], r["north"]) for r in records] == [
+        ("random", "greedy"),
+        ("greedy", "random"),
+        ("random", "greedy"),
+    ]
+    for r in records:
+        assert r["rules"] == "kalah,pits=4,seeds=3,pie"
+        assert r["reason"] == "normal" and r["faulty"] is None
+        assert replay(r) == (r["south_store"], r["north_store"])
+        assert len(r["move_ms"]) == len(r["moves"])
+        assert set(r["stderr"]) == {"random", "greedy"}
+    assert "after 3 games (kalah,pits=4,seeds=3,pie)" in run.stderr.splitlines()[-1]
+
+
+def test_play_text_summary_and_show():
+    run = arena("play", "greedy", "greedy", "--rules", "kalah,pits=3,seeds=1", "--show")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-1].startswith("greedy ") and "greedy-2" in lines[-1] and "after 1 game " in lines[-1]
+    assert "South (greedy) store: 0" in run.stdout and "North (greedy-2) store: 0" in run.stdout
+    assert any(line.startswith("game 1: greedy (south) vs greedy-2 (north)") for line in lines)
+    assert "greedy plays" in run.stdout
+
+
+def test_play_a_bot_given_by_path(tmp_path):
+    bot = tmp_path / "first.py"
+    bot.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    w = line.split()\n"
+        "    if w and w[0] == 'MOVE':\n"
+        "        n = (len(w) - 4) // 2\n"
+        "        print(next(i for i in range(1, n + 1) if w[1 + i] != '0'))\n"
+        "    elif w and w[0] == 'QUIT':\n"
+        "        break\n"
+    )
+    run = arena("play", str(bot), "random", "--games", "2", "--json")
+    assert run.returncode == 0, run.stderr
+    assert [json.loads(x)["reason"] for x in run.stdout.splitlines()] == ["normal", "normal"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["play", "random", "nobody"], ["no bot named 'nobody'", "greedy"]),
+        (["play", "random", "greedy", "--rules", "kalah,pits=x"], ["--rules", "pits='x'"]),
+        (["play", "random", "greedy", "--rules", "chess"], ["unknown rules 'chess'"]),
+        (["play", "random", "greedy", "--games", "0"], ["--games"]),
+        (["play", "random", "greedy", "--move-time", "fast"], ["--move-time"]),
+        (["play", "random"], ["Missing argument"]),
+        (["play", "random", "greedy", "--bots", "/nonexistent"], ["no bot named 'random'"]),
+        (["fly"], ["No such command 'fly'"]),
+    ],
+)
+def test_bad_input_is_one_clear_line(args, words):
+    run = arena(*args)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("arena: error: ")
+    for word in words:
+        assert word in run.stderr
+
+
+def test_broken_bot_is_a_forfeit_not_an_error(tmp_path):
+    bot = tmp_path / "broken.py"
+    bot.write_text("raise SystemExit('cannot find my weights file')\n")
+    run = arena("play", str(bot), "random", "--games", "2")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("broken forfeits (crash: exited with code 1") == 2
+    assert "cannot find my weights file" in run.stdout
+    assert "broken 0 - 2 random" in run.stdout
