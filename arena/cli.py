@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import click
 
-from arena.bots import BotError, find_bot
+from arena import ratings, report, scheduler
+from arena.bots import BotError, discover, find_bot
 from arena.referee import GameRecord, Limits, Player, play_game
 from arena.rules import RulesError, board_text, parse_rules
+from arena.store import Settings, Store, StoreError, store_path
 
 
 class RulesParam(click.ParamType):
@@ -122,6 +127,120 @@ def describe(number: int, r: GameRecord) -> str:
     return head + f"{r.winner} wins {score}" + (" (early finish)" if r.reason == "early" else "")
 
 
+def _tournament_options(f):  # type: ignore[no-untyped-def]
+    f = click.option("--out", type=click.Path(path_type=Path), default="reports", show_default=True,
+                     help="Folder that holds the tournaments.")(f)
+    f = click.option("--name", default="default", show_default=True,
+                     help="Tournament name: its store is OUT/NAME/arena.sqlite.")(f)
+    return f
+
+
+def _open_existing(out: Path, name: str) -> Store:
+    return Store(store_path(out, name), create=False)
+
+
+@cli.command()
+@click.option("--rounds", type=click.IntRange(1, 100_000), default=1, show_default=True,
+              help="Rounds: in each, every pair meets twice, once on each side.")
+@click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
+@click.option("--rules", "rules", type=RULES, help="Rules spec [default: kalah, or the tournament's].")
+@click.option("--move-time", "move_ms", type=click.IntRange(1, 3_600_000), metavar="MS",
+              help="Milliseconds per move [default: 1000, or the tournament's].")
+@click.option("--startup-ms", type=click.IntRange(0, 600_000),
+              help="Extra time for a bot's first move after it starts [default: 10000, or the tournament's].")
+@click.option("--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's].")
+@click.option("--jobs", type=click.IntRange(1, 512), default=os.cpu_count() or 1, show_default=True,
+              help="Games played in parallel.")
+@click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
+@click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
+@_tournament_options
+@click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
+def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, name, out, quiet):  # type: ignore[no-untyped-def]
+    """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
+    bots = discover(bots_dir)
+    if len(bots) < 2:
+        raise click.UsageError(f"a tournament needs at least two bots; {bots_dir} has {len(bots)}")
+    hero_bot = None
+    if hero is not None:
+        matches = [b for b in bots if b.name == hero]
+        if not matches:
+            raise click.UsageError(f"--gauntlet {hero}: no such bot in {bots_dir}")
+        hero_bot = matches[0]
+    with Store(store_path(out, name)) as store:
+        stored = store.settings()
+        defaults = stored or Settings("kalah", Limits().move_ms, Limits().startup_ms, 1)
+        settings = Settings(
+            rules.spec if rules is not None else defaults.rules,
+            move_ms if move_ms is not None else defaults.move_ms,
+            startup_ms if startup_ms is not None else defaults.startup_ms,
+            seed if seed is not None else defaults.seed,
+        )
+        store.fix_settings(settings)
+        limits = Limits(move_ms=settings.move_ms, startup_ms=settings.startup_ms)
+        bar = None
+        started = time.monotonic()
+
+        def progress(done: int, total: int, record: GameRecord | None) -> None:
+            nonlocal bar
+            if quiet:
+                return
+            if bar is None:
+                rate = lambda _: f"{done / max(time.monotonic() - started, 1e-9):.1f} games/s"  # noqa: E731
+                bar = click.progressbar(length=total, label="games", show_eta=True, show_pos=True,
+                                        item_show_func=rate, file=sys.stderr)
+                bar.__enter__()
+            else:
+                bar.update(1, record)
+
+        result = scheduler.run(store, bots, rounds, settings.seed, limits, jobs, fresh, hero_bot, progress)
+        if bar is not None:
+            bar.__exit__(None, None, None)
+        page = report.write_report(store, store.path.parent)
+        board = ratings.leaderboard(store)
+    if result.interrupted:
+        click.echo(
+            f"arena: interrupted after {result.played} new games ({result.before + result.played} of "
+            f"{result.scheduled} stored); run the same command again to resume",
+            err=True,
+        )
+        click.echo(f"report so far: {page}", err=True)
+        sys.exit(130)
+    if not quiet:
+        if result.before:
+            click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
+        click.echo(ratings.format_table(board))
+    click.echo(f"report: {page}")
+
+
+@cli.command("report")
+@_tournament_options
+def report_cmd(name, out):  # type: ignore[no-untyped-def]
+    """Write the tournament's HTML report again from its store alone."""
+    with _open_existing(out, name) as store:
+        click.echo(f"report: {report.write_report(store, store.path.parent)}")
+
+
+EXPORT_FIELDS = ["id", "round", "rules", "south", "north", "moves", "south_store", "north_store", "winner",
+                 "reason", "faulty", "detail", "move_ms", "stderr", "finished_at"]
+
+
+@cli.command()
+@_tournament_options
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
+def export(name, out, fmt):  # type: ignore[no-untyped-def]
+    """Write every stored game record to stdout, in schedule order."""
+    with _open_existing(out, name) as store:
+        if fmt == "jsonl":
+            for record in store.records():
+                click.echo(json.dumps(record))
+            return
+        writer = csv.DictWriter(sys.stdout, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for record in store.records():
+            row = {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()}
+            writer.writerow(row)
+
+
 def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
     try:
@@ -135,7 +254,7 @@ def main() -> None:
             hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"arena: error: {e.format_message()}{hint}", err=True)
         sys.exit(e.exit_code)
-    except (BotError, RulesError) as e:
+    except (BotError, RulesError, StoreError) as e:
         click.echo(f"arena: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

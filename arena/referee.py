@@ -48,6 +48,8 @@ class GameRecord:
     faulty: str | None
     detail: str
     move_ms: tuple[float, ...]
+    think_ms: dict[str, float] = field(default_factory=dict)  # total thinking time per bot
+    moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
     stderr: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -138,6 +140,8 @@ def play_game(
     pos = rules.initial()
     moves: list[Move] = []
     move_ms: list[float] = []
+    think_ms = {south.name: 0.0, north.name: 0.0}
+    moves_made = {south.name: 0, north.name: 0}
     acting = south
     fault: Fault | None = None
     try:
@@ -154,6 +158,8 @@ def play_game(
                 raise Fault("illegal", f"played {move}: {e}") from None
             moves.append(move)
             move_ms.append(round(took, 2))
+            think_ms[acting.name] += took
+            moves_made[acting.name] += 1
             if move == SWAP:
                 by_side.reverse()
             if on_move:
@@ -195,5 +201,7 @@ def play_game(
         faulty=faulty,
         detail=detail,
         move_ms=tuple(move_ms),
+        think_ms={name: round(ms, 2) for name, ms in think_ms.items()},
+        moves_made=moves_made,
         stderr={p.name: p.stderr_tail() for p in (south, north)},
     )

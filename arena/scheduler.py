@@ -1,0 +1,184 @@
+"""Who plays whom, and playing it on all cores.
+
+A round is every ordered pair once (each pair meets twice, each bot once as south). The order inside a round
+comes from a hash of (seed, round, south, north): the same seed and bots give the same schedule, and adding
+a bot or a round inserts its games without reshuffling the others. Ratings are computed in this order, never
+in the order games happen to finish, so parallel play does not change them.
+
+Workers are processes (multiprocess) that each keep their bots' processes alive across games (NEWGAME) and
+restart them after a fault; the main process is the store's one writer and commits every game at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import queue
+import signal
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import multiprocess
+
+from arena.bots import Bot
+from arena.referee import GameRecord, Limits, Player, play_game
+from arena.rules import parse_rules
+from arena.store import Slot, Store
+
+MAX_IDLE_PLAYERS = 16  # bot processes a worker keeps alive between games
+
+
+def _ordinal(seed: int, rnd: int, south: str, north: str) -> str:
+    return hashlib.blake2b(f"{seed}:{rnd}:{south}:{north}".encode(), digest_size=8).hexdigest()
+
+
+def round_robin(bots: Sequence[Bot], rounds: int, seed: int) -> list[Slot]:
+    """Every ordered pair of distinct bots once per round, in the seeded order."""
+    slots = [
+        Slot(r, _ordinal(seed, r, s.name, n.name), s, n)
+        for r in range(1, rounds + 1)
+        for s in bots
+        for n in bots
+        if s.name != n.name
+    ]
+    return sorted(slots, key=lambda s: (s.round, s.ordinal))
+
+
+def gauntlet(hero: Bot, bots: Sequence[Bot], rounds: int, seed: int) -> list[Slot]:
+    """The round robin's games that involve `hero`: it meets every other bot twice a round."""
+    return [s for s in round_robin(bots, rounds, seed) if hero.name in (s.south.name, s.north.name)]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    scheduled: int  # games in the whole schedule
+    before: int  # of those, already in the store when this run started
+    played: int  # played and stored by this run
+    interrupted: bool
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this worker when the tournament process dies, even by kill -9."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the worker's finally, which ends its bots
+
+
+def _worker(tasks, results, spec: str, limits: Limits, fresh: bool) -> None:  # type: ignore[no-untyped-def]
+    """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    _die_with_parent()
+    rules = parse_rules(spec)
+    players: OrderedDict[tuple[str, str], Player] = OrderedDict()
+
+    def player(bot: Bot) -> Player:
+        key = (bot.name, bot.digest)
+        if key not in players:
+            players[key] = Player(bot)
+        players.move_to_end(key)
+        return players[key]
+
+    try:
+        while (task := tasks.get()) is not None:
+            index, south_bot, north_bot = task
+            south, north = player(south_bot), player(north_bot)
+            record = play_game(rules, south, north, limits)
+            if fresh:
+                south.close(limits.quit_grace_ms)
+                north.close(limits.quit_grace_ms)
+            while len(players) > MAX_IDLE_PLAYERS:
+                players.popitem(last=False)[1].close(limits.quit_grace_ms)
+            results.put((index, record))
+    finally:
+        for p in players.values():
+            p.kill()
+
+
+def play_slots(
+    slots: Sequence[Slot],
+    spec: str,
+    limits: Limits,
+    jobs: int,
+    fresh: bool,
+    on_game: Callable[[Slot, GameRecord], None],
+) -> None:
+    """Play `slots` on `jobs` worker processes, calling `on_game` in this process as each one finishes.
+
+    KeyboardInterrupt (Ctrl-C) stops the workers, which end their bots; games already reported are kept.
+    """
+    if not slots:
+        return
+    jobs = max(1, min(jobs, len(slots)))
+    ctx = multiprocess.get_context("fork")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    for i, slot in enumerate(slots):
+        tasks.put((i, slot.south, slot.north))
+    for _ in range(jobs):
+        tasks.put(None)
+    workers = [ctx.Process(target=_worker, args=(tasks, results, spec, limits, fresh)) for _ in range(jobs)]
+    for w in workers:
+        w.start()
+    try:
+        for _ in range(len(slots)):
+            while True:
+                try:
+                    index, record = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    if not any(w.is_alive() for w in workers):
+                        raise RuntimeError("all game workers died; see the messages above") from None
+            on_game(slots[index], record)
+    finally:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+        for w in workers:
+            w.join(timeout=10)
+        tasks.cancel_join_thread()
+        results.cancel_join_thread()
+
+
+def run(
+    store: Store,
+    bots: Sequence[Bot],
+    rounds: int,
+    seed: int,
+    limits: Limits,
+    jobs: int | None = None,
+    fresh: bool = False,
+    hero: Bot | None = None,
+    progress: Callable[[int, int, GameRecord | None], None] | None = None,
+) -> RunResult:
+    """Play whatever the schedule has that the store lacks; the store's settings must already be fixed."""
+    settings = store.settings()
+    if settings is None:
+        raise ValueError("fix the store's settings before running")
+    store.set_current(bots)
+    schedule = gauntlet(hero, bots, rounds, seed) if hero else round_robin(bots, rounds, seed)
+    played = store.played()
+    missing = [s for s in schedule if (s.round, store.bot_id(s.south), store.bot_id(s.north)) not in played]
+    before = len(schedule) - len(missing)
+    done = 0
+    if progress:
+        progress(0, len(missing), None)
+
+    def on_game(slot: Slot, record: GameRecord) -> None:
+        nonlocal done
+        store.add_game(slot, record)
+        done += 1
+        if progress:
+            progress(done, len(missing), record)
+
+    interrupted = False
+    try:
+        play_slots(missing, settings.rules, limits, jobs or os.cpu_count() or 1, fresh, on_game)
+    except KeyboardInterrupt:
+        interrupted = True
+    return RunResult(len(schedule), before, done, interrupted)
