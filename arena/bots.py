@@ -23,6 +23,15 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
 
 
+# How a NAME.py bot is run: with arena's Python; -P keeps the bot's folder off sys.path (so bots/random.py
+# does not shadow the standard library's random); stdout line-buffered, so a print() reaches the referee
+# at once as one write even if the student forgot to flush (-u would flush too, but in two writes a line).
+PY_LAUNCHER = (
+    "import runpy, sys; sys.argv = sys.argv[1:]; sys.stdout.reconfigure(line_buffering=True); "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
 class BotError(ValueError):
     """A bot that cannot be run as given; the message says which file and what to do."""
 
@@ -114,7 +123,7 @@ def load_bot(path: Path) -> Bot:
     if not os.access(path, os.R_OK):
         raise BotError(f"{path}: cannot be read (check its permissions)")
     if path.suffix == ".py":
-        argv = (sys.executable, "-u", "-P", str(path))
+        argv = (sys.executable, "-P", "-c", PY_LAUNCHER, str(path))
         return Bot(_check_name(path.stem, path), argv, path.parent, path, _digest(path))
     if not os.access(path, os.X_OK):
         raise BotError(

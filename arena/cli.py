@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -128,10 +129,19 @@ def describe(number: int, r: GameRecord) -> str:
 
 
 def _tournament_options(f):  # type: ignore[no-untyped-def]
-    f = click.option("--out", type=click.Path(path_type=Path), default="reports", show_default=True,
-                     help="Folder that holds the tournaments.")(f)
-    f = click.option("--name", default="default", show_default=True,
-                     help="Tournament name: its store is OUT/NAME/arena.sqlite.")(f)
+    f = click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default="reports",
+        show_default=True,
+        help="Folder that holds the tournaments.",
+    )(f)
+    f = click.option(
+        "--name",
+        default="default",
+        show_default=True,
+        help="Tournament name: its store is OUT/NAME/arena.sqlite.",
+    )(f)
     return f
 
 
@@ -140,23 +150,44 @@ def _open_existing(out: Path, name: str) -> Store:
 
 
 @cli.command()
-@click.option("--rounds", type=click.IntRange(1, 100_000), default=1, show_default=True,
-              help="Rounds: in each, every pair meets twice, once on each side.")
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 100_000),
+    default=1,
+    show_default=True,
+    help="Rounds: in each, every pair meets twice, once on each side.",
+)
 @click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
 @click.option("--rules", "rules", type=RULES, help="Rules spec [default: kalah, or the tournament's].")
-@click.option("--move-time", "move_ms", type=click.IntRange(1, 3_600_000), metavar="MS",
-              help="Milliseconds per move [default: 1000, or the tournament's].")
-@click.option("--startup-ms", type=click.IntRange(0, 600_000),
-              help="Extra time for a bot's first move after it starts [default: 10000, or the tournament's].")
-@click.option("--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's].")
-@click.option("--jobs", type=click.IntRange(1, 512), default=os.cpu_count() or 1, show_default=True,
-              help="Games played in parallel.")
+@click.option(
+    "--move-time",
+    "move_ms",
+    type=click.IntRange(1, 3_600_000),
+    metavar="MS",
+    help="Milliseconds per move [default: 1000, or the tournament's].",
+)
+@click.option(
+    "--startup-ms",
+    type=click.IntRange(0, 600_000),
+    help="Extra time for a bot's first move after it starts [default: 10000, or the tournament's].",
+)
+@click.option(
+    "--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's]."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 512),
+    default=os.cpu_count() or 1,
+    show_default=True,
+    help="Games played in parallel.",
+)
 @click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
 @click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
 def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, name, out, quiet):  # type: ignore[no-untyped-def]
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
     bots = discover(bots_dir)
     if len(bots) < 2:
         raise click.UsageError(f"a tournament needs at least two bots; {bots_dir} has {len(bots)}")
@@ -186,8 +217,14 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
                 return
             if bar is None:
                 rate = lambda _: f"{done / max(time.monotonic() - started, 1e-9):.1f} games/s"  # noqa: E731
-                bar = click.progressbar(length=total, label="games", show_eta=True, show_pos=True,
-                                        item_show_func=rate, file=sys.stderr)
+                bar = click.progressbar(
+                    length=total,
+                    label="games",
+                    show_eta=True,
+                    show_pos=True,
+                    item_show_func=rate,
+                    file=sys.stderr,
+                )
                 bar.__enter__()
             else:
                 bar.update(1, record)
@@ -220,8 +257,23 @@ def report_cmd(name, out):  # type: ignore[no-untyped-def]
         click.echo(f"report: {report.write_report(store, store.path.parent)}")
 
 
-EXPORT_FIELDS = ["id", "round", "rules", "south", "north", "moves", "south_store", "north_store", "winner",
-                 "reason", "faulty", "detail", "move_ms", "stderr", "finished_at"]
+EXPORT_FIELDS = [
+    "id",
+    "round",
+    "rules",
+    "south",
+    "north",
+    "moves",
+    "south_store",
+    "north_store",
+    "winner",
+    "reason",
+    "faulty",
+    "detail",
+    "move_ms",
+    "stderr",
+    "finished_at",
+]
 
 
 @cli.command()

@@ -162,8 +162,7 @@ def run(
         raise ValueError("fix the store's settings before running")
     store.set_current(bots)
     schedule = gauntlet(hero, bots, rounds, seed) if hero else round_robin(bots, rounds, seed)
-    played = store.played()
-    missing = [s for s in schedule if (s.round, store.bot_id(s.south), store.bot_id(s.north)) not in played]
+    missing = _missing(store, schedule)
     before = len(schedule) - len(missing)
     done = 0
     if progress:
@@ -181,4 +180,11 @@ def run(
         play_slots(missing, settings.rules, limits, jobs or os.cpu_count() or 1, fresh, on_game)
     except KeyboardInterrupt:
         interrupted = True
-    return RunResult(len(schedule), before, done, interrupted)
+    # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
+    stored = len(schedule) - len(_missing(store, schedule))
+    return RunResult(len(schedule), before, stored - before, interrupted)
+
+
+def _missing(store: Store, schedule: Sequence[Slot]) -> list[Slot]:
+    played = store.played()
+    return [s for s in schedule if (s.round, store.bot_id(s.south), store.bot_id(s.north)) not in played]

@@ -163,7 +163,9 @@ class Store:
 
     def bot_id(self, bot: Bot) -> int:
         """The id of this bot version, adding it on first sight."""
-        row = self.db.execute("SELECT id FROM bots WHERE name = ? AND digest = ?", (bot.name, bot.digest)).fetchone()
+        row = self.db.execute(
+            "SELECT id FROM bots WHERE name = ? AND digest = ?", (bot.name, bot.digest)
+        ).fetchone()
         if row:
             return int(row[0])
         cur = self.db.execute(
@@ -264,3 +266,126 @@ class Store:
 
 def store_path(out: Path, name: str) -> Path:
     return Path(out) / name / STORE_FILE
+
+
+# --- tables for ratings and the report ----------------------------------------------------------------
+# Read-only queries behind the leaderboard and the HTML report. Each one streams or aggregates inside
+# SQLite, so memory stays flat however many games are stored: only the few columns a table needs are read,
+# and moves and stderr are never loaded for all games. `field` is the ids of the bot versions that make up
+# the field (normally `Store.current_ids()`), passed as one JSON parameter.
+
+import pandas as pd  # noqa: E402  (kept inside this section on purpose)
+
+_FIELD = "field(id) AS (SELECT value FROM json_each(:field))"
+_IN_FIELD = "south_id IN (SELECT id FROM field) AND north_id IN (SELECT id FROM field)"
+
+
+def _field(ids: Iterable[int]) -> str:
+    return json.dumps(sorted(int(i) for i in ids))
+
+
+def field_ids(store: Store) -> list[int]:
+    """The current field; for a store that never recorded one, the newest version of every bot name."""
+    ids = store.current_ids()
+    if ids or store._meta("current") is not None:
+        return ids
+    return [int(r[0]) for r in store.db.execute("SELECT max(id) FROM bots GROUP BY name ORDER BY name")]
+
+
+def rating_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int | None]]:
+    """(south id, north id, winner id or None) of the field's games in schedule order, one at a time."""
+    query = (
+        f"WITH {_FIELD} SELECT south_id, north_id, winner_id FROM games "
+        f"WHERE {_IN_FIELD} ORDER BY round, ordinal"
+    )
+    yield from store.db.execute(query, {"field": _field(field)})
+
+
+def field_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """The field's bot versions: id, name, digest, author, first_seen."""
+    query = (
+        f"WITH {_FIELD} SELECT id, name, digest, author, first_seen FROM bots "
+        "WHERE id IN (SELECT id FROM field) ORDER BY name"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field)})
+
+
+def pair_totals(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """One row per (bot, opponent) that met in the field: games, wins, draws, losses, summed store margin,
+    forfeits, thinking ms and moves. Each game counts once from each side; after a SWAP the final stores
+    belong the other way round, so `own`/`their` follow `swapped` (think ms and move counts do not: they are
+    stored per starting bot)."""
+    sides = (
+        "SELECT south_id AS bot, north_id AS opp, winner_id, faulty_id, "
+        "CASE WHEN swapped THEN north_store ELSE south_store END AS own, "
+        "CASE WHEN swapped THEN south_store ELSE north_store END AS their, "
+        f"south_think_ms AS think_ms, south_moves AS moves FROM games WHERE {_IN_FIELD} "
+        "UNION ALL "
+        "SELECT north_id, south_id, winner_id, faulty_id, "
+        "CASE WHEN swapped THEN south_store ELSE north_store END, "
+        "CASE WHEN swapped THEN north_store ELSE south_store END, "
+        f"north_think_ms, north_moves FROM games WHERE {_IN_FIELD}"
+    )
+    query = (
+        f"WITH {_FIELD}, sides AS ({sides}) "
+        "SELECT bot, opp, count(*) AS games, "
+        "sum(CASE WHEN winner_id = bot THEN 1 ELSE 0 END) AS wins, "
+        "sum(CASE WHEN winner_id IS NULL THEN 1 ELSE 0 END) AS draws, "
+        "sum(CASE WHEN winner_id = opp THEN 1 ELSE 0 END) AS losses, "
+        "sum(own - their) AS margin_sum, "
+        "sum(CASE WHEN faulty_id = bot THEN 1 ELSE 0 END) AS forfeits, "
+        "total(think_ms) AS think_ms, sum(moves) AS moves "
+        "FROM sides GROUP BY bot, opp ORDER BY bot, opp"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field)})
+
+
+def forfeit_reasons(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """How often each bot of the field forfeited, by reason (timeout, crash, illegal, garbled)."""
+    query = (
+        f"WITH {_FIELD} SELECT faulty_id AS bot, reason, count(*) AS count FROM games "
+        f"WHERE faulty_id IS NOT NULL AND {_IN_FIELD} GROUP BY faulty_id, reason ORDER BY faulty_id, reason"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field)})
+
+
+def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.DataFrame:
+    """The latest `per_bot` forfeits of each bot in the field's games, newest first, with the reason, the
+    referee's detail and that bot's own stderr tail from that game: what its author needs to fix it. Only
+    these rows' stderr is read."""
+    query = (
+        f"WITH {_FIELD}, ranked AS (SELECT id, row_number() OVER "
+        "(PARTITION BY faulty_id ORDER BY id DESC) AS nth FROM games "
+        f"WHERE faulty_id IS NOT NULL AND {_IN_FIELD}) "
+        "SELECT g.id AS game, g.round, g.faulty_id AS bot, f.name AS bot_name, o.name AS opponent, "
+        "CASE WHEN g.south_id = g.faulty_id THEN 'south' ELSE 'north' END AS started, g.reason, g.detail, "
+        "coalesce(json_extract(g.stderr, '$.\"' || f.name || '\"'), '') AS stderr, g.finished_at "
+        "FROM ranked r JOIN games g ON g.id = r.id JOIN bots f ON f.id = g.faulty_id "
+        "JOIN bots o ON o.id = CASE WHEN g.south_id = g.faulty_id THEN g.north_id ELSE g.south_id END "
+        "WHERE r.nth <= :per_bot ORDER BY f.name, g.id DESC"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field), "per_bot": int(per_bot)})
+
+
+def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """Bot versions outside the field (older code of a bot, or bots no longer in the folder), with how many
+    stored games each played."""
+    query = (
+        f"WITH {_FIELD}, played AS (SELECT bot, count(*) AS games FROM "
+        "(SELECT south_id AS bot FROM games UNION ALL SELECT north_id FROM games) GROUP BY bot) "
+        "SELECT b.id, b.name, b.digest, b.first_seen, coalesce(p.games, 0) AS games "
+        "FROM bots b LEFT JOIN played p ON p.bot = b.id WHERE b.id NOT IN (SELECT id FROM field) "
+        "ORDER BY b.name, b.id"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field)})
+
+
+def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """One row: games stored, rounds played, first and last finish, and the field's share of the games."""
+    query = (
+        f"WITH {_FIELD} SELECT count(*) AS games, count(DISTINCT round) AS rounds, "
+        "coalesce(max(round), 0) AS last_round, min(finished_at) AS first_finished, "
+        "max(finished_at) AS last_finished, "
+        f"sum(CASE WHEN {_IN_FIELD} THEN 1 ELSE 0 END) AS field_games FROM games"
+    )
+    return pd.read_sql(query, store.db, params={"field": _field(field)})
