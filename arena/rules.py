@@ -36,12 +36,14 @@ class IllegalMove(ValueError):
 @dataclass(frozen=True, slots=True)
 class Position:
     """A game state. `turn` counts completed turns: it grows when the move passes to the other player
-    (an extra turn keeps it), and by SWAP. The pie rule's swap is allowed exactly when `turn == 1`."""
+    (an extra turn keeps it), and by SWAP. `can_swap` is true only on the second player's first turn,
+    before it has moved (under the pie rule)."""
 
     board: tuple[int, ...]
     to_move: int = SOUTH
     turn: int = 0
     ended: str | None = None  # None while in play; "normal" or "early" once over
+    can_swap: bool = False
 
     @property
     def pits(self) -> int:
@@ -149,7 +151,7 @@ class Kalah:
         """The position a bot sees in MOVE (own side first), as South to move; for a bot's own search."""
         if len(view) != 2 * self.pits + 2:
             raise ValueError(f"a board of {2 * self.pits + 2} numbers was expected, got {len(view)}")
-        return Position(tuple(view), SOUTH, 1 if can_swap else 2)
+        return Position(tuple(view), SOUTH, 1 if can_swap else 2, None, can_swap and self.pie)
 
     def legal_moves(self, pos: Position) -> tuple[Move, ...]:
         if pos.ended:
@@ -157,7 +159,7 @@ class Kalah:
         start = pos.to_move * (self.pits + 1)
         board = pos.board
         moves: tuple[Move, ...] = tuple(p + 1 for p in range(self.pits) if board[start + p])
-        if self.pie and pos.turn == 1:
+        if pos.can_swap:
             moves += (SWAP,)
         return moves
 
@@ -168,7 +170,7 @@ class Kalah:
         if move == SWAP:
             if not self.pie:
                 raise IllegalMove("SWAP is not allowed: these rules have no pie rule")
-            if pos.turn != 1:
+            if not pos.can_swap:
                 raise IllegalMove("SWAP is only allowed as the second player's first move")
             return
         if not isinstance(move, int) or isinstance(move, bool):
@@ -183,7 +185,7 @@ class Kalah:
         self.check(pos, move)
         if move == SWAP:
             # Sides change hands, the board does not: the first player now owns North and moves next.
-            return Position(pos.board, pos.to_move, pos.turn + 1)
+            return self._settle(list(pos.board), pos.to_move, pos.turn + 1, False)
         n = self.pits
         side = pos.to_move
         store = side * (n + 1) + n
@@ -217,9 +219,10 @@ class Kalah:
                     board[store] += board[opposite] + 1
                     board[opposite] = 0
                     board[i] = 0
-        return self._settle(board, nxt, pos.turn + (nxt != side))
+        turn = pos.turn + (nxt != side)
+        return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side)
 
-    def _settle(self, board: list[int], nxt: int, turn: int) -> Position:
+    def _settle(self, board: list[int], nxt: int, turn: int, can_swap: bool) -> Position:
         """Apply the end rule (banking what is left) or the early finish, then freeze the position."""
         n = self.pits
         south_empty = not any(board[0:n])
@@ -234,9 +237,10 @@ class Kalah:
                 board[start + n] += sum(board[start : start + n])
                 board[start : start + n] = [0] * n
             return Position(tuple(board), nxt, turn, "normal")
-        if self.early and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
+        # While a swap is pending, who owns the leading store is not settled: no early finish yet.
+        if self.early and not can_swap and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
             return Position(tuple(board), nxt, turn, "early")
-        return Position(tuple(board), nxt, turn)
+        return Position(tuple(board), nxt, turn, None, can_swap)
 
     def is_over(self, pos: Position) -> bool:
         return pos.ended is not None
