@@ -25,7 +25,8 @@ from arena.store import Store
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054  # the ± shown is a 95% interval
-PRIOR_DRAWS = 1.0  # virtual drawn games of every bot against an average opponent (see bradley_terry)
+PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see bradley_terry)
+BOOTSTRAP = 200  # resamples behind the Bradley-Terry ±
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,48 +134,100 @@ class Strength:
     pm: float
 
 
-def bradley_terry(
-    pairs: pd.DataFrame, bots: Iterable[int], prior_draws: float = PRIOR_DRAWS
-) -> dict[int, Strength]:
-    """Order-free strengths from pairwise counts (columns bot, opp, wins, draws, losses; a draw counts half).
+def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Σ score[i, j] · log P(i beats j) under Bradley-Terry, for each row of log-strengths `theta`."""
+    return -(score * np.logaddexp(0.0, theta[:, None, :] - theta[:, :, None])).sum(axis=(1, 2))
 
-    Fitted by the MM algorithm (Hunter 2004). A bot that won, or lost, every game has no finite maximum
-    likelihood strength, so every bot also gets `prior_draws` virtual draws against an average opponent:
-    a weak prior that keeps such strengths finite (and clearly uncertain) and hardly moves bots with many
-    games. The ± comes from the Fisher information with the field's mean held fixed (sum-to-zero), so it is
-    about a bot's place within this field. Bots without games get no strength.
+
+def _newton(theta: np.ndarray, score: np.ndarray, games: np.ndarray) -> np.ndarray:
+    """Maximum-likelihood log-strengths (mean 0) for a batch of score tables (B, n, n) from starts near them
+    (B, n): the likelihood is concave, so Newton steps with step halving get there in a few steps. Batched,
+    so a bootstrap costs a few numpy calls, not a few per resample."""
+    n = theta.shape[1]
+    points = score.sum(axis=2)
+    for _ in range(100):
+        diff = theta[:, :, None] - theta[:, None, :]
+        expected = (games * np.exp(-np.logaddexp(0.0, -diff))).sum(axis=2)
+        info = -games * np.exp(-np.logaddexp(0.0, diff) - np.logaddexp(0.0, -diff))  # n P(i>j) P(j>i)
+        info[:, np.arange(n), np.arange(n)] = 0.0
+        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2)
+        # info's null space is the free mean and the gradient sums to 0: pinning the mean makes it invertible
+        step = np.linalg.solve(info + 1.0 / n, (points - expected)[:, :, None])[:, :, 0]
+        moving = np.max(np.abs(step), axis=1) >= 1e-10
+        if not moving.any():
+            break
+        before, t = _log_likelihood(theta, score), np.ones(len(theta))
+        slack = 1e-12 * (1.0 + np.abs(before))  # rounding near the top is no reason to shorten a step
+        for _ in range(30):
+            worse = moving & (_log_likelihood(theta + t[:, None] * step, score) < before - slack)
+            if not worse.any():
+                break
+            t = np.where(worse, t / 2, t)
+        theta = theta + np.where(moving, t, 0.0)[:, None] * step
+    return theta - theta.mean(axis=1, keepdims=True)
+
+
+def bradley_terry(
+    pairs: pd.DataFrame,
+    bots: Iterable[int],
+    prior_draws: float = PRIOR_DRAWS,
+    resamples: int = BOOTSTRAP,
+    seed: int = 0,
+) -> dict[int, Strength]:
+    """Order-free strengths from pairwise counts (columns bot, opp, games, wins, draws; a draw counts half).
+
+    Fitted by the MM algorithm (Hunter 2004), finished by Newton steps: MM alone crawls for thousands of
+    iterations when a bot wins nearly everything, as deterministic bots do. Such a bot has no finite
+    maximum-likelihood strength, so a weak prior is added: `prior_draws` virtual drawn games per bot, spread
+    evenly over its opponents; it keeps those strengths finite and joins up a field whose games do not
+    connect everyone, and hardly moves bots with many games.
+
+    The ± is 1.96 standard deviations over a seeded parametric bootstrap: every pair's games are drawn again
+    from the fit (with that pair's draw rate) and refitted. The textbook Fisher-information error fails
+    exactly in the degenerate case: at a 200-0 record it sees almost no information and would call the
+    two bots too close; the bootstrap sees that such a record comes out again nearly every time. Strengths
+    are centred on the field's mean, so the ± is about a bot's place within this field. Bots without games
+    get no strength.
     """
-    played = pairs[pairs["games"] > 0] if len(pairs) else pairs
-    ids = [i for i in bots if i in set(played["bot"])] if len(played) else []
-    if not ids:
+    played = pairs[pairs["games"] > 0]
+    present = set(played["bot"].astype(int))
+    ids = [int(i) for i in bots if int(i) in present]
+    if len(ids) < 2:
         return {}
     index = {b: k for k, b in enumerate(ids)}
     n = len(ids)
-    score = np.zeros((n, n))  # score[i, j]: points of i against j (win 1, draw 1/2)
-    games = np.zeros((n, n))
+    wins, draws, games = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
     for row in played.itertuples(index=False):
-        i, j = index[int(row.bot)], index[int(row.opp)]
-        score[i, j] += row.wins + 0.5 * row.draws
-        games[i, j] += row.games
-    points = score.sum(axis=1) + 0.5 * prior_draws
+        if int(row.opp) in index:
+            i, j = index[int(row.bot)], index[int(row.opp)]
+            wins[i, j] += row.wins
+            draws[i, j] += row.draws
+            games[i, j] += row.games
+    prior = np.full((n, n), prior_draws / (n - 1))
+    np.fill_diagonal(prior, 0.0)
+    score, total = wins + 0.5 * draws + 0.5 * prior, games + prior
+
     p = np.ones(n)
-    for _ in range(100_000):
-        denom = (games / (p[:, None] + p[None, :])).sum(axis=1) + prior_draws / (p + 1.0)
-        new = points / denom
-        new /= math.exp(np.log(new).mean())  # the scale is free; keep the geometric mean at 1
+    for _ in range(200):  # MM: every step raises the likelihood
+        new = score.sum(axis=1) / (total / (p[:, None] + p[None, :])).sum(axis=1)
+        new /= math.exp(np.log(new).mean())  # only ratios matter: keep the geometric mean at 1
         done = np.max(np.abs(np.log(new) - np.log(p))) < 1e-12
         p = new
         if done:
             break
-    theta = np.log(p)
-    q = p[:, None] * p[None, :] / (p[:, None] + p[None, :]) ** 2
-    info = -games * q
-    np.fill_diagonal(info, 0.0)
-    info[np.diag_indices(n)] = -info.sum(axis=1) + prior_draws * p / (p + 1.0) ** 2
-    centre = np.eye(n) - 1.0 / n
-    cov = centre @ np.linalg.inv(info) @ centre
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    elo = ELO_CENTRE + ELO_PER_NAT * (theta - theta.mean())
+    theta = _newton(np.log(p)[None, :], score[None], total)[0]
+
+    upper = np.triu(games, 1).astype(np.int64)  # each pair once: i < j
+    draw_rate = np.divide(np.triu(draws, 1), upper, out=np.zeros((n, n)), where=upper > 0)
+    win_prob = np.exp(-np.logaddexp(0.0, theta[None, :] - theta[:, None]))  # P(i beats j) under the fit
+    probs = np.stack([win_prob * (1 - draw_rate), draw_rate, (1 - win_prob) * (1 - draw_rate)], axis=-1)
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(upper, np.clip(probs, 0.0, 1.0), size=(resamples, n, n))  # wins, draws, losses
+    points = drawn[..., 0] + 0.5 * drawn[..., 1]
+    fake = np.triu(points, 1) + np.triu(upper - points, 1).transpose(0, 2, 1) + 0.5 * prior
+    samples = _newton(np.repeat(theta[None, :], resamples, axis=0), fake, total)
+    se = samples.std(axis=0, ddof=1) if resamples > 1 else np.full(n, math.nan)
+    elo = ELO_CENTRE + ELO_PER_NAT * theta
     return {b: Strength(float(elo[k]), float(Z95 * ELO_PER_NAT * se[k])) for b, k in index.items()}
 
 
@@ -189,6 +242,16 @@ COLUMNS = [
     "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "close_above", "close_below", "id",
     "digest", "author",
 ]  # fmt: skip
+_SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
+
+
+@dataclass(frozen=True, slots=True)
+class Standings:
+    """The leaderboard and the pairwise table it was built from (the report's head-to-head matrix)."""
+
+    board: pd.DataFrame
+    pairs: pd.DataFrame
+    field: tuple[int, ...]
 
 
 def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
@@ -197,67 +260,92 @@ def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
     Counts come from SQL aggregates; `close_above`/`close_below` mark places whose Bradley-Terry intervals
     overlap the neighbour's: the games do not tell those bots apart, whatever the order of the table.
     """
+    return standings(store, model).board
+
+
+def standings(store: Store, model: Model | None = None) -> Standings:
+    """The leaderboard with its pairwise table, read from the store in one pass of each query."""
     field = st.field_ids(store)
     bots = st.field_bots(store, field)
-    skills = trueskill_ratings(st.rating_games(store, field), bots["id"].tolist(), model)
+    ids = [int(i) for i in bots["id"]]
+    skills = trueskill_ratings(st.rating_games(store, field), ids, model)
     pairs = st.pair_totals(store, field)
     reasons = st.forfeit_reasons(store, field)
-    strengths = bradley_terry(pairs, bots["id"].tolist())
+    strengths = bradley_terry(pairs, ids)
 
-    sums = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
-    totals = pairs.groupby("bot")[sums].sum() if len(pairs) else pd.DataFrame(columns=sums)
-    board = bots.rename(columns={"name": "bot"}).set_index("id", drop=False)
-    board = board.join(totals.reindex(board.index).fillna(0))
-    for col in ("games", "wins", "draws", "losses", "forfeits", "moves"):
-        board[col] = board[col].astype(int)
-    board["mu"] = [skills[i].mu for i in board.index]
-    board["sigma"] = [skills[i].sigma for i in board.index]
+    board = bots.rename(columns={"name": "bot"})
+    board.index = pd.Index(ids)
+    totals = pairs.astype({c: float for c in _SUMS}).groupby("bot")[_SUMS].sum()
+    board = board.join(totals.reindex(board.index, fill_value=0.0))
+    board = board.astype({c: int for c in ("games", "wins", "draws", "losses", "forfeits", "moves")})
+    board["mu"] = [skills[i].mu for i in ids]
+    board["sigma"] = [skills[i].sigma for i in ids]
     board["conservative"] = board["mu"] - 3.0 * board["sigma"]
     played = board["games"] > 0
     board["score_pct"] = (100.0 * (board["wins"] + 0.5 * board["draws"]) / board["games"]).where(played)
     board["margin"] = (board["margin_sum"] / board["games"]).where(played)
     board["ms_per_move"] = (board["think_ms"] / board["moves"]).where(board["moves"] > 0)
-    by_bot = {int(b): _reasons(rows) for b, rows in reasons.groupby("bot")} if len(reasons) else {}
-    board["forfeit_reasons"] = [by_bot.get(int(i), "") for i in board.index]
-    board["bt_elo"] = [strengths[i].elo if i in strengths else math.nan for i in board.index]
-    board["bt_pm"] = [strengths[i].pm if i in strengths else math.nan for i in board.index]
+    by_bot = {int(b): _reasons(rows) for b, rows in reasons.groupby("bot")}
+    board["forfeit_reasons"] = [by_bot.get(i, "") for i in ids]
+    board["bt_elo"] = [strengths[i].elo if i in strengths else math.nan for i in ids]
+    board["bt_pm"] = [strengths[i].pm if i in strengths else math.nan for i in ids]
 
     board = board.sort_values(["conservative", "mu", "bot"], ascending=[False, False, True])
     board["rank"] = board["conservative"].rank(method="min", ascending=False).astype(int)
     lo, hi = board["bt_elo"] - board["bt_pm"], board["bt_elo"] + board["bt_pm"]
-    overlap = (lo < hi.shift(1)) & (hi > lo.shift(1))  # with the place above; NaN compares False
-    board["close_above"] = overlap.to_numpy()
-    board["close_below"] = np.append(overlap.to_numpy()[1:], False)
-    return board[COLUMNS].reset_index(drop=True)
+    overlap = ((lo <= hi.shift(1)) & (hi >= lo.shift(1))).to_numpy(dtype=bool)  # NaN compares False
+    board["close_above"] = overlap
+    below = np.zeros_like(overlap)
+    below[:-1] = overlap[1:]
+    board["close_below"] = below
+    return Standings(board[COLUMNS].reset_index(drop=True), pairs, tuple(ids))
 
 
-def _num(x: float, fmt: str, missing: str = "-") -> str:
-    return missing if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+def _num(x: float, fmt: str) -> str:
+    return "-" if pd.isna(x) else format(x, fmt)
+
+
+def _forfeits(count: int, reasons: str) -> str:
+    """'0', '3 crash' or '3 (2 crash, 1 timeout)'."""
+    if not count:
+        return "0"
+    return reasons if "," not in reasons else f"{count} ({reasons})"
 
 
 def format_table(board: pd.DataFrame) -> str:
     """The leaderboard for a terminal: compact columns, a ≈ before places too close to call."""
     if board.empty:
         return "no bots in the current field yet"
-    heads = ["", "rank", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits",
-             "ms/move", "BT Elo ±"]  # fmt: skip
-    rows = []
-    for r in board.itertuples(index=False):
-        forfeits = str(r.forfeits) + (f" ({r.forfeit_reasons})" if r.forfeits else "")
-        elo = "-" if math.isnan(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}"
-        rows.append([
-            "≈" if r.close_above else "", str(r.rank), r.bot, f"{r.conservative:.1f}", f"{r.mu:.1f}",
-            f"{r.sigma:.2f}", str(r.games), f"{r.wins}-{r.draws}-{r.losses}", _num(r.score_pct, ".1f") + "%" * (
-                r.games > 0), _num(r.margin, "+.1f"), forfeits, _num(r.ms_per_move, ".1f"), elo,
-        ])  # fmt: skip
+    heads = ["", "rank", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
+    heads += ["ms/move", "BT Elo ±"]
     left = {2, 10}  # bot and forfeits read best left-aligned
-    widths = [max(len(x) for x in col) for col in zip(heads, *rows, strict=True)]
+    rows = [heads]
+    for r in board.itertuples(index=False):
+        rows.append(
+            [
+                "≈" if r.close_above else "",
+                str(r.rank),
+                r.bot,
+                f"{r.conservative:.1f}",
+                f"{r.mu:.1f}",
+                f"{r.sigma:.2f}",
+                str(r.games),
+                f"{r.wins}-{r.draws}-{r.losses}",
+                _num(r.score_pct, ".1f") + ("%" if r.games else ""),
+                _num(r.margin, "+.1f"),
+                _forfeits(r.forfeits, r.forfeit_reasons),
+                _num(r.ms_per_move, ".1f"),
+                "-" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+            ]
+        )
+    widths = [max(len(row[k]) for row in rows) for k in range(len(heads))]
     lines = [
         "  ".join(
-            c.ljust(w) if k in left else c.rjust(w) for k, (c, w) in enumerate(zip(line, widths, strict=True))
-        ).rstrip()
-        for line in [heads, *rows]
+            c.ljust(w) if k in left else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
     ]
+    lines = [line.rstrip() for line in lines]
     if board["close_above"].any():
         lines.append("≈ too close to call with the place above (Bradley-Terry 95% intervals overlap)")
     return "\n".join(lines)

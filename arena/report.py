@@ -1,14 +1,257 @@
-"""The HTML report (placeholder)."""
+"""The HTML report: one self-contained page written from the store alone.
+
+The page opens from file:// on a classroom machine with no network: CSS is inline, nothing is fetched. It is
+rendered by jinja2 with autoescaping, because bot names, details and above all stderr come from students'
+programs and may hold HTML. Every number on it is computed here or in ratings; the templates only lay out.
+"""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from arena.ratings import leaderboard
+import jinja2
+import pandas as pd
+
+from arena import ratings
+from arena import store as st
 from arena.store import Store
+
+PAGE = "index.html"
+FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
+LONG_TAIL_LINES = 8  # stderr tails longer than this are collapsed
+LONG_TAIL_CHARS = 800
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """One leaderboard row, formatted."""
+
+    rank: int
+    bot: str
+    author: str
+    digest: str
+    conservative: str
+    mu: str
+    sigma: str
+    games: int
+    wdl: str
+    score: str
+    margin: str
+    forfeits: int
+    reasons: str
+    ms_per_move: str
+    elo: str
+    close_above: bool
+    close_below: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One head-to-head cell: the row bot's record against the column bot, and its colour."""
+
+    wdl: str
+    score: str
+    colour: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One forfeit as its author needs it: where, why, and what the bot printed on stderr."""
+
+    game: int
+    round: int
+    opponent: str
+    started: str
+    reason: str
+    detail: str
+    stderr: str
+    tail_lines: int
+    last_line: str
+    long: bool
+    finished_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class BotFaults:
+    bot: str
+    total: int
+    reasons: str
+    faults: tuple[Fault, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    label: str
+    value: str
+
+
+def _num(x: object, fmt: str) -> str:
+    return "–" if x is None or pd.isna(x) else format(x, fmt)  # type: ignore[arg-type]
+
+
+def _when(iso: object) -> str:
+    """'2026-11-22 01:53 UTC' from a stored ISO time; '–' when there is none."""
+    if not isinstance(iso, str) or not iso:
+        return "–"
+    try:
+        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M %Z").strip()
+    except ValueError:
+        return iso
+
+
+def _colour(score: float) -> str:
+    """Red below 50%, white at 50%, green above: how the row bot fared against the column bot."""
+    strength = min(abs(score - 0.5) * 2.0, 1.0)
+    hue = 130 if score >= 0.5 else 0
+    return f"hsl({hue}, {round(20 + 50 * strength)}%, {round(97 - 27 * strength)}%)"
+
+
+def _places(board: pd.DataFrame) -> list[Place]:
+    return [
+        Place(
+            rank=int(r.rank),
+            bot=str(r.bot),
+            author=str(r.author) if isinstance(r.author, str) else "",
+            digest=str(r.digest),
+            conservative=f"{r.conservative:.1f}",
+            mu=f"{r.mu:.1f}",
+            sigma=f"{r.sigma:.2f}",
+            games=int(r.games),
+            wdl=f"{r.wins}-{r.draws}-{r.losses}",
+            score=_num(r.score_pct, ".1f") + ("%" if r.games else ""),
+            margin=_num(r.margin, "+.1f"),
+            forfeits=int(r.forfeits),
+            reasons=str(r.forfeit_reasons)
+            if "," in str(r.forfeit_reasons)
+            else str(r.forfeit_reasons).split(" ")[-1],
+            ms_per_move=_num(r.ms_per_move, ".1f"),
+            elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+            close_above=bool(r.close_above),
+            close_below=bool(r.close_below),
+        )
+        for r in board.itertuples(index=False)
+    ]
+
+
+def _matrix(board: pd.DataFrame, pairs: pd.DataFrame) -> list[tuple[str, list[Cell | None]]]:
+    """Rows and columns in leaderboard order; None on the diagonal."""
+    order = [int(i) for i in board["id"]]
+    names = dict(zip(order, board["bot"], strict=True))
+    met = {(int(r.bot), int(r.opp)): r for r in pairs.itertuples(index=False)}
+    rows = []
+    for a in order:
+        cells: list[Cell | None] = []
+        for b in order:
+            r = met.get((a, b))
+            if a == b:
+                cells.append(None)
+            elif r is None or not r.games:
+                cells.append(Cell("", "", "transparent", f"{names[a]} has not met {names[b]}"))
+            else:
+                score = (r.wins + 0.5 * r.draws) / r.games
+                wdl = f"{r.wins}-{r.draws}-{r.losses}"
+                title = f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games, {score:.0%}"
+                cells.append(Cell(wdl, f"{100 * score:.0f}%", _colour(score), title))
+        rows.append((names[a], cells))
+    return rows
+
+
+def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[BotFaults]:
+    latest = st.latest_faults(store, field, FAULTS_PER_BOT)
+    by_bot = {int(b): rows for b, rows in latest.groupby("bot")}
+    out = []
+    for r in board[board["forfeits"] > 0].itertuples(index=False):
+        rows = by_bot.get(int(r.id))
+        faults = []
+        if rows is not None:
+            for f in rows.itertuples(index=False):
+                text = str(f.stderr or "")
+                lines = text.rstrip("\n").splitlines()
+                faults.append(
+                    Fault(
+                        game=int(f.game),
+                        round=int(f.round),
+                        opponent=str(f.opponent),
+                        started=str(f.started),
+                        reason=str(f.reason),
+                        detail=str(f.detail),
+                        stderr=text,
+                        tail_lines=len(lines),
+                        last_line=next((ln for ln in reversed(lines) if ln.strip()), ""),
+                        long=len(lines) > LONG_TAIL_LINES or len(text) > LONG_TAIL_CHARS,
+                        finished_at=_when(f.finished_at),
+                    )
+                )
+        out.append(BotFaults(str(r.bot), int(r.forfeits), str(r.forfeit_reasons), tuple(faults)))
+    return out
+
+
+def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact]:
+    settings = store.settings()
+    facts = st.game_facts(store, field).iloc[0]
+    games = int(facts["games"] or 0)
+    rows = [
+        Fact("rules", settings.rules if settings else "not fixed yet"),
+        Fact("move time", f"{settings.move_ms} ms" if settings else "–"),
+        Fact(
+            "startup allowance",
+            f"{settings.startup_ms} ms (added to a bot's first move)" if settings else "–",
+        ),
+        Fact("schedule seed", str(settings.seed) if settings else "–"),
+        Fact("rounds played", f"{int(facts['rounds'] or 0)} (up to round {int(facts['last_round'] or 0)})"),
+        Fact("games stored", f"{games} ({int(facts['field_games'] or 0)} between current bot versions)"),
+        Fact("created", _when(store.meta().get("created"))),
+        Fact("last game finished", _when(facts["last_finished"])),
+        Fact("report written", _when(generated)),
+    ]
+    return rows
+
+
+def render(store: Store, generated: str | None = None) -> str:
+    """The report page as a string; `generated` fixes the 'report written' time (tests)."""
+    generated = generated or st.now()
+    standings = ratings.standings(store)
+    board = standings.board
+    retired = st.retired_bots(store, standings.field)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("arena", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html").render(
+        title=store.path.parent.name,
+        places=_places(board),
+        any_close=bool(board["close_above"].any()),
+        matrix=_matrix(board, standings.pairs),
+        faults=_faults(store, board, standings.field),
+        settings=_settings(store, standings.field, generated),
+        generated=_when(generated),
+        faults_per_bot=FAULTS_PER_BOT,
+        retired=[
+            (str(r.name), str(r.digest), _when(r.first_seen), int(r.games))
+            for r in retired.itertuples(index=False)
+        ],
+        games=int(board["games"].sum()) // 2,
+    )
 
 
 def write_report(store: Store, folder: Path) -> Path:
-    page = Path(folder) / "index.html"
-    page.write_text(leaderboard(store).to_html())
+    """Write FOLDER/index.html from the store and return its absolute path.
+
+    The page is written beside its final name and renamed into place, so a browser that reloads it while
+    a tournament runs never sees half a page.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    page = folder / PAGE
+    html = render(store)
+    part = folder / f".{PAGE}.{os.getpid()}.part"
+    part.write_text(html, encoding="utf-8")
+    part.replace(page)
     return page.absolute()

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
+
 from arena.bots import Bot
 from arena.referee import GameRecord
 
@@ -274,7 +276,6 @@ def store_path(out: Path, name: str) -> Path:
 # and moves and stderr are never loaded for all games. `field` is the ids of the bot versions that make up
 # the field (normally `Store.current_ids()`), passed as one JSON parameter.
 
-import pandas as pd  # noqa: E402  (kept inside this section on purpose)
 
 _FIELD = "field(id) AS (SELECT value FROM json_each(:field))"
 _IN_FIELD = "south_id IN (SELECT id FROM field) AND north_id IN (SELECT id FROM field)"

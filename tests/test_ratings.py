@@ -1,0 +1,389 @@
+"""Ratings: the closed-form TrueSkill update against the package, and leaderboards of hand-made stores."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+import trueskill
+
+from arena import ratings
+from arena import store as st
+from arena.bots import Bot
+from arena.ratings import Model, Skill
+from arena.referee import GameRecord
+from arena.rules import SWAP
+from arena.store import Slot, Store
+
+
+def make_bot(name: str, version: str = "1") -> Bot:
+    return Bot(name, ("true",), Path("/nowhere"), Path(f"/nowhere/{name}.py"), f"{name}-v{version}")
+
+
+class Tournament:
+    """A store filled by hand: each game gets its own round, so schedule order is the order of `play`."""
+
+    def __init__(self, path: Path) -> None:
+        self.store = Store(path / "arena.sqlite")
+        self.round = 0
+
+    def play(
+        self,
+        south: Bot,
+        north: Bot,
+        winner: Bot | None,
+        stores: tuple[int, int] = (30, 18),
+        reason: str = "normal",
+        faulty: Bot | None = None,
+        swapped: bool = False,
+        think: tuple[float, float] = (10.0, 20.0),
+        moves: tuple[int, int] = (5, 4),
+        stderr: dict[str, str] | None = None,
+        round: int | None = None,
+        ordinal: str = "0",
+    ) -> None:
+        self.round += 1
+        record = GameRecord(
+            rules="kalah",
+            south=south.name,
+            north=north.name,
+            moves=(1, SWAP, 3) if swapped else (1, 3),
+            south_store=stores[0],
+            north_store=stores[1],
+            winner=winner.name if winner else None,
+            reason=reason,
+            faulty=faulty.name if faulty else None,
+            detail=f"{reason} detail" if faulty else "",
+            move_ms=(1.0, 2.0),
+            think_ms={south.name: think[0], north.name: think[1]},
+            moves_made={south.name: moves[0], north.name: moves[1]},
+            stderr=stderr or {south.name: "", north.name: ""},
+        )
+        self.store.add_game(Slot(round or self.round, ordinal, south, north), record)
+
+
+@pytest.fixture
+def tour(tmp_path: Path):
+    t = Tournament(tmp_path)
+    yield t
+    t.store.close()
+
+
+A, B, C = make_bot("alice"), make_bot("bob"), make_bot("carol")
+
+
+def by_name(board):
+    return board.set_index("bot")
+
+
+# --- the closed-form update ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "env",
+    [trueskill.TrueSkill(), trueskill.TrueSkill(mu=0.0, sigma=1.0, beta=0.5, tau=0.01, draw_probability=0.3)],
+    ids=["default", "other"],
+)
+def test_closed_form_equals_rate_1vs1(env):
+    model = Model.of(env)
+    rng = random.Random(7)
+    checked = {False: 0, True: 0}
+    for _ in range(800):
+        scale = env.sigma
+        first = Skill(env.mu + rng.uniform(-4, 4) * scale, rng.uniform(0.02, 1.5) * scale)
+        second = Skill(env.mu + rng.uniform(-4, 4) * scale, rng.uniform(0.02, 1.5) * scale)
+        drawn = rng.random() < 0.5
+        try:
+            want = trueskill.rate_1vs1(
+                trueskill.Rating(first.mu, first.sigma),
+                trueskill.Rating(second.mu, second.sigma),
+                drawn=drawn,
+                env=env,
+            )
+        except FloatingPointError:
+            continue
+        got = model.rate_1vs1(first, second, drawn)
+        for w, g in zip(want, got, strict=True):
+            assert g.mu == pytest.approx(w.mu, abs=1e-9)
+            assert g.sigma == pytest.approx(w.sigma, abs=1e-9)
+        checked[drawn] += 1
+    assert checked[False] > 300 and checked[True] > 300
+
+
+def test_an_impossible_upset_does_not_stop_the_ratings():
+    model = Model.of()
+    strong, weak = Skill(300.0, 0.5), Skill(-100.0, 0.5)
+    for drawn in (False, True):
+        a, b = model.rate_1vs1(weak, strong, drawn)
+        assert all(math.isfinite(x) for x in (a.mu, a.sigma, b.mu, b.sigma))
+        assert 0 < a.sigma and 0 < b.sigma
+        assert a.mu > weak.mu and b.mu < strong.mu
+
+
+def test_draw_margin_is_the_packages():
+    env = trueskill.TrueSkill(draw_probability=0.25)
+    assert Model.of(env).margin == trueskill.calc_draw_margin(0.25, 2, env=env)
+
+
+# --- leaderboards of hand-made stores -------------------------------------------------------------------
+
+
+def test_a_beats_b_beats_c_in_order(tour):
+    for _ in range(3):
+        tour.play(A, B, A)
+        tour.play(B, A, A)
+        tour.play(B, C, B)
+        tour.play(C, B, B)
+        tour.play(A, C, A)
+        tour.play(C, A, A)
+    board = ratings.leaderboard(tour.store)
+    assert list(board["bot"]) == ["alice", "bob", "carol"]
+    assert list(board["rank"]) == [1, 2, 3]
+    assert board["conservative"].is_monotonic_decreasing
+    assert board["bt_elo"].is_monotonic_decreasing
+    assert (board["bt_pm"] > 0).all()
+    text = ratings.format_table(board)
+    assert "mu-3σ" in text.splitlines()[0] and "BT Elo ±" in text.splitlines()[0]
+    positions = [text.index(name) for name in ("alice", "bob", "carol")]
+    assert positions == sorted(positions)
+
+
+def test_draws_are_draws(tour):
+    for _ in range(4):
+        tour.play(A, B, None, stores=(24, 24))
+        tour.play(B, A, None, stores=(24, 24))
+    board = by_name(ratings.leaderboard(tour.store))
+    for name in ("alice", "bob"):
+        row = board.loc[name]
+        assert (row["wins"], row["draws"], row["losses"]) == (0, 8, 0)
+        assert row["score_pct"] == 50.0 and row["margin"] == 0.0
+    assert board.loc["alice", "mu"] == pytest.approx(board.loc["bob", "mu"], abs=1e-9)
+    assert board.loc["alice", "mu"] == pytest.approx(25.0, abs=1e-9)
+    assert board.loc["alice", "sigma"] < 25 / 3
+    assert board.loc["alice", "bt_elo"] == pytest.approx(1500.0)
+
+
+def test_a_forfeit_is_a_loss_of_the_faulty_bot(tour):
+    # alice was ahead on stores but timed out: bob wins by forfeit.
+    tour.play(A, B, A)
+    tour.play(A, B, B, stores=(20, 2), reason="timeout", faulty=A)
+    tour.play(B, A, B, stores=(0, 0), reason="crash", faulty=A)
+    board = by_name(ratings.leaderboard(tour.store))
+    assert (board.loc["alice", "wins"], board.loc["alice", "losses"]) == (1, 2)
+    assert board.loc["alice", "forfeits"] == 2
+    assert board.loc["alice", "forfeit_reasons"] == "1 crash, 1 timeout"
+    assert board.loc["bob", "forfeits"] == 0 and board.loc["bob", "forfeit_reasons"] == ""
+    assert list(ratings.leaderboard(tour.store)["bot"]) == ["bob", "alice"]
+    assert "2 (1 crash, 1 timeout)" in ratings.format_table(ratings.leaderboard(tour.store))
+
+
+def test_counts_and_margin_against_hand_counts(tour):
+    # stores are per side; after a SWAP the bot that started south owns the north store.
+    tour.play(A, B, A, stores=(30, 18), think=(10.0, 20.0), moves=(5, 4))  # alice +12
+    tour.play(B, A, B, stores=(26, 22), think=(30.0, 3.0), moves=(6, 2))  # alice -4
+    tour.play(A, B, A, stores=(20, 28), swapped=True, think=(7.0, 1.0), moves=(3, 1))  # alice owns 28: +8
+    tour.play(B, A, None, stores=(24, 24), think=(2.0, 2.0), moves=(1, 1))  # draw
+    tour.play(A, C, C, stores=(25, 10), reason="illegal", faulty=A, think=(1.0, 0.0), moves=(1, 0))  # +15
+    board = by_name(ratings.leaderboard(tour.store))
+    alice, bob, carol = board.loc["alice"], board.loc["bob"], board.loc["carol"]
+    assert (alice["games"], alice["wins"], alice["draws"], alice["losses"]) == (5, 2, 1, 2)
+    assert (bob["games"], bob["wins"], bob["draws"], bob["losses"]) == (4, 1, 1, 2)
+    assert (carol["games"], carol["wins"], carol["draws"], carol["losses"]) == (1, 1, 0, 0)
+    assert alice["score_pct"] == pytest.approx(100 * 2.5 / 5)
+    assert alice["margin"] == pytest.approx((12 - 4 + 8 + 0 + 15) / 5)
+    assert bob["margin"] == pytest.approx((-12 + 4 - 8 + 0) / 4)
+    assert carol["margin"] == pytest.approx(-15.0)
+    assert alice["ms_per_move"] == pytest.approx((10 + 3 + 7 + 2 + 1) / (5 + 2 + 3 + 1 + 1))
+    assert bob["ms_per_move"] == pytest.approx((20 + 30 + 1 + 2) / (4 + 6 + 1 + 1))
+    assert math.isnan(carol["ms_per_move"])
+    assert (alice["forfeits"], alice["forfeit_reasons"]) == (1, "1 illegal")
+    pairs = st.pair_totals(tour.store, st.field_ids(tour.store)).set_index(["bot", "opp"])
+    ids = {name: int(board.loc[name, "id"]) for name in ("alice", "bob", "carol")}
+    ab = pairs.loc[(ids["alice"], ids["bob"])]
+    assert (ab["games"], ab["wins"], ab["draws"], ab["losses"]) == (4, 2, 1, 1)
+
+
+def test_retired_versions_leave_the_leaderboard(tour):
+    old_a, new_a = make_bot("alice", "1"), make_bot("alice", "2")
+    for _ in range(3):
+        tour.play(old_a, B, old_a)
+    tour.play(new_a, B, B)
+    tour.play(B, C, B)
+    tour.store.set_current([new_a, B, C])
+    board = ratings.leaderboard(tour.store)
+    assert sorted(board["bot"]) == ["alice", "bob", "carol"]
+    alice = by_name(board).loc["alice"]
+    assert alice["digest"] == "alice-v2"
+    assert (alice["games"], alice["wins"], alice["losses"]) == (1, 0, 1)
+    retired = st.retired_bots(tour.store, st.field_ids(tour.store))
+    assert list(zip(retired["name"], retired["digest"], retired["games"], strict=True)) == [
+        ("alice", "alice-v1", 3)
+    ]
+
+
+def test_a_current_bot_without_games_is_listed(tour):
+    tour.play(A, B, A)
+    tour.store.set_current([A, B, C])
+    board = by_name(ratings.leaderboard(tour.store))
+    assert board.loc["carol", "games"] == 0
+    assert board.loc["carol", "mu"] == pytest.approx(25.0)
+    assert math.isnan(board.loc["carol", "bt_elo"]) and math.isnan(board.loc["carol", "score_pct"])
+    assert "carol" in ratings.format_table(ratings.leaderboard(tour.store))
+
+
+def test_an_empty_store(tour):
+    board = ratings.leaderboard(tour.store)
+    assert board.empty and list(board.columns) == ratings.COLUMNS
+    assert "no bots" in ratings.format_table(board)
+    tour.store.set_current([A, B])
+    board = ratings.leaderboard(tour.store)
+    assert list(board["games"]) == [0, 0] and list(board["rank"]) == [1, 1]
+    assert "alice" in ratings.format_table(board)
+
+
+GAMES = [(A, B, A), (B, C, C), (C, A, None), (A, C, A), (B, A, B), (C, B, C), (A, B, A), (C, A, C)]
+
+
+def fill(tour: Tournament, order: list[int]) -> None:
+    """Store GAMES[i] for i in `order`, each under its schedule place (round = its index + 1)."""
+    for i in order:
+        s, n, w = GAMES[i]
+        tour.play(s, n, w, round=i + 1)
+
+
+def skills(store: Store) -> dict[str, tuple[float, float]]:
+    board = ratings.leaderboard(store)
+    return {r.bot: (r.mu, r.sigma) for r in board.itertuples()}
+
+
+def test_ratings_follow_schedule_order_not_finishing_order(tmp_path):
+    runs = []
+    for k, order in enumerate(
+        [list(range(len(GAMES))), list(reversed(range(len(GAMES)))), [3, 1, 7, 0, 5, 2, 6, 4]]
+    ):
+        t = Tournament(tmp_path / str(k))
+        fill(t, order)
+        runs.append(skills(t.store))
+        t.store.close()
+    assert runs[0] == runs[1] == runs[2]  # identical, not merely close
+    # and they are the package's own ratings, game by game in schedule order
+    env = trueskill.TrueSkill()
+    want = {b.name: env.create_rating() for b in (A, B, C)}
+    for s, n, w in GAMES:
+        if w is None:
+            want[s.name], want[n.name] = trueskill.rate_1vs1(want[s.name], want[n.name], drawn=True, env=env)
+        else:
+            loser = n if w is s else s
+            want[w.name], want[loser.name] = trueskill.rate_1vs1(want[w.name], want[loser.name], env=env)
+    for name, (mu, sigma) in runs[0].items():
+        assert mu == pytest.approx(want[name].mu, abs=1e-9)
+        assert sigma == pytest.approx(want[name].sigma, abs=1e-9)
+
+
+def test_trueskill_depends_on_order_bradley_terry_does_not(tmp_path):
+    first, second = Tournament(tmp_path / "a"), Tournament(tmp_path / "b")
+    for s, n, w in GAMES:
+        first.play(s, n, w)
+    for s, n, w in reversed(GAMES):
+        second.play(s, n, w)
+    one, two = ratings.leaderboard(first.store), ratings.leaderboard(second.store)
+    assert skills(first.store) != skills(second.store)
+    a, b = by_name(one), by_name(two)
+    for name in ("alice", "bob", "carol"):
+        assert a.loc[name, "bt_elo"] == pytest.approx(b.loc[name, "bt_elo"], abs=1e-6)
+        assert a.loc[name, "bt_pm"] == pytest.approx(b.loc[name, "bt_pm"], abs=1e-6)
+    first.store.close()
+    second.store.close()
+
+
+def test_bradley_terry_orders_and_stays_finite_for_a_perfect_record(tour):
+    for _ in range(5):
+        tour.play(A, B, A)
+        tour.play(B, A, A)
+        tour.play(A, C, A)
+        tour.play(C, A, A)
+        tour.play(B, C, B)
+        tour.play(C, B, C)
+    board = ratings.leaderboard(tour.store)
+    bt = by_name(board)
+    assert bt.loc["alice", "bt_elo"] > bt.loc["bob", "bt_elo"]
+    assert bt.loc["bob", "bt_elo"] == pytest.approx(bt.loc["carol", "bt_elo"])
+    assert all(math.isfinite(x) for x in board["bt_elo"]) and all(math.isfinite(x) for x in board["bt_pm"])
+    assert board["bt_elo"].mean() == pytest.approx(1500.0)
+    # bob and carol split 5-5: the games cannot separate them
+    assert list(board["close_above"]) == [False, False, True]
+
+
+def test_close_marks_follow_interval_overlap(tour):
+    for _ in range(40):
+        tour.play(A, B, A)
+        tour.play(B, A, A)
+        tour.play(B, C, B)
+        tour.play(C, B, B)
+    for _ in range(20):
+        tour.play(A, C, A)
+        tour.play(C, A, A)
+    for k in range(2):  # a few upsets, so nobody's record is perfect
+        tour.play(B, A, B, round=1000 + k)
+        tour.play(C, B, C, round=1002 + k)
+    board = ratings.leaderboard(tour.store)
+    assert list(board["bot"]) == ["alice", "bob", "carol"]
+    lo, hi = board["bt_elo"] - board["bt_pm"], board["bt_elo"] + board["bt_pm"]
+    for k in (1, 2):
+        overlap = lo[k - 1] < hi[k] and lo[k] < hi[k - 1]
+        assert board["close_above"][k] == overlap
+        assert board["close_below"][k - 1] == overlap
+    assert not board["close_above"][0] and not board["close_below"][2]
+    assert not board["close_above"].any()  # 80 games a pair separate them clearly
+
+
+def pair_table(*results: tuple[int, int, int, int, int]) -> ratings.pd.DataFrame:
+    """Both rows of each pair from (bot, opp, wins, draws, losses)."""
+    rows = []
+    for bot, opp, won, drew, lost in results:
+        games = won + drew + lost
+        rows.append({"bot": bot, "opp": opp, "games": games, "wins": won, "draws": drew, "losses": lost})
+        rows.append({"bot": opp, "opp": bot, "games": games, "wins": lost, "draws": drew, "losses": won})
+    return ratings.pd.DataFrame(rows)
+
+
+def test_bradley_terry_matches_the_two_bot_closed_form():
+    # without the prior, two bots: the Elo gap is 400 log10(w / l) (a draw counts half), and for many games
+    # the bootstrap's spread is the textbook one: Var(gap) = 1 / (n p (1 - p)) nats²
+    fit = ratings.bradley_terry(pair_table((1, 2, 650, 100, 250)), [1, 2], prior_draws=0.0)
+    assert fit[1].elo - fit[2].elo == pytest.approx(400 * math.log10(700 / 300), abs=1e-6)
+    assert fit[1].elo + fit[2].elo == pytest.approx(3000.0)
+    half_gap_sd = math.sqrt(1 / (1000 * 0.7 * 0.3)) / 2
+    assert fit[1].pm == pytest.approx(ratings.Z95 * ratings.ELO_PER_NAT * half_gap_sd, rel=0.15)
+    assert fit[1].pm == fit[2].pm
+
+
+def test_bradley_terry_is_seeded():
+    table = pair_table((1, 2, 5, 1, 4), (2, 3, 6, 0, 4), (1, 3, 7, 2, 1))
+    assert ratings.bradley_terry(table, [1, 2, 3]) == ratings.bradley_terry(table, [1, 2, 3])
+
+
+def test_bots_that_always_draw_are_too_close_to_call(tour):
+    for _ in range(10):
+        tour.play(A, B, None, stores=(24, 24))
+        tour.play(B, A, None, stores=(24, 24))
+    board = ratings.leaderboard(tour.store)
+    assert list(board["bt_elo"]) == pytest.approx([1500.0, 1500.0])
+    assert list(board["close_above"]) == [False, True] and list(board["close_below"]) == [True, False]
+
+
+def test_bradley_terry_of_a_perfectly_ordered_field_is_finite_and_ordered():
+    rows = []
+    for a in range(12):
+        for b in range(12):
+            if a != b:
+                won = 200 if a < b else 0
+                rows.append({"bot": a, "opp": b, "games": 200, "wins": won, "draws": 0, "losses": 200 - won})
+    fit = ratings.bradley_terry(ratings.pd.DataFrame(rows), range(12))
+    elos = [fit[k].elo for k in range(12)]
+    assert all(math.isfinite(e) for e in elos) and all(math.isfinite(fit[k].pm) for k in range(12))
+    assert elos == sorted(elos, reverse=True)
+    # 200-0 in every pair: each place is clearly above the next (a Fisher-information ± would say otherwise)
+    assert all(elos[k] - fit[k].pm > elos[k + 1] + fit[k + 1].pm for k in range(11))

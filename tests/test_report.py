@@ -1,0 +1,233 @@
+"""The HTML report: written from a hand-made store, escaped, complete, and as a browser shows it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from arena import ratings, report
+from arena.bots import Bot
+from arena.referee import GameRecord
+from arena.store import Settings, Slot, Store
+
+ATTACK = "<script>alert(1)</script>"
+
+
+def make_bot(name: str, version: str = "1") -> Bot:
+    return Bot(name, ("true",), Path("/nowhere"), Path(f"/nowhere/{name}.py"), f"{name}-v{version}")
+
+
+def record(south: Bot, north: Bot, winner: Bot | None, faulty: Bot | None = None, **kw: object) -> GameRecord:
+    fields: dict[str, object] = dict(
+        rules="kalah",
+        south=south.name,
+        north=north.name,
+        moves=(1, 2),
+        south_store=30,
+        north_store=18,
+        winner=winner.name if winner else None,
+        reason="crash" if faulty else "normal",
+        faulty=faulty.name if faulty else None,
+        detail="exited with code 1" if faulty else "",
+        move_ms=(1.0, 2.0),
+        think_ms={south.name: 12.0, north.name: 8.0},
+        moves_made={south.name: 3, north.name: 2},
+        stderr={south.name: "", north.name: ""},
+    )
+    fields.update(kw)
+    return GameRecord(**fields)  # type: ignore[arg-type]
+
+
+BOTS = [make_bot("alpha"), make_bot("beta"), make_bot("gamma"), make_bot("delta")]
+ALPHA, BETA, GAMMA, DELTA = BOTS
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """Four bots, alpha > beta > gamma > delta; delta crashes once with HTML on stderr, and an older
+    version of beta is retired."""
+    s = Store(tmp_path / "cup" / "arena.sqlite")
+    s.fix_settings(Settings("kalah,pie", 250, 3000, 42))
+    old_beta = make_bot("beta", "0")
+    s.add_game(Slot(1, "a", ALPHA, old_beta), record(ALPHA, old_beta, old_beta))
+    order = {b.name: k for k, b in enumerate(BOTS)}
+    rnd = 0
+    for _ in range(3):
+        for south in BOTS:
+            for north in BOTS:
+                if south is north:
+                    continue
+                rnd += 1
+                better = south if order[south.name] < order[north.name] else north
+                s.add_game(Slot(rnd, "x", south, north), record(south, north, better))
+    tail = f"thinking...\n{ATTACK}\nTraceback (most recent call last):\nValueError: <b>bad</b> & worse\n"
+    s.add_game(
+        Slot(rnd + 1, "x", DELTA, ALPHA),
+        record(DELTA, ALPHA, ALPHA, faulty=DELTA, stderr={"delta": tail, "alpha": "alpha's own noise"}),
+    )
+    s.set_current(BOTS)
+    yield s
+    s.close()
+
+
+def test_report_is_escaped_and_complete(store, tmp_path):
+    page = report.write_report(store, tmp_path / "out")
+    assert page == (tmp_path / "out" / "index.html").absolute() and page.is_absolute()
+    html = page.read_text(encoding="utf-8")
+    assert "<script" not in html.lower()  # neither ours (none needed) nor a bot's
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;b&gt;bad&lt;/b&gt; &amp; worse" in html
+    # only the faulty bot's tail is shown
+    assert "alpha's own noise" not in html and "alpha&#39;s own noise" not in html
+    for bot in BOTS:
+        assert f'data-bot="{bot.name}"' in html
+    assert "http://" not in html and "https://" not in html and "<link" not in html  # nothing fetched
+    for fact in ("kalah,pie", "250 ms", "3000 ms", "42"):
+        assert fact in html
+    assert "beta-v0" in html  # the retired version, with its game count
+    assert "exited with code 1" in html
+    assert "Head to head" in html and "6-0-0" in html and "7-0-0" in html and "0-0-7" in html
+
+
+def test_fault_list_keeps_the_latest_and_collapses_long_tails(tmp_path):
+    s = Store(tmp_path / "arena.sqlite")
+    long_tail = "".join(f"line {k}\n" for k in range(40))
+    for k in range(25):
+        s.add_game(
+            Slot(k + 1, "x", ALPHA, BETA),
+            record(ALPHA, BETA, BETA, faulty=ALPHA, detail=f"fault number {k}", stderr={"alpha": long_tail}),
+        )
+    s.set_current([ALPHA, BETA])
+    html = report.render(s)
+    assert "Showing the latest 20 of 25" in html
+    assert "fault number 24" in html and "fault number 5" in html and "fault number 4" not in html
+    assert html.count("<details>") == 20 and "last: <code>line 39</code>" in html
+    s.close()
+
+
+def test_report_of_an_empty_store(tmp_path):
+    s = Store(tmp_path / "arena.sqlite")
+    html = report.render(s)
+    assert "No bots in the current field yet." in html and "not fixed yet" in html
+    s.set_current([ALPHA, BETA])
+    page = report.write_report(s, tmp_path)
+    html = page.read_text(encoding="utf-8")
+    assert 'data-bot="alpha"' in html and 'data-bot="beta"' in html
+    assert "No games between the current bots yet." in html and "No faults" in html
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    s.close()
+
+
+# --- in a real browser -----------------------------------------------------------------------------------
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(
+            "chromium is not installed, and CI must run the browser test: apt-get install -y chromium"
+        )
+    pytest.skip("chromium is not installed (apt-get install chromium); the browser test needs it")
+
+
+def _browse(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        *args,
+        page.as_uri(),
+    ]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
+class Leaderboard(HTMLParser):
+    """The text of every cell of the leaderboard table, row by row, as the browser laid out the DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self._in_table = self._in_body = False
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table" and ("id", "leaderboard-table") in attrs:
+            self._in_table = True
+        elif self._in_table and tag == "tbody":
+            self._in_body = True
+        elif self._in_body and tag == "tr":
+            self.rows.append([])
+        elif self._in_body and tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table":
+            self._in_table = self._in_body = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _png_size_and_rows(path: Path) -> tuple[int, int, int]:
+    """Width, height and the number of distinct pixel rows of a PNG (stdlib only)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = len(raw) // height
+    rows = {
+        raw[k * stride + 1 : (k + 1) * stride] for k in range(height)
+    }  # filtered rows, filter byte dropped
+    return width, height, len(rows)
+
+
+def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
+    page = report.write_report(store, tmp_path / "out")
+    dom = _browse(page, tmp_path, "--dump-dom").stdout
+    parser = Leaderboard()
+    parser.feed(dom)
+    board = ratings.leaderboard(store)
+    assert len(parser.rows) == len(BOTS)
+    shown = [row[1] for row in parser.rows]
+    assert shown == list(board["bot"]) == ["alpha", "beta", "gamma", "delta"]
+    assert [row[0] for row in parser.rows] == [str(r) for r in board["rank"]]
+    delta = parser.rows[shown.index("delta")]
+    assert "1" in delta[9] and "crash" in delta[9]  # the forfeits column
+    assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text
+    assert "<script>alert" not in dom  # never a live element
+
+    shot = tmp_path / "report.png"
+    _browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600", "--hide-scrollbars")
+    width, height, distinct = _png_size_and_rows(shot)
+    assert (width, height) == (1280, 1600)
+    assert shot.stat().st_size > 20_000 and distinct > 100  # a page with content, not a blank canvas
