@@ -213,7 +213,7 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
 
         def progress(done: int, total: int, record: GameRecord | None) -> None:
             nonlocal bar
-            if quiet:
+            if quiet or not sys.stderr.isatty():
                 return
             if bar is None:
                 rate = lambda _: f"{done / max(time.monotonic() - started, 1e-9):.1f} games/s"  # noqa: E731

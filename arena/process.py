@@ -1,9 +1,11 @@
 """One bot subprocess and its pipes: lines out and in against deadlines, a capped stderr tail, and an end to
 its whole process group. Knows nothing of Kalah; every way a process can misbehave becomes a `Fault`.
 
-stdout is read on the caller's thread with poll() (the per-move hot path: one write, one poll, one read);
-stderr is drained by a small daemon thread, so a bot that floods its logs can never block on a full pipe,
-whoever's turn it is, and only the last `stderr_cap` bytes are kept.
+All reading happens on the caller's thread with poll(): while the referee waits for a bot's stdout or for
+room in its stdin, it also drains that bot's stderr, keeping only the last `stderr_cap` bytes. So a bot that
+floods its logs cannot deadlock its own turn, memory stays bounded, and whatever a bot wrote to stderr before
+its answer (or its exit) is in the tail when the referee looks: there is no reader thread to lag behind.
+A bot that writes to stderr while it is not its turn simply waits, as it should.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,8 @@ from pathlib import Path
 MAX_LINE = 1024  # bytes; a longer line is garbled (and memory stays bounded)
 STDERR_CAP = 8192  # bytes of stderr tail kept per process
 _POLL_SLICE = 0.05  # s; how often a wait looks whether the process has died with its pipe held open
+_CHUNK = 65536
+_DRAIN_CHUNKS = 64  # at most this many stderr reads per look, so a flood cannot starve the clock
 
 REASONS = ("timeout", "crash", "illegal", "garbled")
 
@@ -47,23 +50,24 @@ class BotProcess:
     """A running bot. Create with `BotProcess.start(...)`; always `kill()` it when done."""
 
     def __init__(self, popen: subprocess.Popen[bytes], stderr_cap: int = STDERR_CAP) -> None:
-        self._popen = popen
         assert popen.stdin and popen.stdout and popen.stderr
+        self._popen = popen
         self._in = popen.stdin.fileno()
         self._out = popen.stdout.fileno()
-        os.set_blocking(self._in, False)
-        os.set_blocking(self._out, False)
+        self._err: int | None = popen.stderr.fileno()
+        for fd in (self._in, self._out, self._err):
+            os.set_blocking(fd, False)
         self._buffer = bytearray()
         self._eof = False
-        self._poll_out = select.poll()
+        self._poll_out = select.poll()  # waiting for a line: stdout and stderr
         self._poll_out.register(self._out, select.POLLIN)
-        self._poll_in = select.poll()
+        self._poll_out.register(self._err, select.POLLIN)
+        self._poll_in = select.poll()  # waiting for room in stdin: stdin and stderr
         self._poll_in.register(self._in, select.POLLOUT)
+        self._poll_in.register(self._err, select.POLLIN)
         self._stderr = bytearray()
+        self._stderr_total = 0  # bytes ever read from stderr, so a caller can ask for "since then"
         self._stderr_cap = stderr_cap
-        self._stderr_lock = threading.Lock()
-        self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._stderr_thread.start()
 
     @classmethod
     def start(
@@ -95,24 +99,44 @@ class BotProcess:
     # --- stderr ---------------------------------------------------------------------------------------
 
     def _drain_stderr(self) -> None:
-        assert self._popen.stderr
-        fd = self._popen.stderr.fileno()
-        while True:
+        """Read what stderr holds now (without blocking), keeping only the tail."""
+        for _ in range(_DRAIN_CHUNKS):
+            if self._err is None:
+                return
             try:
-                chunk = os.read(fd, 65536)
+                chunk = os.read(self._err, _CHUNK)
+            except BlockingIOError:
+                return
             except OSError:
-                return
+                chunk = b""
             if not chunk:
+                self._poll_out.unregister(self._err)
+                self._poll_in.unregister(self._err)
+                self._err = None
                 return
-            with self._stderr_lock:
-                self._stderr += chunk
-                if len(self._stderr) > 2 * self._stderr_cap:
-                    del self._stderr[: -self._stderr_cap]
+            self._stderr += chunk
+            self._stderr_total += len(chunk)
+            if len(self._stderr) > 2 * self._stderr_cap:
+                del self._stderr[: -self._stderr_cap]
 
-    def stderr_tail(self) -> str:
-        """The last bytes the bot wrote to stderr (at most the cap), as text."""
-        with self._stderr_lock:
-            tail = bytes(self._stderr[-self._stderr_cap :])
+    def _drain_stderr_to_end(self, limit: float = 0.5) -> None:
+        """After the process has ended: read stderr to its end, unless a survivor holds it open."""
+        deadline = time.monotonic() + limit
+        while self._err is not None and time.monotonic() < deadline:
+            self._drain_stderr()
+            if self._err is not None:
+                select.select([self._err], [], [], max(0.0, min(_POLL_SLICE, deadline - time.monotonic())))
+
+    def stderr_mark(self) -> int:
+        """A position in the stderr stream, for `stderr_tail(since=...)`."""
+        self._drain_stderr()
+        return self._stderr_total
+
+    def stderr_tail(self, since: int = 0) -> str:
+        """The last bytes the bot wrote to stderr (after mark `since`, at most the cap), as text."""
+        self._drain_stderr()
+        fresh = self._stderr_total - since
+        tail = bytes(self._stderr[-min(self._stderr_cap, fresh) :]) if fresh > 0 else b""
         return tail.decode("utf-8", errors="replace")
 
     def last_stderr_line(self, limit: int = 200) -> str:
@@ -132,11 +156,12 @@ class BotProcess:
             except BlockingIOError:
                 pass
             except (BrokenPipeError, ConnectionResetError):
-                raise self._crash("while it was being sent a line") from None
+                raise self._crash("stdin") from None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise Fault("timeout", "does not read its input: stdin stayed full") from None
+                raise Fault("timeout", "does not read its input: its stdin stayed full") from None
             self._poll_in.poll(min(remaining, _POLL_SLICE) * 1000)
+            self._drain_stderr()
 
     def read_line(self, deadline: float) -> str | None:
         """The next line from stdout (without its end of line), or None at the deadline.
@@ -155,17 +180,19 @@ class BotProcess:
             if len(self._buffer) > MAX_LINE:
                 raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
             if self._eof:
-                raise self._crash("")
+                raise self._crash("stdout")
             remaining = deadline - time.monotonic()
-            if remaining <= 0 and not self._poll_out.poll(0):
-                return None
-            if not self._poll_out.poll(max(0.0, min(remaining, _POLL_SLICE)) * 1000):
-                if self._popen.poll() is not None:
+            events = self._poll_out.poll(max(0.0, min(remaining, _POLL_SLICE)) * 1000)
+            if not any(fd == self._out for fd, _ in events):
+                self._drain_stderr()
+                if remaining <= 0:
+                    return None
+                if not events and self._popen.poll() is not None:
                     # Dead, but a child may still hold the pipe open: do not wait for the deadline.
-                    raise self._crash("")
+                    raise self._crash("stdout")
                 continue
             try:
-                chunk = os.read(self._out, 65536)
+                chunk = os.read(self._out, _CHUNK)
             except BlockingIOError:
                 continue
             except OSError:
@@ -174,19 +201,21 @@ class BotProcess:
                 self._buffer += chunk
             else:
                 self._eof = True
+            self._drain_stderr()  # what it logged before answering belongs with this answer
 
-    def _crash(self, when: str) -> Fault:
-        """A Fault('crash') that says how the process ended and what it last wrote to stderr."""
+    def _crash(self, stream: str) -> Fault:
+        """A Fault('crash') saying how the process ended (or which pipe it closed), with its last log line."""
         try:
             code = self._popen.wait(timeout=0.2)
         except subprocess.TimeoutExpired:
             code = None
         if code is None:
-            what = "closed its stdout but kept running"
+            what = f"closed its {stream} but kept running"
+            if stream == "stdin":
+                what += " (it must read the referee's lines until QUIT)"
         else:
+            self._drain_stderr_to_end()
             what = describe_exit(code)
-        if when:
-            what += f" {when}"
         last = self.last_stderr_line()
         return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
 
@@ -202,15 +231,14 @@ class BotProcess:
             self._popen.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self._popen.stdin, self._popen.stdout):
+        self._drain_stderr_to_end(limit=0.2)
+        for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             if stream:
                 try:
                     stream.close()
                 except OSError:
                     pass
-        self._stderr_thread.join(timeout=1)
-        if self._popen.stderr and not self._stderr_thread.is_alive():
-            self._popen.stderr.close()
+        self._err = None
 
     def quit(self, line: str, grace: float) -> None:
         """Ask politely with `line`, wait up to `grace` seconds, then end the group anyway."""

@@ -88,6 +88,8 @@ class V1:
                 raise Fault("timeout", f"no reply within {ms} ms")
             if not is_comment(line):
                 return parse_move(line)
+            if time.monotonic() > deadline:  # a stream of comments must not hold the clock
+                raise Fault("timeout", f"no reply within {ms} ms (only # comment lines)")
 
     def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
         self.proc.send(end_line(result, mine, theirs, reason), time.monotonic() + 1.0)

@@ -76,6 +76,7 @@ class Player:
         self.name = name or bot.name
         self._wire: V1 | None = None
         self._fresh = False  # True until the first MOVE after a start has been answered
+        self._mark = 0  # where this game's stderr starts in the process's stream
         self._stderr = ""  # tail kept from a process that has been ended
 
     @property
@@ -86,14 +87,16 @@ class Player:
         if self._wire is None:
             self._wire = V1(BotProcess.start(self.bot.argv, cwd=self.bot.cwd))
             self._fresh = True
+            self._mark = 0
         return self._wire
 
     def stderr_tail(self) -> str:
-        return self._wire.proc.stderr_tail() if self._wire else self._stderr
+        """What the bot wrote to stderr during the current (or last) game, capped."""
+        return self._wire.proc.stderr_tail(self._mark) if self._wire else self._stderr
 
     def kill(self) -> None:
         if self._wire:
-            self._stderr = self._wire.proc.stderr_tail()
+            self._stderr = self.stderr_tail()
             self._wire.proc.kill()
             self._wire = None
 
@@ -101,11 +104,14 @@ class Player:
         """End the process politely (QUIT), then for certain."""
         if self._wire:
             self._wire.quit(grace_ms / 1000)
-            self._stderr = self._wire.proc.stderr_tail()
+            self._stderr = self.stderr_tail()
             self._wire = None
 
     def new_game(self, rules: Rules, side: int) -> None:
-        self.wire().new_game(rules, side, time.monotonic() + 5.0)
+        self._stderr = ""
+        wire = self.wire()
+        self._mark = wire.proc.stderr_mark()
+        wire.new_game(rules, side, time.monotonic() + 5.0)
 
     def move(self, pos: Position, side: int, limits: Limits) -> tuple[Move, float]:
         """Ask for a move; returns it with the milliseconds it took. Raises Fault."""

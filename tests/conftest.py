@@ -1,0 +1,110 @@
+"""Shared fixtures: bots written by the tests as small Python scripts, run as real subprocesses.
+
+A bot made with `bots.make(name, answer=...)` is the prelude below, the test's `setup` code (run once at
+start, before any input is read), the test's `answer(board, moves)` function and the standard read loop.
+It logs every line it reads to NAME.log beside itself, so a test can see what the referee sent it (NEWGAME,
+END, QUIT) and which process got it (its loop starts by logging ``pid <pid>``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arena.bots import Bot, load_bot
+from arena.referee import Player
+
+PRELUDE = '''\
+import os, subprocess, sys, time
+
+LOG = os.path.splitext(os.path.abspath(__file__))[0] + ".log"
+
+
+def log(text):
+    """Append one line to NAME.log beside this bot; the tests read it back."""
+    with open(LOG, "a") as f:
+        f.write(text + "\\n")
+
+
+def say(text):
+    """Write one line on stdout at once, in a single write."""
+    os.write(1, (text + "\\n").encode())
+
+
+def first_legal(board):
+    pits = len(board) // 2 - 1
+    return next(p for p in range(1, pits + 1) if board[p - 1])
+'''
+
+FIRST_LEGAL = """\
+def answer(board, moves):
+    say(str(first_legal(board)))
+"""
+
+LOOP = """\
+log(f"pid {os.getpid()}")
+moves = 0  # MOVE lines received so far by this process
+for line in sys.stdin:
+    log(line.rstrip("\\r\\n"))
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "MOVE":
+        moves += 1
+        answer([int(w) for w in words[2:]], moves)
+    elif words[0] == "QUIT":
+        break
+"""
+
+
+class Bots:
+    """Writes bot scripts into one folder and hands out Players that are ended after the test."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._players: list[Player] = []
+
+    def write(self, name: str, source: str) -> Bot:
+        """Write `source` (dedented) as NAME.py and load it the way arena does."""
+        path = self.folder / f"{name}.py"
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        return load_bot(path)
+
+    def make(self, name: str, answer: str = FIRST_LEGAL, setup: str = "") -> Bot:
+        """A bot from the prelude, `setup` code, an `answer(board, moves)` function and the read loop."""
+        parts = [PRELUDE, textwrap.dedent(setup), textwrap.dedent(answer), LOOP]
+        return self.write(name, "\n".join(parts))
+
+    def player(self, bot: Bot, name: str | None = None) -> Player:
+        player = Player(bot, name)
+        self._players.append(player)
+        return player
+
+    def log(self, bot: Bot | str) -> list[str]:
+        """The lines the bot (or the bot of that name) logged so far; empty if it never started."""
+        path = bot.path.with_suffix(".log") if isinstance(bot, Bot) else self.folder / f"{bot}.log"
+        return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+    def pids(self, bot: Bot | str) -> list[int]:
+        """The pid of every process of `bot` that started, in order."""
+        return [int(line.split()[1]) for line in self.log(bot) if line.startswith("pid ")]
+
+    def logged_int(self, bot: Bot | str, key: str) -> int:
+        """The number on the first log line ``<key> <number>``, e.g. ``child 1234``."""
+        return int(next(line for line in self.log(bot) if line.startswith(key + " ")).split()[1])
+
+    def kill_all(self) -> None:
+        for player in self._players:
+            player.kill()
+
+
+@pytest.fixture
+def bots(tmp_path: Path) -> Iterator[Bots]:
+    factory = Bots(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.kill_all()
