@@ -4,13 +4,19 @@
 
 Prints games/s for the scheduler (worker processes reusing bot processes), for the same with --fresh (a new
 process per game, as a baseline for what reuse saves), and for a single in-process referee as the baseline.
+With gcc present it also plays protocol.md's C bot against itself: a bot that costs almost nothing, so the
+figure shows what the referee and scheduler themselves can do.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,6 +56,17 @@ def single_thread_rate(a: Bot, b: Bot, games: int) -> float:
     return rate
 
 
+def c_bot(folder: Path) -> Bot | None:
+    """protocol.md's minimal C bot, compiled into `folder`, or None without gcc."""
+    if shutil.which("gcc") is None:
+        return None
+    source = re.search(r"^```c\n(.*?)^```", (ROOT / "protocol.md").read_text(), re.S | re.M)
+    assert source, "protocol.md has no C bot"
+    (folder / "bot.c").write_text(source.group(1))
+    subprocess.run(["gcc", "-O2", "-o", "cbot", "bot.c"], cwd=folder, check=True)
+    return load_bot(folder / "cbot")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=2000)
@@ -66,6 +83,12 @@ def main() -> None:
     print(
         f"arena scheduler, --fresh processes:  {fresh:8.1f} games/s  (reuse is {reuse / fresh:.0f}x faster)"
     )
+    with tempfile.TemporaryDirectory() as tmp:
+        cbot = c_bot(Path(tmp))
+        if cbot is not None:
+            other = Bot("cbot-2", cbot.argv, cbot.cwd, cbot.path, cbot.digest)
+            c_rate = scheduler_rate(cbot, other, args.games, args.jobs, fresh=False)
+            print(f"arena scheduler, protocol.md's C bot:  {c_rate:8.1f} games/s (the referee's own limit)")
 
 
 if __name__ == "__main__":
