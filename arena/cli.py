@@ -232,8 +232,8 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
         result = scheduler.run(store, bots, rounds, settings.seed, limits, jobs, fresh, hero_bot, progress)
         if bar is not None:
             bar.__exit__(None, None, None)
-        page = report.write_report(store, store.path.parent)
-        board = ratings.leaderboard(store)
+        standings = ratings.standings(store)
+        page = report.write_report(store, store.path.parent, standings)
     if result.interrupted:
         click.echo(
             f"arena: interrupted after {result.played} new games ({result.before + result.played} of "
@@ -245,7 +245,7 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
     if not quiet:
         if result.before:
             click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
-        click.echo(ratings.format_table(board))
+        click.echo(ratings.format_table(standings.board))
     click.echo(f"report: {page}")
 
 

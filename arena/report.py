@@ -211,10 +211,11 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
     return rows
 
 
-def render(store: Store, generated: str | None = None) -> str:
-    """The report page as a string; `generated` fixes the 'report written' time (tests)."""
+def render(store: Store, generated: str | None = None, standings: ratings.Standings | None = None) -> str:
+    """The report page as a string; `generated` fixes the 'report written' time (tests), and `standings`
+    saves computing them again when the caller already has them."""
     generated = generated or st.now()
-    standings = ratings.standings(store)
+    standings = standings or ratings.standings(store)
     board = standings.board
     retired = st.retired_bots(store, standings.field)
     env = jinja2.Environment(
@@ -241,7 +242,7 @@ def render(store: Store, generated: str | None = None) -> str:
     )
 
 
-def write_report(store: Store, folder: Path) -> Path:
+def write_report(store: Store, folder: Path, standings: ratings.Standings | None = None) -> Path:
     """Write FOLDER/index.html from the store and return its absolute path.
 
     The page is written beside its final name and renamed into place, so a browser that reloads it while
@@ -250,7 +251,7 @@ def write_report(store: Store, folder: Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     page = folder / PAGE
-    html = render(store)
+    html = render(store, standings=standings)
     part = folder / f".{PAGE}.{os.getpid()}.part"
     part.write_text(html, encoding="utf-8")
     part.replace(page)
