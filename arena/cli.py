@@ -210,13 +210,17 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
         limits = Limits(move_ms=settings.move_ms, startup_ms=settings.startup_ms)
         bar = None
         started = time.monotonic()
+        played = 0
+
+        def rate(_: object) -> str:
+            return f"{played / max(time.monotonic() - started, 1e-9):.1f} games/s"
 
         def progress(done: int, total: int, record: GameRecord | None) -> None:
-            nonlocal bar
-            if quiet or not sys.stderr.isatty():
+            nonlocal bar, played
+            played = done
+            if quiet or not sys.stderr.isatty() or total == 0:
                 return
             if bar is None:
-                rate = lambda _: f"{done / max(time.monotonic() - started, 1e-9):.1f} games/s"  # noqa: E731
                 bar = click.progressbar(
                     length=total,
                     label="games",
