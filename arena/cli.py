@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import click
 
 from arena import ratings, report, scheduler
 from arena.bots import BotError, discover, find_bot
+from arena.confine import Capabilities, Confinement, Warden, capabilities
 from arena.referee import GameRecord, Limits, Player, play_game
 from arena.rules import RulesError, board_text, parse_rules
 from arena.store import Settings, Store, StoreError, store_path
@@ -32,6 +34,42 @@ class RulesParam(click.ParamType):
 
 
 RULES = RulesParam()
+
+
+def _confinement_options(f):  # type: ignore[no-untyped-def]
+    """Limits on bots. Defaults are None so that a resumed tournament keeps its own."""
+    f = click.option(
+        "--ponder/--no-ponder",
+        default=None,
+        help="Let bots think on the opponent's time [default: no: a bot is paused while the other thinks].",
+    )(f)
+    f = click.option(
+        "--sandbox/--no-sandbox",
+        default=None,
+        help="Run bots in bubblewrap: no network, no other bots' files [default: on where available].",
+    )(f)
+    f = click.option(
+        "--max-procs", type=click.IntRange(1, 10_000), help="Processes a bot may run at once [default: 64]."
+    )(f)
+    f = click.option(
+        "--memory",
+        "memory_mb",
+        type=click.IntRange(16, 1_048_576),
+        metavar="MIB",
+        help="Memory per bot in MiB [default: 1024].",
+    )(f)
+    return f
+
+
+def _confine(
+    memory_mb: int, max_procs: int, sandbox: bool, hidden: list[Path]
+) -> tuple[Confinement, Capabilities]:
+    """Resolve the limits against this machine and say plainly, on stderr, what it cannot enforce."""
+    folders = tuple(sorted({str(h.resolve()) for h in hidden if h.is_dir()}))
+    conf, caps = capabilities(Confinement(memory_mb, max_procs, False, folders), sandbox)
+    for note in caps.notes:
+        click.echo(f"arena: warning: {note}", err=True)
+    return conf, caps
 
 
 def _time_options(f):  # type: ignore[no-untyped-def]
@@ -76,12 +114,23 @@ def cli() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
 @click.option("--show", is_flag=True, help="Draw the board after every move.")
-def play(a, b, rules, games, move_ms, startup_ms, bots_dir, as_json, show):  # type: ignore[no-untyped-def]
+@_confinement_options
+def play(
+    a, b, rules, games, move_ms, startup_ms, bots_dir, as_json, show, memory_mb, max_procs, sandbox, ponder
+):  # type: ignore[no-untyped-def]
     """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides."""
     bot_a, bot_b = find_bot(a, bots_dir), find_bot(b, bots_dir)
     name_b = bot_b.name if bot_b.name != bot_a.name else f"{bot_b.name}-2"
-    first, second = Player(bot_a), Player(bot_b, name_b)
-    limits = Limits(move_ms=move_ms, startup_ms=startup_ms)
+    default = Settings("kalah", 0, 0, 0)
+    conf, _ = _confine(
+        memory_mb or default.memory_mb,
+        max_procs or default.max_procs,
+        default.sandbox if sandbox is None else sandbox,
+        [Path(bots_dir)],
+    )
+    warden = Warden(conf)
+    first, second = Player(bot_a, warden=warden), Player(bot_b, name_b, warden=warden)
+    limits = Limits(move_ms=move_ms, startup_ms=startup_ms, ponder=bool(ponder))
     score = {first.name: 0.0, second.name: 0.0}
     out = sys.stderr if as_json else sys.stdout
 
@@ -108,6 +157,7 @@ def play(a, b, rules, games, move_ms, startup_ms, bots_dir, as_json, show):  # t
     finally:
         first.close()
         second.close()
+        warden.close()
     click.echo(
         f"{first.name} {score[first.name]:g} - {score[second.name]:g} {second.name} "
         f"after {games} game{'s' * (games != 1)} ({rules.spec})",
@@ -185,7 +235,25 @@ def _open_existing(out: Path, name: str) -> Store:
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
 @click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
-def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, name, out, quiet):  # type: ignore[no-untyped-def]
+@_confinement_options
+def run(  # type: ignore[no-untyped-def]
+    rounds,
+    hero,
+    rules,
+    move_ms,
+    startup_ms,
+    seed,
+    jobs,
+    fresh,
+    bots_dir,
+    name,
+    out,
+    quiet,
+    memory_mb,
+    max_procs,
+    sandbox,
+    ponder,
+):
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
     bots = discover(bots_dir)
@@ -200,14 +268,25 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
     with Store(store_path(out, name)) as store:
         stored = store.settings()
         defaults = stored or Settings("kalah", Limits().move_ms, Limits().startup_ms, 1)
-        settings = Settings(
-            rules.spec if rules is not None else defaults.rules,
-            move_ms if move_ms is not None else defaults.move_ms,
-            startup_ms if startup_ms is not None else defaults.startup_ms,
-            seed if seed is not None else defaults.seed,
-        )
+        asked = {
+            "rules": rules.spec if rules is not None else None,
+            "move_ms": move_ms,
+            "startup_ms": startup_ms,
+            "seed": seed,
+            "memory_mb": memory_mb,
+            "max_procs": max_procs,
+            "ponder": ponder,
+            "sandbox": sandbox,
+        }
+        settings = dataclasses.replace(defaults, **{k: v for k, v in asked.items() if v is not None})
         store.fix_settings(settings)
-        limits = Limits(move_ms=settings.move_ms, startup_ms=settings.startup_ms)
+        limits = Limits(move_ms=settings.move_ms, startup_ms=settings.startup_ms, ponder=settings.ponder)
+        conf, caps = _confine(
+            settings.memory_mb, settings.max_procs, settings.sandbox, [Path(bots_dir), Path(out)]
+        )
+        store.set_meta(
+            "confinement", json.dumps({"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes})
+        )
         bar = None
         started = time.monotonic()
         played = 0
@@ -233,7 +312,9 @@ def run(rounds, hero, rules, move_ms, startup_ms, seed, jobs, fresh, bots_dir, n
             else:
                 bar.update(1, record)
 
-        result = scheduler.run(store, bots, rounds, settings.seed, limits, jobs, fresh, hero_bot, progress)
+        result = scheduler.run(
+            store, bots, rounds, settings.seed, limits, jobs, fresh, hero_bot, progress, conf
+        )
         if bar is not None:
             bar.__exit__(None, None, None)
         standings = ratings.standings(store)

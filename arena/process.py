@@ -18,6 +18,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from arena.confine import Jail
+
 MAX_LINE = 1024  # bytes; a longer line is garbled (and memory stays bounded)
 STDERR_CAP = 8192  # bytes of stderr tail kept per process
 _POLL_SLICE = 0.05  # s; how often a wait looks whether the process has died with its pipe held open
@@ -49,9 +51,13 @@ def describe_exit(returncode: int) -> str:
 class BotProcess:
     """A running bot. Create with `BotProcess.start(...)`; always `kill()` it when done."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], stderr_cap: int = STDERR_CAP) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], jail: Jail | None = None, stderr_cap: int = STDERR_CAP
+    ) -> None:
         assert popen.stdin and popen.stdout and popen.stderr
         self._popen = popen
+        self._jail = jail
+        self._paused = False
         self._in = popen.stdin.fileno()
         self._out = popen.stdout.fileno()
         self._err: int | None = popen.stderr.fileno()
@@ -71,9 +77,14 @@ class BotProcess:
 
     @classmethod
     def start(
-        cls, argv: Sequence[str], cwd: Path | str | None = None, env: Mapping[str, str] | None = None
+        cls,
+        argv: Sequence[str],
+        cwd: Path | str | None = None,
+        env: Mapping[str, str] | None = None,
+        jail: Jail | None = None,
     ) -> BotProcess:
-        """Start `argv` in a new session (its own process group), or raise Fault('crash')."""
+        """Start `argv` in a new session (its own process group), confined by `jail`, or raise
+        Fault('crash')."""
         try:
             popen = subprocess.Popen(
                 list(argv),
@@ -84,10 +95,14 @@ class BotProcess:
                 stderr=subprocess.PIPE,
                 bufsize=0,
                 start_new_session=True,
+                preexec_fn=jail.preexec if jail else None,
             )
-        except OSError as e:
-            raise Fault("crash", f"could not be started: {e.strerror or e} ({argv[0]})") from e
-        return cls(popen)
+        except (OSError, subprocess.SubprocessError) as e:
+            if jail:
+                jail.release()
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise Fault("crash", f"could not be started: {reason} ({argv[0]})") from e
+        return cls(popen, jail)
 
     @property
     def pid(self) -> int:
@@ -216,8 +231,30 @@ class BotProcess:
         else:
             self._drain_stderr_to_end()
             what = describe_exit(code)
+            why = self._jail.why_it_died(self.stderr_tail()) if self._jail else ""
+            if why:
+                what += f": {why}"
         last = self.last_stderr_line()
         return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
+
+    # --- fair CPU -------------------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Stop the bot's process group (SIGSTOP): no thinking on the opponent's time."""
+        if not self._paused:
+            self._signal_group(signal.SIGSTOP)
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._signal_group(signal.SIGCONT)
+            self._paused = False
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self._popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     # --- the end --------------------------------------------------------------------------------------
 
@@ -231,6 +268,8 @@ class BotProcess:
             self._popen.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        if self._jail:
+            self._jail.release()  # also the processes that left the group
         self._drain_stderr_to_end(limit=0.2)
         for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
             if stream:
@@ -242,6 +281,7 @@ class BotProcess:
 
     def quit(self, line: str, grace: float) -> None:
         """Ask politely with `line`, wait up to `grace` seconds, then end the group anyway."""
+        self.resume()
         try:
             self.send(line, time.monotonic() + grace)
             self._popen.wait(timeout=grace)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from arena.bots import Bot
+from arena.confine import Warden
 from arena.process import BotProcess, Fault
 from arena.protocol import V1
 from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules
@@ -27,6 +28,7 @@ class Limits:
     startup_ms: int = 10_000
     margin_ms: int = 50
     quit_grace_ms: int = 500
+    ponder: bool = False  # False: a bot's processes are stopped (SIGSTOP) while its opponent thinks
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,10 @@ class GameRecord:
 class Player:
     """A bot and, while it runs, its process. The process starts on demand and is restarted after a fault."""
 
-    def __init__(self, bot: Bot, name: str | None = None) -> None:
+    def __init__(self, bot: Bot, name: str | None = None, warden: Warden | None = None) -> None:
         self.bot = bot
         self.name = name or bot.name
+        self.warden = warden
         self._wire: V1 | None = None
         self._fresh = False  # True until the first MOVE after a start has been answered
         self._mark = 0  # where this game's stderr starts in the process's stream
@@ -85,7 +88,9 @@ class Player:
 
     def wire(self) -> V1:
         if self._wire is None:
-            self._wire = V1(BotProcess.start(self.bot.argv, cwd=self.bot.cwd))
+            jail = self.warden.jail() if self.warden else None
+            argv = jail.command(self.bot.argv, self.bot.path, self.bot.cwd) if jail else self.bot.argv
+            self._wire = V1(BotProcess.start(argv, cwd=self.bot.cwd, jail=jail))
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -107,16 +112,19 @@ class Player:
             self._stderr = self.stderr_tail()
             self._wire = None
 
-    def new_game(self, rules: Rules, side: int) -> None:
+    def new_game(self, rules: Rules, side: int, limits: Limits) -> None:
         self._stderr = ""
         wire = self.wire()
         self._mark = wire.proc.stderr_mark()
         wire.new_game(rules, side, time.monotonic() + 5.0)
+        if not limits.ponder and not self._fresh:  # a new process may start up on anyone's time
+            wire.proc.pause()
 
     def move(self, pos: Position, side: int, limits: Limits) -> tuple[Move, float]:
         """Ask for a move; returns it with the milliseconds it took. Raises Fault."""
         wire = self.wire()
         allowance = limits.margin_ms + (limits.startup_ms if self._fresh else 0)
+        wire.proc.resume()
         start = time.monotonic()
         try:
             move = wire.move(pos, side, limits.move_ms, start + (limits.move_ms + allowance) / 1000)
@@ -124,8 +132,11 @@ class Player:
             if fault.reason == "timeout" and self._fresh:
                 fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
             raise
+        took = (time.monotonic() - start) * 1000
+        if not limits.ponder:
+            wire.proc.pause()
         self._fresh = False
-        return move, (time.monotonic() - start) * 1000
+        return move, took
 
 
 def _other(side: int) -> int:
@@ -153,7 +164,7 @@ def play_game(
     try:
         for side, player in enumerate((south, north)):
             acting = player
-            player.new_game(rules, side)
+            player.new_game(rules, side, limits)
         while not rules.is_over(pos):
             side = pos.to_move
             acting = by_side[side]

@@ -7,6 +7,7 @@ programs and may hold HTML. Every number on it is computed here or in ratings; t
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -202,12 +203,30 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
             f"{settings.startup_ms} ms (added to a bot's first move)" if settings else "–",
         ),
         Fact("schedule seed", str(settings.seed) if settings else "–"),
+        *_confinement(store, settings),
         Fact("rounds played", f"{int(facts['rounds'] or 0)} (up to round {int(facts['last_round'] or 0)})"),
         Fact("games stored", f"{games} ({int(facts['field_games'] or 0)} between current bot versions)"),
         Fact("created", _when(store.meta().get("created"))),
         Fact("last game finished", _when(facts["last_finished"])),
         Fact("report written", _when(generated)),
     ]
+    return rows
+
+
+def _confinement(store: Store, settings: st.Settings | None) -> list[Fact]:
+    """The limits bots ran under, and plainly what this machine could not enforce."""
+    if settings is None:
+        return []
+    raw = store.meta().get("confinement")
+    state = json.loads(raw) if raw else {}
+    sandbox = "on (bubblewrap: no network, no other bots' files)" if state.get("sandbox") else "off"
+    rows = [
+        Fact("memory per bot", f"{settings.memory_mb} MiB"),
+        Fact("processes per bot", str(settings.max_procs)),
+        Fact("thinking on the opponent's time", "allowed (--ponder)" if settings.ponder else "no: paused"),
+        Fact("sandbox", sandbox),
+    ]
+    rows += [Fact("warning", note) for note in state.get("notes", [])]
     return rows
 
 

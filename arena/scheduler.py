@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import multiprocess
 
 from arena.bots import Bot
+from arena.confine import Confinement, Warden
 from arena.referee import GameRecord, Limits, Player, play_game
 from arena.rules import parse_rules
 from arena.store import Slot, Store
@@ -70,18 +71,19 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through the worker's finally, which ends its bots
 
 
-def _worker(tasks, results, spec: str, limits: Limits, fresh: bool) -> None:  # type: ignore[no-untyped-def]
+def _worker(tasks, results, spec: str, limits: Limits, fresh: bool, conf: Confinement | None) -> None:  # type: ignore[no-untyped-def]
     """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, _exit_on_signal)
     _die_with_parent()
     rules = parse_rules(spec)
+    warden = Warden(conf) if conf else None
     players: OrderedDict[tuple[str, str], Player] = OrderedDict()
 
     def player(bot: Bot) -> Player:
         key = (bot.name, bot.digest)
         if key not in players:
-            players[key] = Player(bot)
+            players[key] = Player(bot, warden=warden)
         players.move_to_end(key)
         return players[key]
 
@@ -97,8 +99,11 @@ def _worker(tasks, results, spec: str, limits: Limits, fresh: bool) -> None:  # 
                 players.popitem(last=False)[1].close(limits.quit_grace_ms)
             results.put((index, record))
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
         for p in players.values():
             p.kill()
+        if warden:
+            warden.close()
 
 
 def play_slots(
@@ -108,6 +113,7 @@ def play_slots(
     jobs: int,
     fresh: bool,
     on_game: Callable[[Slot, GameRecord], None],
+    conf: Confinement | None = None,
 ) -> None:
     """Play `slots` on `jobs` worker processes, calling `on_game` in this process as each one finishes.
 
@@ -122,9 +128,12 @@ def play_slots(
         tasks.put((i, slot.south, slot.north))
     for _ in range(jobs):
         tasks.put(None)
-    workers = [ctx.Process(target=_worker, args=(tasks, results, spec, limits, fresh)) for _ in range(jobs)]
+    workers = [
+        ctx.Process(target=_worker, args=(tasks, results, spec, limits, fresh, conf)) for _ in range(jobs)
+    ]
     for w in workers:
         w.start()
+    finished = False
     try:
         for _ in range(len(slots)):
             while True:
@@ -135,8 +144,11 @@ def play_slots(
                     if not any(w.is_alive() for w in workers):
                         raise RuntimeError("all game workers died; see the messages above") from None
             on_game(slots[index], record)
+        finished = True
     finally:
         for w in workers:
+            if finished:
+                w.join(timeout=5)  # after the None, a worker ends its bots and leaves by itself
             if w.is_alive():
                 w.terminate()
         for w in workers:
@@ -155,6 +167,7 @@ def run(
     fresh: bool = False,
     hero: Bot | None = None,
     progress: Callable[[int, int, GameRecord | None], None] | None = None,
+    conf: Confinement | None = None,
 ) -> RunResult:
     """Play whatever the schedule has that the store lacks; the store's settings must already be fixed."""
     settings = store.settings()
@@ -177,7 +190,7 @@ def run(
 
     interrupted = False
     try:
-        play_slots(missing, settings.rules, limits, jobs or os.cpu_count() or 1, fresh, on_game)
+        play_slots(missing, settings.rules, limits, jobs or os.cpu_count() or 1, fresh, on_game, conf)
     except KeyboardInterrupt:
         interrupted = True
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.

@@ -73,6 +73,10 @@ class Settings:
     move_ms: int
     startup_ms: int
     seed: int
+    memory_mb: int = 1024
+    max_procs: int = 64
+    ponder: bool = False
+    sandbox: bool = True  # asked for; whether the machine had it is in meta 'confinement'
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,7 @@ class Store:
         if stored != settings:
             diffs = [
                 f"{k} {getattr(stored, k)} (asked: {getattr(settings, k)})"
-                for k in ("rules", "move_ms", "startup_ms", "seed")
+                for k in asdict(settings)
                 if getattr(stored, k) != getattr(settings, k)
             ]
             raise StoreError(
