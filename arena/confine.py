@@ -261,15 +261,22 @@ class Jail:
     def pids(self) -> list[int]:
         return self.cgroups.pids() if self.cgroups else []
 
+    def breach(self) -> str:
+        """Which limit the bot has run into ('' if none): the kernel refused it memory or processes."""
+        if self.cgroups is None:
+            return ""
+        if self.cgroups.oom_kills():
+            return f"it went over the memory limit of {self.conf.memory_mb} MiB (--memory)"
+        if self.cgroups.hit_process_limit():
+            return f"it tried to run more than {self.conf.max_procs} processes at once (--max-procs)"
+        return ""
+
     def why_it_died(self, stderr_tail: str) -> str:
         """What the limits say about a process that just died: '' when they had no part in it."""
-        memory = f"the memory limit of {self.conf.memory_mb} MiB (--memory)"
-        if self.cgroups is not None and self.cgroups.oom_kills():
-            return f"it went over {memory}"
-        if self.cgroups is not None and self.cgroups.hit_process_limit():
-            return f"it tried to run more than {self.conf.max_procs} processes at once"
+        if breach := self.breach():
+            return breach
         if any(word in stderr_tail for word in _OUT_OF_MEMORY):
-            return f"it ran out of memory under {memory}"
+            return f"it ran out of memory under the memory limit of {self.conf.memory_mb} MiB (--memory)"
         return ""
 
     def release(self) -> None:

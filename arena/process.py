@@ -15,7 +15,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from arena.confine import Jail
@@ -178,12 +178,20 @@ class BotProcess:
             self._poll_in.poll(min(remaining, _POLL_SLICE) * 1000)
             self._drain_stderr()
 
-    def read_line(self, deadline: float) -> str | None:
+    def has_output(self) -> bool:
+        """Whether stdout holds something not yet read as a line (cheap: one poll, no wait)."""
+        return bool(self._buffer) or self._eof or bool(self._poll_out.poll(0))
+
+    def read_line(
+        self, deadline: float, on_slow: Callable[[], None] | None = None, slow_after: float = 0.005
+    ) -> str | None:
         """The next line from stdout (without its end of line), or None at the deadline.
 
         Raises Fault('crash') when stdout closes or the process dies, Fault('garbled') for a line over
-        MAX_LINE bytes. A deadline in the past still returns a line that is already waiting.
+        MAX_LINE bytes. A deadline in the past still returns a line that is already waiting. `on_slow` is
+        called once if no line has come after `slow_after` seconds (the referee pauses the opponent then).
         """
+        slow_at = time.monotonic() + slow_after
         while True:
             newline = self._buffer.find(b"\n")
             if newline >= 0:
@@ -196,15 +204,26 @@ class BotProcess:
                 raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
             if self._eof:
                 raise self._crash("stdout")
-            remaining = deadline - time.monotonic()
-            events = self._poll_out.poll(max(0.0, min(remaining, _POLL_SLICE)) * 1000)
-            if not any(fd == self._out for fd, _ in events):
-                self._drain_stderr()
+            now = time.monotonic()
+            remaining = deadline - now
+            wait = min(remaining, _POLL_SLICE, slow_at - now) if on_slow else min(remaining, _POLL_SLICE)
+            readable = False
+            events = self._poll_out.poll(max(0.0, wait) * 1000)
+            for fd, _ in events:
+                if fd == self._out:
+                    readable = True
+                else:
+                    self._drain_stderr()  # before stdout: what it logged before answering goes with it
+            if not readable:
                 if remaining <= 0:
                     return None
+                if on_slow and time.monotonic() >= slow_at:
+                    on_slow()
+                    on_slow = None
                 if not events and self._popen.poll() is not None:
                     # Dead, but a child may still hold the pipe open: do not wait for the deadline.
                     raise self._crash("stdout")
+                self.check_limits()
                 continue
             try:
                 chunk = os.read(self._out, _CHUNK)
@@ -216,7 +235,6 @@ class BotProcess:
                 self._buffer += chunk
             else:
                 self._eof = True
-            self._drain_stderr()  # what it logged before answering belongs with this answer
 
     def _crash(self, stream: str) -> Fault:
         """A Fault('crash') saying how the process ended (or which pipe it closed), with its last log line."""
@@ -236,6 +254,11 @@ class BotProcess:
                 what += f": {why}"
         last = self.last_stderr_line()
         return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
+
+    def check_limits(self) -> None:
+        """Fault('crash') once the bot has run into its memory or process limit, even if it lives on."""
+        if self._jail and (breach := self._jail.breach()):
+            raise Fault("crash", breach)
 
     # --- fair CPU -------------------------------------------------------------------------------------
 

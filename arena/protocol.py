@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from arena.process import BotProcess, Fault
 from arena.rules import SIDE_NAMES, SWAP, Move, Position, Rules
@@ -65,7 +66,7 @@ class V1:
 
     def _expect_silence(self) -> None:
         """A non-comment line written when nobody asked is a fault: it would be taken for the next move."""
-        while (line := self.proc.read_line(0.0)) is not None:
+        while self.proc.has_output() and (line := self.proc.read_line(0.0)) is not None:
             if not is_comment(line):
                 shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
                 raise Fault(
@@ -78,12 +79,16 @@ class V1:
         self._expect_silence()
         self.proc.send(newgame_line(rules, side), deadline)
 
-    def move(self, pos: Position, side: int, ms: int, deadline: float) -> Move:
-        """Ask for a move; returns the parsed answer (legality is checked by the referee)."""
+    def move(
+        self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
+    ) -> Move:
+        """Ask for a move; returns the parsed answer (legality is checked by the referee). `on_slow` is
+        called once the bot has thought for a few milliseconds."""
         self._expect_silence()
         self.proc.send(move_line(pos, side, ms), deadline)
         while True:
-            line = self.proc.read_line(deadline)
+            line = self.proc.read_line(deadline, on_slow)
+            on_slow = None
             if line is None:
                 raise Fault("timeout", f"no reply within {ms} ms")
             if not is_comment(line):

@@ -117,24 +117,33 @@ class Player:
         wire = self.wire()
         self._mark = wire.proc.stderr_mark()
         wire.new_game(rules, side, time.monotonic() + 5.0)
-        if not limits.ponder and not self._fresh:  # a new process may start up on anyone's time
-            wire.proc.pause()
 
-    def move(self, pos: Position, side: int, limits: Limits) -> tuple[Move, float]:
-        """Ask for a move; returns it with the milliseconds it took. Raises Fault."""
+    def pause(self) -> None:
+        """Stop the bot's processes while the opponent thinks; a new process may still start up."""
+        if self._wire and not self._fresh:
+            self._wire.proc.pause()
+
+    def move(
+        self, pos: Position, side: int, limits: Limits, opponent: Player | None = None
+    ) -> tuple[Move, float]:
+        """Ask for a move; returns it with the milliseconds it took. Raises Fault.
+
+        Fair CPU: unless `limits.ponder`, the opponent is paused once this bot has thought for a few
+        milliseconds (pausing on every move would cost more than a quick bot's whole move), and a bot
+        is resumed when its own turn comes."""
         wire = self.wire()
         allowance = limits.margin_ms + (limits.startup_ms if self._fresh else 0)
         wire.proc.resume()
+        on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
         try:
-            move = wire.move(pos, side, limits.move_ms, start + (limits.move_ms + allowance) / 1000)
+            deadline = start + (limits.move_ms + allowance) / 1000
+            move = wire.move(pos, side, limits.move_ms, deadline, on_slow)
         except Fault as fault:
             if fault.reason == "timeout" and self._fresh:
                 fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
             raise
         took = (time.monotonic() - start) * 1000
-        if not limits.ponder:
-            wire.proc.pause()
         self._fresh = False
         return move, took
 
@@ -168,7 +177,7 @@ def play_game(
         while not rules.is_over(pos):
             side = pos.to_move
             acting = by_side[side]
-            move, took = acting.move(pos, side, limits)
+            move, took = acting.move(pos, side, limits, by_side[1 - side])
             try:
                 pos = rules.play(pos, move)
             except ValueError as e:
@@ -184,6 +193,15 @@ def play_game(
     except Fault as f:
         fault = f
 
+    if fault is None:
+        # Limits are watched while a bot thinks; a quick bot's breach is caught here, before the result.
+        for player in (south, north):
+            try:
+                if player.running:
+                    player.wire().proc.check_limits()
+            except Fault as f:
+                fault, acting = f, player
+                break
     if fault is None:
         outcome = rules.result(pos)
         winner = None if outcome.winner is None else by_side[outcome.winner].name

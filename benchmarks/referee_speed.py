@@ -19,15 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.bots import load_bot  # noqa: E402
+from arena.confine import Confinement, Warden, capabilities  # noqa: E402
 from arena.protocol import move_line, newgame_line  # noqa: E402
 from arena.referee import Player, play_game  # noqa: E402
 from arena.rules import parse_rules  # noqa: E402
 
 
-def arena_games(games: int) -> tuple[float, int, list]:
+def arena_games(games: int, confined: bool) -> tuple[float, int, list]:
+    """Games through the referee; `confined` as in a tournament: sandbox, cgroups, paused opponents."""
     rules = parse_rules("kalah")
     bot = load_bot(ROOT / "bots" / "random.py")
-    a, b = Player(bot), Player(bot, "random-2")
+    warden = None
+    if confined:
+        conf, caps = capabilities(Confinement(hidden=(str(ROOT / "bots"),)), want_sandbox=True)
+        warden = Warden(conf)
+        print("confinement:", "sandbox" if caps.sandbox else "no sandbox", "+ cgroups" * caps.cgroups)
+    a, b = Player(bot, warden=warden), Player(bot, "random-2", warden=warden)
     play_game(rules, a, b)  # warm up: processes started
     records = []
     start = time.perf_counter()
@@ -36,6 +43,8 @@ def arena_games(games: int) -> tuple[float, int, list]:
     elapsed = time.perf_counter() - start
     a.close()
     b.close()
+    if warden:
+        warden.close()
     return elapsed, sum(len(r.moves) for r in records), records
 
 
@@ -72,15 +81,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=300)
     args = parser.parse_args()
-    arena_s, arena_moves, records = arena_games(args.games)
+    bare_s, bare_moves, records = arena_games(args.games, confined=False)
+    arena_s, arena_moves, _ = arena_games(args.games, confined=True)
     raw_s, raw_moves = raw_round_trips(records)
+    per_bare = bare_s / bare_moves * 1e6
     per_arena = arena_s / arena_moves * 1e6
     per_raw = raw_s / raw_moves * 1e6
     print(f"games: {args.games} random vs random, {arena_moves} moves")
     print(f"raw pipe round trip (write + readline):  {per_raw:7.1f} us/move")
-    print(f"arena referee (play_game):               {per_arena:7.1f} us/move")
-    print(f"ratio arena / raw:                       {per_arena / per_raw:7.2f}x  (target <= 1.5x)")
-    print(f"one referee thread:                      {args.games / arena_s:7.1f} games/s")
+    print(f"arena referee, unconfined bots:   {per_bare:7.1f} us/move  ({per_bare / per_raw:.2f}x raw)")
+    print(f"arena referee, confined as in run: {per_arena:7.1f} us/move  ({per_arena / per_raw:.2f}x raw)")
+    print("target: within 1.5x of raw")
+    print(f"one referee thread, confined:            {args.games / arena_s:7.1f} games/s")
 
 
 if __name__ == "__main__":
