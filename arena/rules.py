@@ -95,49 +95,20 @@ class Rules(Protocol):
 END_RULES: Final = ("any-empty", "mover-empty")
 
 
-@dataclass(frozen=True, slots=True)
-class Kalah:
-    """Standard Kalah(pits, seeds) with the options of the rules brief.
+class _Board:
+    """What every rule set here shares: the board, the pie rule's SWAP, legality, the end and the result.
+    Subclasses are frozen dataclasses with `pits`, `seeds` and `pie`, and write their own `play`."""
 
-    pie: the second player may answer the first turn with SWAP (take over that side).
-    empty_capture: a last seed in an own empty pit is banked even when the opposite pit is empty.
-    end: "any-empty" ends the game as soon as either row is empty; "mover-empty" only when the player
-    to move has no seeds. Either way, each side then banks the seeds left in its own row.
-    early: stop as soon as one store holds more than half of all seeds (the result cannot change).
-    """
+    __slots__ = ()
+    pits: int
+    seeds: int
+    pie: bool
 
-    pits: int = 6
-    seeds: int = 6
-    pie: bool = False
-    empty_capture: bool = False
-    end: str = "any-empty"
-    early: bool = False
-
-    def __post_init__(self) -> None:
+    def _check_size(self) -> None:
         if not 1 <= self.pits <= MAX_PITS:
             raise RulesError(f"pits={self.pits} is out of range 1..{MAX_PITS}")
         if not 1 <= self.seeds <= MAX_SEEDS:
             raise RulesError(f"seeds={self.seeds} is out of range 1..{MAX_SEEDS}")
-        if self.end not in END_RULES:
-            raise RulesError(f"end={self.end} is not one of {', '.join(END_RULES)}")
-
-    @property
-    def spec(self) -> str:
-        """The canonical spec: defaults left out, options in a fixed order."""
-        parts = ["kalah"]
-        if self.pits != 6:
-            parts.append(f"pits={self.pits}")
-        if self.seeds != 6:
-            parts.append(f"seeds={self.seeds}")
-        if self.pie:
-            parts.append("pie")
-        if self.empty_capture:
-            parts.append("empty-capture")
-        if self.end != "any-empty":
-            parts.append(f"end={self.end}")
-        if self.early:
-            parts.append("early")
-        return ",".join(parts)
 
     @property
     def total_seeds(self) -> int:
@@ -180,12 +151,81 @@ class Kalah:
         if pos.board[pos.to_move * (self.pits + 1) + move - 1] == 0:
             raise IllegalMove(f"pit {move} is empty")
 
+    def _swap(self, pos: Position) -> Position:
+        """Sides change hands, the board does not: the first player now owns North and moves next."""
+        return Position(pos.board, pos.to_move, pos.turn + 1)
+
+    @staticmethod
+    def _bank_rows(board: list[int], n: int) -> None:
+        """The game is over: each side banks the seeds left in its own row."""
+        for side in (SOUTH, NORTH):
+            start = side * (n + 1)
+            board[start + n] += sum(board[start : start + n])
+            board[start : start + n] = [0] * n
+
+    def is_over(self, pos: Position) -> bool:
+        return pos.ended is not None
+
+    def result(self, pos: Position) -> Outcome:
+        if pos.ended is None:
+            raise ValueError("the game is not over")
+        south, north = pos.store(SOUTH), pos.store(NORTH)
+        winner = None if south == north else (SOUTH if south > north else NORTH)
+        return Outcome(south, north, winner, pos.ended)
+
+
+@dataclass(frozen=True, slots=True)
+class Kalah(_Board):
+    """Standard Kalah(pits, seeds) with the options of the rules brief.
+
+    pie: the second player may answer the first turn with SWAP (take over that side).
+    empty_capture: a last seed in an own empty pit is banked even when the opposite pit is empty.
+    end: "any-empty" ends the game as soon as either row is empty; "mover-empty" only when the player
+    to move has no seeds. Either way, each side then banks the seeds left in its own row.
+    early: stop as soon as one store holds more than half of all seeds (the result cannot change).
+    no_first_extra: the game's first move never earns an extra turn (the Manchester engine's rule).
+    """
+
+    pits: int = 6
+    seeds: int = 6
+    pie: bool = False
+    empty_capture: bool = False
+    end: str = "any-empty"
+    early: bool = False
+    no_first_extra: bool = False
+
+    def __post_init__(self) -> None:
+        self._check_size()
+        if self.end not in END_RULES:
+            raise RulesError(f"end={self.end} is not one of {', '.join(END_RULES)}")
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec: a preset's name if it is one, else defaults left out, options in order."""
+        if self == MANKALAH:
+            return "mankalah"
+        parts = ["kalah"]
+        if self.pits != 6:
+            parts.append(f"pits={self.pits}")
+        if self.seeds != 6:
+            parts.append(f"seeds={self.seeds}")
+        if self.pie:
+            parts.append("pie")
+        if self.empty_capture:
+            parts.append("empty-capture")
+        if self.end != "any-empty":
+            parts.append(f"end={self.end}")
+        if self.early:
+            parts.append("early")
+        if self.no_first_extra:
+            parts.append("no-first-extra")
+        return ",".join(parts)
+
     def play(self, pos: Position, move: Move) -> Position:
         """The position after `move`; raises IllegalMove if it is not legal."""
         self.check(pos, move)
         if move == SWAP:
-            # Sides change hands, the board does not: the first player now owns North and moves next.
-            return self._settle(list(pos.board), pos.to_move, pos.turn + 1, False)
+            return self._settle(list(self._swap(pos).board), pos.to_move, pos.turn + 1, False)
         n = self.pits
         side = pos.to_move
         store = side * (n + 1) + n
@@ -208,7 +248,7 @@ class Kalah:
             if i != skip:
                 board[i] += 1
                 seeds -= 1
-        if i == store:
+        if i == store and not (self.no_first_extra and pos.turn == 0):
             nxt = side
         else:
             nxt = 1 - side
@@ -232,65 +272,156 @@ class Kalah:
         else:
             over = north_empty if nxt == NORTH else south_empty
         if over:
-            for side in (SOUTH, NORTH):
-                start = side * (n + 1)
-                board[start + n] += sum(board[start : start + n])
-                board[start : start + n] = [0] * n
+            self._bank_rows(board, n)
             return Position(tuple(board), nxt, turn, "normal")
         # While a swap is pending, who owns the leading store is not settled: no early finish yet.
         if self.early and not can_swap and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
             return Position(tuple(board), nxt, turn, "early")
         return Position(tuple(board), nxt, turn, None, can_swap)
 
-    def is_over(self, pos: Position) -> bool:
-        return pos.ended is not None
 
-    def result(self, pos: Position) -> Outcome:
-        if pos.ended is None:
-            raise ValueError("the game is not over")
-        south, north = pos.store(SOUTH), pos.store(NORTH)
-        winner = None if south == north else (SOUTH if south > north else NORTH)
-        return Outcome(south, north, winner, pos.ended)
+MANKALAH: Final = Kalah(pits=7, seeds=7, pie=True, no_first_extra=True)
 
 
-_FLAGS: Final = {"pie": "pie", "empty-capture": "empty_capture", "early": "early"}
-_VALUED: Final = {"pits": "pits", "seeds": "seeds", "end": "end"}
+@dataclass(frozen=True, slots=True)
+class Relay(_Board):
+    """Relay Kalah, the first rule set of source 003.
+
+    A move sows as in Kalah (own store included, the opponent's skipped). If the last seed lands in a pit of
+    the mover's own row that was not empty, and this sowing put a seed into the opponent's row, the mover
+    lifts that pit and sows on, as part of the same move. A last seed that makes an opponent's pit hold 2 or
+    3 captures them, and the pit sown just before it too if it holds 2 or 3 (`chain`: and so on back along
+    the opponent's row, as in Oware). No extra turns, no capture from the own row. The game ends when a
+    store holds more than half the seeds, or when the player to move has no seeds (the other then banks
+    the seeds left in their row).
+
+    Every move terminates: a relay series that comes back to a board and pit it has already been at within
+    the same move would repeat forever, so the move ends there instead.
+    """
+
+    pits: int = 6
+    seeds: int = 6
+    pie: bool = False
+    chain: bool = False
+
+    def __post_init__(self) -> None:
+        self._check_size()
+
+    @property
+    def spec(self) -> str:
+        parts = ["relay"]
+        if self.pits != 6:
+            parts.append(f"pits={self.pits}")
+        if self.seeds != 6:
+            parts.append(f"seeds={self.seeds}")
+        if self.pie:
+            parts.append("pie")
+        if self.chain:
+            parts.append("chain")
+        return ",".join(parts)
+
+    def play(self, pos: Position, move: Move) -> Position:
+        """The position after `move`; raises IllegalMove if it is not legal."""
+        self.check(pos, move)
+        n = self.pits
+        side = pos.to_move
+        if move == SWAP:
+            return self._swap(pos)
+        own, store = side * (n + 1), side * (n + 1) + n
+        opp = (1 - side) * (n + 1)
+        skip, size = opp + n, 2 * n + 2
+        board = list(pos.board)
+        i = own + move - 1
+        seen: set[tuple[int, ...]] = set()
+        while True:
+            seeds, board[i] = board[i], 0
+            reached_opponent = False
+            while seeds:
+                i = i + 1 if i + 1 < size else 0
+                if i != skip:
+                    board[i] += 1
+                    seeds -= 1
+                    reached_opponent = reached_opponent or opp <= i < opp + n
+            if not (own <= i < store and board[i] > 1 and reached_opponent):
+                break
+            state = (*board, i)
+            if state in seen:
+                break  # the relay would go round forever: the move ends here
+            seen.add(state)
+        if opp <= i < opp + n and board[i] in (2, 3):
+            j = i
+            while True:
+                board[store] += board[j]
+                board[j] = 0
+                j -= 1
+                if j < opp or board[j] not in (2, 3) or (j < i - 1 and not self.chain):
+                    break
+        nxt = 1 - side
+        turn = pos.turn + 1
+        if 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
+            return Position(tuple(board), nxt, turn, "normal")
+        if not any(board[nxt * (n + 1) : nxt * (n + 1) + n]):
+            self._bank_rows(board, n)
+            return Position(tuple(board), nxt, turn, "normal")
+        return Position(tuple(board), nxt, turn, None, self.pie and turn == 1)
 
 
-def parse_rules(spec: str) -> Kalah:
+_OPTIONS: Final[dict[str, tuple[dict[str, str], dict[str, str]]]] = {
+    # rules name: (flags, options with a value), each spec word mapped to the dataclass field
+    "kalah": (
+        {
+            "pie": "pie",
+            "empty-capture": "empty_capture",
+            "early": "early",
+            "no-first-extra": "no_first_extra",
+        },
+        {"pits": "pits", "seeds": "seeds", "end": "end"},
+    ),
+    "relay": ({"pie": "pie", "chain": "chain"}, {"pits": "pits", "seeds": "seeds"}),
+}
+_CLASSES: Final = {"kalah": Kalah, "relay": Relay}
+_PRESETS: Final = {"mankalah": MANKALAH}
+
+
+def parse_rules(spec: str) -> Kalah | Relay:
     """Parse a rules spec strictly: an unknown, repeated or malformed option is an error naming it."""
     if not spec:
         raise RulesError("empty rules spec; try 'kalah'")
     if any(c.isspace() for c in spec):
         raise RulesError(f"rules spec {spec!r} contains spaces; options are separated by commas only")
     name, *options = spec.split(",")
-    if name != "kalah":
-        raise RulesError(f"unknown rules {name!r}; known: kalah")
+    if name in _PRESETS:
+        if options:
+            raise RulesError(f"{name!r} is a preset and takes no options; spell the rules out instead")
+        return _PRESETS[name]
+    if name not in _OPTIONS:
+        raise RulesError(f"unknown rules {name!r}; known: {', '.join([*_OPTIONS, *_PRESETS])}")
+    flags, valued = _OPTIONS[name]
     fields: dict[str, object] = {}
     for option in options:
         key, eq, value = option.partition("=")
-        if key in _FLAGS and not eq:
-            field, parsed = _FLAGS[key], True
-        elif key in _VALUED and eq:
-            field = _VALUED[key]
+        if key in flags and not eq:
+            field, parsed = flags[key], True
+        elif key in valued and eq:
+            field = valued[key]
             if key == "end":
                 parsed = value
             elif value.isdigit() and value.isascii():
                 parsed = int(value)
             else:
                 raise RulesError(f"option {key}={value!r} needs a whole number")
-        elif key in _FLAGS:
+        elif key in flags:
             raise RulesError(f"option {key!r} takes no value (got {option!r})")
-        elif key in _VALUED:
+        elif key in valued:
             example = "any-empty" if key == "end" else "6"
             raise RulesError(f"option {key!r} needs a value, e.g. {key}={example}")
         else:
-            known = ", ".join([*_FLAGS, *(f"{k}=" for k in _VALUED)])
-            raise RulesError(f"unknown rules option {option!r}; known: {known}")
+            known = ", ".join([*flags, *(f"{k}=" for k in valued)])
+            raise RulesError(f"unknown {name} option {option!r}; known: {known}")
         if field in fields:
             raise RulesError(f"option {key!r} given twice")
         fields[field] = parsed
-    return Kalah(**fields)  # type: ignore[arg-type]
+    return _CLASSES[name](**fields)  # type: ignore[arg-type]
 
 
 def board_text(pos: Position, south: str = "South", north: str = "North") -> str:
