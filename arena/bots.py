@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "bot.toml"
-PROTOCOLS = ("v1",)
+PROTOCOLS = ("v1", "mankalah")  # bot.toml `protocol`: arena's own (protocol.md), Manchester agents'
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 # Files a teacher may keep beside the bots without them being taken for bots.
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from arena import ratings, report, scheduler
+from arena import ratings, report, scheduler, solver
 from arena.bots import BotError, discover, find_bot
 from arena.confine import Capabilities, Confinement, Warden, capabilities
-from arena.referee import GameRecord, Limits, Player, play_game
+from arena.referee import GameRecord, Limits, Player, check_rules, play_game
 from arena.rules import RulesError, board_text, parse_rules
 from arena.store import Settings, Store, StoreError, store_path
 
@@ -72,7 +72,21 @@ def _confine(
     return conf, caps
 
 
+TIME_BANK = click.FloatRange(0.001, 86_400)
+
+
+def _bank_ms(seconds: float | None) -> int | None:
+    return None if seconds is None else max(1, round(seconds * 1000))
+
+
 def _time_options(f):  # type: ignore[no-untyped-def]
+    f = click.option(
+        "--time-bank",
+        type=TIME_BANK,
+        metavar="S",
+        help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what is "
+        "left).",
+    )(f)
     f = click.option(
         "--startup-ms",
         type=click.IntRange(0, 600_000),
@@ -84,10 +98,9 @@ def _time_options(f):  # type: ignore[no-untyped-def]
         "--move-time",
         "move_ms",
         type=click.IntRange(1, 3_600_000),
-        default=Limits().move_ms,
-        show_default=True,
         metavar="MS",
-        help="Milliseconds a bot has for each move.",
+        help=f"Milliseconds a bot has for each move [default: {Limits().move_ms}; with --time-bank: no "
+        "limit but the bank].",
     )(f)
     return f
 
@@ -95,7 +108,8 @@ def _time_options(f):  # type: ignore[no-untyped-def]
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="arena")
 def cli() -> None:
-    """Arena: Kalah bot tournaments. Bots are programs speaking protocol v1 (see protocol.md)."""
+    """Arena: Kalah bot tournaments. Bots are programs speaking protocol v1 or the Manchester agents'
+    protocol (see protocol.md)."""
 
 
 @cli.command()
@@ -115,11 +129,28 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
 @click.option("--show", is_flag=True, help="Draw the board after every move.")
 @_confinement_options
-def play(
-    a, b, rules, games, move_ms, startup_ms, bots_dir, as_json, show, memory_mb, max_procs, sandbox, ponder
-):  # type: ignore[no-untyped-def]
+def play(  # type: ignore[no-untyped-def]
+    a,
+    b,
+    rules,
+    games,
+    move_ms,
+    startup_ms,
+    time_bank,
+    bots_dir,
+    as_json,
+    show,
+    memory_mb,
+    max_procs,
+    sandbox,
+    ponder,
+):
     """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides."""
     bot_a, bot_b = find_bot(a, bots_dir), find_bot(b, bots_dir)
+    check_rules((bot_a, bot_b), rules)
+    bank_ms = _bank_ms(time_bank)
+    if move_ms is None:
+        move_ms = bank_ms or Limits().move_ms
     name_b = bot_b.name if bot_b.name != bot_a.name else f"{bot_b.name}-2"
     default = Settings("kalah", 0, 0, 0)
     conf, _ = _confine(
@@ -130,7 +161,7 @@ def play(
     )
     warden = Warden(conf)
     first, second = Player(bot_a, warden=warden), Player(bot_b, name_b, warden=warden)
-    limits = Limits(move_ms=move_ms, startup_ms=startup_ms, ponder=bool(ponder))
+    limits = Limits(move_ms=move_ms, startup_ms=startup_ms, ponder=bool(ponder), bank_ms=bank_ms)
     score = {first.name: 0.0, second.name: 0.0}
     out = sys.stderr if as_json else sys.stdout
 
@@ -222,6 +253,13 @@ def _open_existing(out: Path, name: str) -> Store:
     help="Extra time for a bot's first move after it starts [default: 10000, or the tournament's].",
 )
 @click.option(
+    "--time-bank",
+    type=TIME_BANK,
+    metavar="S",
+    help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what is "
+    "left) [default: none, or the tournament's].",
+)
+@click.option(
     "--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's]."
 )
 @click.option(
@@ -242,6 +280,7 @@ def run(  # type: ignore[no-untyped-def]
     rules,
     move_ms,
     startup_ms,
+    time_bank,
     seed,
     jobs,
     fresh,
@@ -268,9 +307,13 @@ def run(  # type: ignore[no-untyped-def]
     with Store(store_path(out, name)) as store:
         stored = store.settings()
         defaults = stored or Settings("kalah", Limits().move_ms, Limits().startup_ms, 1)
+        bank_ms = _bank_ms(time_bank)
+        if stored is None and bank_ms is not None and move_ms is None:
+            move_ms = bank_ms  # a bank alone: no limit per move but the bank
         asked = {
             "rules": rules.spec if rules is not None else None,
             "move_ms": move_ms,
+            "bank_ms": bank_ms,
             "startup_ms": startup_ms,
             "seed": seed,
             "memory_mb": memory_mb,
@@ -279,8 +322,14 @@ def run(  # type: ignore[no-untyped-def]
             "sandbox": sandbox,
         }
         settings = dataclasses.replace(defaults, **{k: v for k, v in asked.items() if v is not None})
+        check_rules(bots, parse_rules(settings.rules))
         store.fix_settings(settings)
-        limits = Limits(move_ms=settings.move_ms, startup_ms=settings.startup_ms, ponder=settings.ponder)
+        limits = Limits(
+            move_ms=settings.move_ms,
+            startup_ms=settings.startup_ms,
+            ponder=settings.ponder,
+            bank_ms=settings.bank_ms,
+        )
         conf, caps = _confine(
             settings.memory_mb, settings.max_procs, settings.sandbox, [Path(bots_dir), Path(out)]
         )
@@ -356,6 +405,8 @@ EXPORT_FIELDS = [
     "faulty",
     "detail",
     "move_ms",
+    "think_ms",
+    "moves_made",
     "stderr",
     "finished_at",
 ]
@@ -376,6 +427,56 @@ def export(name, out, fmt):  # type: ignore[no-untyped-def]
         for record in store.records():
             row = {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()}
             writer.writerow(row)
+
+
+@cli.command("solve")
+@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option(
+    "--time-limit",
+    "seconds",
+    type=click.FloatRange(0, min_open=True),
+    metavar="S",
+    help="Give up after S seconds [default: no limit].",
+)
+def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
+    """The perfect-play value of the start (the first player's final margin) and a best first move.
+
+    Only small boards finish: Kalah(4,4) and Kalah(6,2) take seconds, Kalah(6,6) would take ages.
+    Progress goes to stderr once a second."""
+
+    def progress(p: solver.Progress) -> None:
+        rate = p.nodes / max(p.seconds, 1e-9)
+        click.echo(f"depth {p.depth}: {p.nodes:,} nodes, {rate:,.0f} nodes/s, {p.seconds:.0f} s", err=True)
+
+    found = solver.solve(rules, seconds=seconds, progress=progress)
+    if as_json:
+        fields = {
+            "rules": rules.spec,
+            "value": found.value if found.exact else None,
+            "best_move": found.best_move,
+            "exact": found.exact,
+            "depth": found.depth,
+            "nodes": found.nodes,
+            "seconds": round(found.seconds, 3),
+        }
+        click.echo(json.dumps(fields))
+    elif found.exact:
+        value = int(found.value)
+        outcome = f"a {'win' if value > 0 else 'loss'} by {abs(value)} for the first player"
+        if value == 0:
+            outcome = "a draw"
+        click.echo(
+            f"{rules.spec}: {outcome} with perfect play; a best first move is "
+            f"{found.best_move} ({found.nodes:,} nodes, {found.seconds:.1f} s)"
+        )
+    if not found.exact:
+        click.echo(
+            f"arena: not solved within {seconds:g} s; the search reached depth {found.depth}, where "
+            f"{found.best_move} looked best",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def main() -> None:

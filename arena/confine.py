@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -200,7 +201,7 @@ class Cgroups:
         """Remove what arena processes that were killed (kill -9) left: 'arena-PID' folders of dead PIDs."""
         for folder in self.folders:
             for stale in folder.parent.glob("arena-*"):
-                pid = stale.name.removeprefix("arena-")
+                pid = stale.name.split("-")[1]
                 if not pid.isdigit() or Path(f"/proc/{pid}").exists():
                     continue
                 for child in stale.glob("bot-*"):
@@ -291,7 +292,9 @@ class Warden:
     def __init__(self, conf: Confinement) -> None:
         self.conf = conf
         self._names = count(1)
-        self._parent = Cgroups.parent(f"arena-{os.getpid()}")
+        # arena-PID-RANDOM: the PID lets a later arena sweep what a killed one left; RANDOM keeps two
+        # wardens of one process (library use, tests) from sharing limits or killing each other's bots.
+        self._parent = Cgroups.parent(f"arena-{os.getpid()}-{secrets.token_hex(4)}")
         if self._parent is not None:
             self._parent.sweep_stale()
 

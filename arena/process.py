@@ -183,13 +183,18 @@ class BotProcess:
         return bool(self._buffer) or self._eof or bool(self._poll_out.poll(0))
 
     def read_line(
-        self, deadline: float, on_slow: Callable[[], None] | None = None, slow_after: float = 0.005
+        self,
+        deadline: float,
+        on_slow: Callable[[], None] | None = None,
+        slow_after: float = 0.005,
+        keep_cr: bool = False,
     ) -> str | None:
         """The next line from stdout (without its end of line), or None at the deadline.
 
         Raises Fault('crash') when stdout closes or the process dies, Fault('garbled') for a line over
         MAX_LINE bytes. A deadline in the past still returns a line that is already waiting. `on_slow` is
         called once if no line has come after `slow_after` seconds (the referee pauses the opponent then).
+        A carriage return before the newline is dropped unless `keep_cr` (for a protocol that forbids it).
         """
         slow_at = time.monotonic() + slow_after
         while True:
@@ -199,7 +204,7 @@ class BotProcess:
                 del self._buffer[: newline + 1]
                 if len(raw) > MAX_LINE:
                     raise Fault("garbled", f"wrote a line of {len(raw)} bytes; the limit is {MAX_LINE}")
-                return raw.removesuffix(b"\r").decode("ascii", errors="replace")
+                return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
             if len(self._buffer) > MAX_LINE:
                 raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
             if self._eof:
@@ -248,6 +253,8 @@ class BotProcess:
                 what += " (it must read the referee's lines until QUIT)"
         else:
             self._drain_stderr_to_end()
+            if self._jail and self._jail.conf.sandbox and code > 128:
+                code = 128 - code  # bwrap reports a death by signal N as exit code 128+N
             what = describe_exit(code)
             why = self._jail.why_it_died(self.stderr_tail()) if self._jail else ""
             if why:

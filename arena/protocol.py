@@ -2,7 +2,7 @@
 
 The pure functions (`parse_move`, the line formatters) hold the whole grammar so it can be tested and fuzzed
 without processes; `V1` puts them on a `BotProcess`. A second wire protocol is another class with the same
-four methods (new_game, move, end, quit), not a copy of the process handling.
+methods (`Wire`: new_game, move, observe, end, quit), not a copy of the process handling: arena/mankalah.py.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from arena.process import BotProcess, Fault
 from arena.rules import SIDE_NAMES, SWAP, Move, Position, Rules
@@ -56,10 +57,28 @@ def end_line(result: str, mine: int, theirs: int, reason: str) -> str:
     return f"END {result} {mine} {theirs} {reason}"
 
 
+class Wire(Protocol):
+    """What the referee asks of a wire protocol spoken over one bot process."""
+
+    name: str
+    one_game: bool  # True: the process plays one game and ends (the referee starts a new one per game)
+    proc: BotProcess
+
+    def rules_problem(self, rules: Rules) -> str | None: ...
+    def new_game(self, rules: Rules, side: int, deadline: float) -> None: ...
+    def move(
+        self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
+    ) -> Move: ...
+    def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None: ...
+    def end(self, result: str, mine: int, theirs: int, reason: str) -> None: ...
+    def quit(self, grace: float) -> None: ...
+
+
 class V1:
     """Protocol v1 spoken over one bot process."""
 
     name = "v1"
+    one_game = False
 
     def __init__(self, proc: BotProcess) -> None:
         self.proc = proc
@@ -74,6 +93,11 @@ class V1:
                     f"wrote {shown!r} when no move was asked for; print exactly one line per MOVE "
                     "(logs go to stderr, or start the line with #)",
                 )
+
+    @staticmethod
+    def rules_problem(rules: Rules) -> str | None:
+        """None: NEWGAME tells a v1 bot the rules, so it can play any."""
+        return None
 
     def new_game(self, rules: Rules, side: int, deadline: float) -> None:
         self._expect_silence()
@@ -95,6 +119,9 @@ class V1:
                 return parse_move(line)
             if time.monotonic() > deadline:  # a stream of comments must not hold the clock
                 raise Fault("timeout", f"no reply within {ms} ms (only # comment lines)")
+
+    def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
+        """Nothing: a v1 bot sees the board in its next MOVE, after the opponent's moves and its own."""
 
     def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
         self.proc.send(end_line(result, mine, theirs, reason), time.monotonic() + 1.0)

@@ -3,32 +3,39 @@
 It owns the clock and the truth. Every misbehaviour of a bot (timeout, crash, garbled or illegal answer)
 ends the game at once as a forfeit loss of that bot, with a detail its author can act on; the game record
 says which bot was at fault. Players keep their process between games (protocol NEWGAME) and lose it after
-a fault, so a confused or hung process never plays on.
+a fault, so a confused or hung process never plays on. Which wire protocol a bot speaks (v1, or the
+Manchester agents' in arena/mankalah.py) is the Player's business; the game loop only tells every wire of
+every move (`observe`), which v1 ignores.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from arena.bots import Bot
 from arena.confine import Warden
+from arena.mankalah import Mankalah
 from arena.process import BotProcess, Fault
-from arena.protocol import V1
-from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules
+from arena.protocol import V1, Wire
+from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
+
+WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Time control of a game, in milliseconds. `margin_ms` is the referee's transport slack on top of the
-    time announced in MOVE; `startup_ms` is added to the first MOVE after a process starts."""
+    time announced in MOVE; `startup_ms` is added to the first MOVE after a process starts. `bank_ms` is a
+    chess clock: each bot's total for the game, each move then limited to min(move_ms, what is left)."""
 
     move_ms: int = 1000
     startup_ms: int = 10_000
     margin_ms: int = 50
     quit_grace_ms: int = 500
     ponder: bool = False  # False: a bot's processes are stopped (SIGSTOP) while its opponent thinks
+    bank_ms: int | None = None  # None: no time bank, every move has move_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,15 +77,25 @@ class GameRecord:
         return d
 
 
+def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
+    """RulesError, before any game, if a bot's wire protocol cannot play `rules` (a Manchester agent knows
+    only its engine's game): better than a forfeit in every game it plays."""
+    for bot in bots:
+        if problem := WIRES[bot.protocol].rules_problem(rules):
+            raise RulesError(f"bot {bot.name!r} {problem}")
+
+
 class Player:
-    """A bot and, while it runs, its process. The process starts on demand and is restarted after a fault."""
+    """A bot and, while it runs, its process. The process starts on demand and is restarted after a fault;
+    a bot whose protocol plays one game per process (`Wire.one_game`) gets a new one for every game."""
 
     def __init__(self, bot: Bot, name: str | None = None, warden: Warden | None = None) -> None:
         self.bot = bot
         self.name = name or bot.name
         self.warden = warden
-        self._wire: V1 | None = None
+        self._wire: Wire | None = None
         self._fresh = False  # True until the first MOVE after a start has been answered
+        self._bank = 0.0  # ms left in this game's time bank (with Limits.bank_ms)
         self._mark = 0  # where this game's stderr starts in the process's stream
         self._stderr = ""  # tail kept from a process that has been ended
 
@@ -86,11 +103,11 @@ class Player:
     def running(self) -> bool:
         return self._wire is not None
 
-    def wire(self) -> V1:
+    def wire(self) -> Wire:
         if self._wire is None:
             jail = self.warden.jail() if self.warden else None
             argv = jail.command(self.bot.argv, self.bot.path, self.bot.cwd) if jail else self.bot.argv
-            self._wire = V1(BotProcess.start(argv, cwd=self.bot.cwd, jail=jail))
+            self._wire = WIRES[self.bot.protocol](BotProcess.start(argv, cwd=self.bot.cwd, jail=jail))
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -114,6 +131,7 @@ class Player:
 
     def new_game(self, rules: Rules, side: int, limits: Limits) -> None:
         self._stderr = ""
+        self._bank = float(limits.bank_ms or 0)
         wire = self.wire()
         self._mark = wire.proc.stderr_mark()
         wire.new_game(rules, side, time.monotonic() + 5.0)
@@ -132,20 +150,39 @@ class Player:
         milliseconds (pausing on every move would cost more than a quick bot's whole move), and a bot
         is resumed when its own turn comes."""
         wire = self.wire()
-        allowance = limits.margin_ms + (limits.startup_ms if self._fresh else 0)
+        startup = limits.startup_ms if self._fresh else 0
+        ms, banked = limits.move_ms, False
+        if limits.bank_ms is not None and self._bank < limits.move_ms:
+            ms, banked = int(self._bank), True
+            if ms < 1:
+                raise Fault("timeout", f"its time bank of {limits.bank_ms} ms for the game ran out")
         wire.proc.resume()
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
         try:
-            deadline = start + (limits.move_ms + allowance) / 1000
-            move = wire.move(pos, side, limits.move_ms, deadline, on_slow)
+            deadline = start + (ms + limits.margin_ms + startup) / 1000
+            move = wire.move(pos, side, ms, deadline, on_slow)
         except Fault as fault:
+            if fault.reason == "timeout" and banked:
+                fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"
             if fault.reason == "timeout" and self._fresh:
                 fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
             raise
         took = (time.monotonic() - start) * 1000
+        if limits.bank_ms is not None:
+            self._bank -= min(ms, max(0.0, took - startup))  # margin and startup allowance are not charged
         self._fresh = False
         return move, took
+
+    def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
+        """Tell the bot's wire of a move (`mine`: it made it; `side`: the side it owns now)."""
+        if self._wire:
+            self._wire.observe(pos, move, mine, side)
+
+    def finish(self, limits: Limits) -> None:
+        """After a game: a one-game protocol's process ends now (it has had its END)."""
+        if self._wire and self._wire.one_game:
+            self.close(limits.quit_grace_ms)
 
 
 def _other(side: int) -> int:
@@ -162,6 +199,7 @@ def play_game(
     """Play one game and return its record. Never raises for anything a bot does."""
     if south.name == north.name:
         raise ValueError(f"both players are named {south.name!r}; give one another name")
+    check_rules((south.bot, north.bot), rules)
     by_side = [south, north]  # who owns each side now (a SWAP exchanges them)
     pos = rules.initial()
     moves: list[Move] = []
@@ -176,20 +214,23 @@ def play_game(
             player.new_game(rules, side, limits)
         while not rules.is_over(pos):
             side = pos.to_move
-            acting = by_side[side]
-            move, took = acting.move(pos, side, limits, by_side[1 - side])
+            acting = mover = by_side[side]
+            move, took = mover.move(pos, side, limits, by_side[1 - side])
             try:
                 pos = rules.play(pos, move)
             except ValueError as e:
                 raise Fault("illegal", f"played {move}: {e}") from None
             moves.append(move)
             move_ms.append(round(took, 2))
-            think_ms[acting.name] += took
-            moves_made[acting.name] += 1
+            think_ms[mover.name] += took
+            moves_made[mover.name] += 1
             if move == SWAP:
                 by_side.reverse()
+            for owner, player in enumerate(by_side):  # a fault while telling a bot is that bot's
+                acting = player
+                player.observe(pos, move, player is mover, owner)
             if on_move:
-                on_move(pos, move, acting)
+                on_move(pos, move, mover)
     except Fault as f:
         fault = f
 
@@ -224,6 +265,8 @@ def play_game(
                 other.wire().end("win", pos.store(side), pos.store(_other(side)), reason)
             except Fault:
                 other.kill()
+    for player in (south, north):
+        player.finish(limits)
     return GameRecord(
         rules=rules.spec,
         south=south.name,

@@ -210,6 +210,8 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
         Fact("last game finished", _when(facts["last_finished"])),
         Fact("report written", _when(generated)),
     ]
+    if settings and settings.bank_ms:
+        rows.insert(2, Fact("time bank", f"{settings.bank_ms} ms per bot per game (chess clock)"))
     return rows
 
 

@@ -25,7 +25,7 @@ import multiprocess
 
 from arena.bots import Bot
 from arena.confine import Confinement, Warden
-from arena.referee import GameRecord, Limits, Player, play_game
+from arena.referee import GameRecord, Limits, Player, check_rules, play_game
 from arena.rules import parse_rules
 from arena.store import Slot, Store
 
@@ -173,6 +173,7 @@ def run(
     settings = store.settings()
     if settings is None:
         raise ValueError("fix the store's settings before running")
+    check_rules(bots, parse_rules(settings.rules))  # in this process: a worker would only die of it
     store.set_current(bots)
     schedule = gauntlet(hero, bots, rounds, seed) if hero else round_robin(bots, rounds, seed)
     missing = _missing(store, schedule)

@@ -77,6 +77,7 @@ class Settings:
     max_procs: int = 64
     ponder: bool = False
     sandbox: bool = True  # asked for; whether the machine had it is in meta 'confinement'
+    bank_ms: int | None = None  # time bank per bot per game (chess clock); None: move_ms per move only
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,13 +245,15 @@ class Store:
             params = ids + ids
         query = (
             "SELECT g.id, g.round, g.rules, s.name, n.name, g.moves, g.south_store, g.north_store, w.name, "
-            "g.reason, f.name, g.detail, g.move_ms, g.stderr, g.finished_at FROM games g "
+            "g.reason, f.name, g.detail, g.move_ms, g.south_think_ms, g.north_think_ms, g.south_moves, "
+            "g.north_moves, g.stderr, g.finished_at FROM games g "
             "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
             "LEFT JOIN bots w ON w.id = g.winner_id LEFT JOIN bots f ON f.id = g.faulty_id "
             f"{where} ORDER BY g.round, g.ordinal"
         )
         for row in self.db.execute(query, params):
-            (gid, rnd, rules, south, north, moves, ss, ns, winner, reason, faulty, detail, ms, err, at) = row
+            (gid, rnd, rules, south, north, moves, ss, ns, winner, reason, faulty, detail, ms) = row[:13]
+            (s_think, n_think, s_moves, n_moves, err, at) = row[13:]
             yield {
                 "id": gid,
                 "round": rnd,
@@ -265,6 +268,8 @@ class Store:
                 "faulty": faulty,
                 "detail": detail,
                 "move_ms": json.loads(ms),
+                "think_ms": {south: s_think, north: n_think},
+                "moves_made": {south: s_moves, north: n_moves},
                 "stderr": json.loads(err),
                 "finished_at": at,
             }

@@ -73,8 +73,11 @@ def naive_sow(board: tuple[int, ...], side: int, pit: int) -> tuple[list[int], i
 Board = tuple[int, ...]
 
 
-def naive_play(rules: Kalah, board: Board, side: int, pit: int) -> tuple[Board, int, str | None]:
-    """The reference move: (board after, side to move next, ended reason or None)."""
+def naive_play(
+    rules: Kalah, board: Board, side: int, pit: int, first_turn: bool = False
+) -> tuple[Board, int, str | None]:
+    """The reference move: (board after, side to move next, ended reason or None). `first_turn`: South's
+    first turn, after which, under the pie rule, no early finish may pre-empt the second player's swap."""
     n = rules.pits
     b, last, before = naive_sow(board, side, pit)
     own_store = side * (n + 1) + n
@@ -100,7 +103,8 @@ def naive_play(rules: Kalah, board: Board, side: int, pit: int) -> tuple[Board, 
                 b[s * (n + 1) + k] = 0
         return tuple(b), nxt, "normal"
     stores = (b[n], b[2 * n + 1])
-    if rules.early and max(stores) > rules.pits * rules.seeds:
+    swap_pending = rules.pie and first_turn and nxt != side
+    if rules.early and not swap_pending and max(stores) > rules.pits * rules.seeds:
         return tuple(b), nxt, "early"
     return tuple(b), nxt, None
 
@@ -703,7 +707,7 @@ def test_random_games(rules: Kalah, rng: random.Random) -> None:
             stores_after = after.store(SOUTH) + after.store(NORTH)
             assert stores_after > stores_before or potential(after) > potential(pos)
             assert after.turn == pos.turn + (after.to_move != pos.to_move)
-            reference = naive_play(rules, pos.board, pos.to_move, move)
+            reference = naive_play(rules, pos.board, pos.to_move, move, first_turn=pos.turn == 0)
             assert (after.board, after.to_move, after.ended) == reference
         pos = after
     outcome = rules.result(pos)
@@ -794,7 +798,7 @@ def naive_value(rules: Kalah) -> int:
         for pit in range(1, n + 1):
             if board[pit - 1] == 0:
                 continue
-            nb, nxt, ended = naive_play(rules, board, SOUTH, pit)
+            nb, nxt, ended = naive_play(rules, board, SOUTH, pit, first_turn=True)
             if ended:
                 v = nb[n] - nb[2 * n + 1]
             elif nxt == SOUTH:
