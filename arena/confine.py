@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from itertools import count
@@ -49,8 +50,18 @@ class Capabilities:
     notes: tuple[str, ...]
 
 
+def _python_paths() -> list[str]:
+    """Where arena's Python and arena itself live: bots need them (a .py bot runs on this Python,
+    alphabeta imports arena), even when they sit under /tmp, which the sandbox replaces."""
+    paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    paths.add(str(Path(__file__).resolve().parent.parent))  # the folder holding the arena package
+    return sorted(p for p in paths if Path(p).resolve().is_relative_to("/tmp"))
+
+
 def _bwrap_base() -> list[str]:
     args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in _python_paths():
+        args += ["--ro-bind", path, path]
     return args + [
         "--unshare-all",
         "--die-with-parent",
