@@ -158,7 +158,7 @@ def test_the_first_turn_is_not_a_later_turn(spec: str) -> None:
         later, first = Position(tuple(board), SOUTH, 2), Position(tuple(board), SOUTH, 0)
         if not all(any(later.row(side)) for side in (SOUTH, NORTH)):
             continue
-        values = [small_tree(rules, pos, 20_000) for pos in (later, first)]
+        values = [small_tree(rules, pos, 5000) for pos in (later, first)]
         if None not in values:
             assert [solver.search(later).value, solver.search(first).value] == values, board
             differ += values[0] != values[1]
@@ -183,7 +183,7 @@ def test_known_values_small_enough_for_minimax() -> None:
         ("kalah,pits=3,seeds=3", 2),  # these also came out of full searches memoised by position, once
         ("kalah,pits=4,seeds=2", 6),
         ("kalah,pits=3,seeds=3,pie", -2),
-        ("kalah,pits=4,seeds=3", 6),
+        ("kalah,pits=4,seeds=3", 6),  # this one only from this solver: a check that it stays so
     ],
 )
 def test_known_values_of_bigger_boards(spec: str, value: int) -> None:
@@ -339,6 +339,8 @@ def test_perfect_bot_gets_at_least_the_value(perfect, spec: str) -> None:
     rules = parse_rules(spec)
     value = solve(rules).value
     bot = perfect()
+    bot.send("HELLO this is not protocol v1")  # lines it does not know, and empty ones, need no answer
+    bot.send("")
     rng = random.Random(spec)
     for game in range(4):
         side = SOUTH if game % 2 == 0 else NORTH
