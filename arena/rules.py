@@ -151,6 +151,17 @@ class _Board:
         if pos.board[pos.to_move * (self.pits + 1) + move - 1] == 0:
             raise IllegalMove(f"pit {move} is empty")
 
+    def _spec(self, name: str, *options: tuple[bool, str]) -> str:
+        """`name`, then the board's size and pie where not the default, then the rule set's own options."""
+        parts = [name]
+        if self.pits != 6:
+            parts.append(f"pits={self.pits}")
+        if self.seeds != 6:
+            parts.append(f"seeds={self.seeds}")
+        if self.pie:
+            parts.append("pie")
+        return ",".join(parts + [text for on, text in options if on])
+
     def _swap(self, pos: Position) -> Position:
         """Sides change hands, the board does not: the first player now owns North and moves next."""
         return Position(pos.board, pos.to_move, pos.turn + 1)
@@ -204,22 +215,13 @@ class Kalah(_Board):
         """The canonical spec: a preset's name if it is one, else defaults left out, options in order."""
         if self == MANKALAH:
             return "mankalah"
-        parts = ["kalah"]
-        if self.pits != 6:
-            parts.append(f"pits={self.pits}")
-        if self.seeds != 6:
-            parts.append(f"seeds={self.seeds}")
-        if self.pie:
-            parts.append("pie")
-        if self.empty_capture:
-            parts.append("empty-capture")
-        if self.end != "any-empty":
-            parts.append(f"end={self.end}")
-        if self.early:
-            parts.append("early")
-        if self.no_first_extra:
-            parts.append("no-first-extra")
-        return ",".join(parts)
+        return self._spec(
+            "kalah",
+            (self.empty_capture, "empty-capture"),
+            (self.end != "any-empty", f"end={self.end}"),
+            (self.early, "early"),
+            (self.no_first_extra, "no-first-extra"),
+        )
 
     def play(self, pos: Position, move: Move) -> Position:
         """The position after `move`; raises IllegalMove if it is not legal."""
@@ -309,16 +311,7 @@ class Relay(_Board):
 
     @property
     def spec(self) -> str:
-        parts = ["relay"]
-        if self.pits != 6:
-            parts.append(f"pits={self.pits}")
-        if self.seeds != 6:
-            parts.append(f"seeds={self.seeds}")
-        if self.pie:
-            parts.append("pie")
-        if self.chain:
-            parts.append("chain")
-        return ",".join(parts)
+        return self._spec("relay", (self.chain, "chain"))
 
     def play(self, pos: Position, move: Move) -> Position:
         """The position after `move`; raises IllegalMove if it is not legal."""

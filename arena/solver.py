@@ -182,7 +182,13 @@ class Solver:
 
     def _root(self, pos: Position, depth: int, alpha: int, beta: int, hint: Move) -> tuple[int, Move]:
         """The root's value and best move in a window, without a table cut-off (a move is needed)."""
-        best_value, best_move = -INFINITY, hint
+        return self._best_child(pos, depth, alpha, beta, hint)
+
+    def _best_child(
+        self, pos: Position, depth: int, alpha: int, beta: int, hint: Move | None
+    ) -> tuple[int, Move | None]:
+        """Fail-soft alpha-beta over the children: the best value in the window and its move."""
+        best_value, best_move = -INFINITY, None
         low = alpha
         for c in self._children(pos, hint):
             if c.sign > 0:
@@ -221,18 +227,7 @@ class Solver:
             me, them = pos.to_move * (n + 1), (1 - pos.to_move) * (n + 1)
             return sum(pos.board[me : me + n]) - sum(pos.board[them : them + n])
         outer_cut, self._cut = self._cut, False
-        best_value, best_move = -INFINITY, None
-        low = alpha
-        for c in self._children(pos, hint):
-            if c.sign > 0:
-                value = c.gain + self._negamax(c.pos, depth - 1, low - c.gain, beta - c.gain)
-            else:
-                value = c.gain - self._negamax(c.pos, depth - 1, c.gain - beta, c.gain - low)
-            if value > best_value:
-                best_value, best_move = value, c.move
-                if value >= beta:
-                    break
-                low = max(low, value)
+        best_value, best_move = self._best_child(pos, depth, alpha, beta, hint)
         cut = self._cut
         self._cut = outer_cut or cut
         lower = best_value if best_value > alpha else -INFINITY
