@@ -161,7 +161,9 @@ def main() -> None:
             # The pie rule's SWAP is ours to play only on our first MOVE as the second player (north);
             # as the first player (south), our first turn must reckon with the opponent's SWAP after it.
             can_swap = pie and words[3] == "north"
-            first_turn = pie and words[3] == "south"
+            # no-first-extra (mankalah) also makes the game's first move special: no extra turn from it.
+            special_first = pie or bool(getattr(rules, "no_first_extra", False))
+            first_turn = special_first and words[3] == "south"
         elif words[0] == "MOVE":  # MOVE <ms> <our pits> <our store> <their pits> <their store>
             ms = int(words[1])
             view = [int(word) for word in words[2:]]
