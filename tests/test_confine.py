@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from procs import is_running, proc_state, processes_mentioning
 
 from arena.bots import Bot, load_bot
 from arena.confine import Confinement, Jail, Warden, capabilities, sandbox_problem
@@ -55,34 +56,6 @@ def need_sandbox() -> None:
 
 
 # --- processes ---------------------------------------------------------------------------------------------
-
-
-def proc_state(pid: int) -> str:
-    """The state letter of /proc/PID/stat ('T' for stopped), or '' for no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-def is_running(pid: int) -> bool:
-    return proc_state(pid) not in ("", "Z", "X")
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live processes (zombies have no command line) whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if text.encode() in cmdline and is_running(int(entry.name)):
-            found.append(int(entry.name))
-    return found
 
 
 def pgid_of(pid: int) -> int:

@@ -11,7 +11,6 @@ on the report page, and leave no process and no cgroup behind.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import markupsafe
+from procs import cmdline, processes_mentioning
 
 from arena.confine import Confinement, Warden, sandbox_problem
 from arena.rules import parse_rules
@@ -302,24 +302,8 @@ def arena_cgroups() -> set[Path]:
 
 
 def pid_alive(folder: Path) -> bool:
-    pid = folder.name.removeprefix("arena-")
+    pid = folder.name.split("-")[1]  # arena-PID-RANDOM
     return pid.isdigit() and Path(f"/proc/{pid}").exists()
-
-
-def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes (zombies have none) that contain `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if text.encode() in cmdline:
-            shown = cmdline.replace(b"\0", b" ").decode(errors="replace")[:300]
-            found.append(f"{entry.name}: {shown}")
-    return found
 
 
 def wait_for(check, timeout: float):  # type: ignore[no-untyped-def]
@@ -443,7 +427,8 @@ def test_a_tournament_of_hostile_bots(tmp_path: Path) -> None:
         assert f'id="faults-{name}"' not in page
 
     # Nothing of theirs is left: no process, no cgroup.
-    assert wait_for(lambda: processes_mentioning(marker), 10.0) == []
+    left = wait_for(lambda: [f"{pid}: {cmdline(pid)[:300]}" for pid in processes_mentioning(marker)], 10.0)
+    assert left == []
     if cgroups:
 
         def leaked() -> list[Path]:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import is_running
 
 from arena.bots import Bot
 from arena.referee import GameRecord, Limits, Player, play_game
@@ -103,14 +104,6 @@ def live_group_members(pgid: int) -> list[int]:
         if int(pgrp) == pgid and state not in ("Z", "X"):
             found.append(int(entry))
     return found
-
-
-def is_running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def wait_until_gone(pgid: int, timeout: float = 3.0) -> list[int]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import markupsafe
 import pytest
+from procs import processes_mentioning
 
 from arena import ratings, scheduler
 from arena.bots import Bot, discover
@@ -180,21 +181,6 @@ def schedule(bots: Path, rounds: int, seed: int = 1) -> list[tuple[int, str, str
 
 
 # --- processes -------------------------------------------------------------------------------------------
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Live processes (zombies have no command line) whose command line contains `text`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if text.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 def left_after(text: str, seconds: float = 5.0) -> list[int]:
