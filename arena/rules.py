@@ -89,7 +89,9 @@ class Rules(Protocol):
     def play(self, pos: Position, move: Move) -> Position: ...
     def is_over(self, pos: Position) -> bool: ...
     def result(self, pos: Position) -> Outcome: ...
-    def from_view(self, view: tuple[int, ...] | list[int], can_swap: bool) -> Position: ...
+    def from_view(
+        self, view: tuple[int, ...] | list[int], can_swap: bool, *, first_turn: bool = False
+    ) -> Position: ...
 
 
 END_RULES: Final = ("any-empty", "mover-empty")
@@ -118,10 +120,20 @@ class _Board:
         row = (self.seeds,) * self.pits
         return Position(row + (0,) + row + (0,))
 
-    def from_view(self, view: tuple[int, ...] | list[int], can_swap: bool) -> Position:
-        """The position a bot sees in MOVE (own side first), as South to move; for a bot's own search."""
+    def from_view(
+        self, view: tuple[int, ...] | list[int], can_swap: bool, *, first_turn: bool = False
+    ) -> Position:
+        """The position a bot sees in MOVE (own side first), as South to move; for a bot's own search.
+
+        `can_swap`: this is the second player's first MOVE (SWAP is offered under the pie rule).
+        `first_turn`: this MOVE is still the game's first turn (the bot is South and every move so far was
+        its own), turn 0, which the pie rule (a SWAP may answer it) and no-first-extra treat specially."""
         if len(view) != 2 * self.pits + 2:
             raise ValueError(f"a board of {2 * self.pits + 2} numbers was expected, got {len(view)}")
+        if first_turn:
+            if can_swap:
+                raise ValueError("the game's first turn is the first player's: it cannot offer SWAP")
+            return Position(tuple(view), SOUTH, 0)
         return Position(tuple(view), SOUTH, 1 if can_swap else 2, None, can_swap and self.pie)
 
     def legal_moves(self, pos: Position) -> tuple[Move, ...]:
