@@ -16,7 +16,8 @@ Time: a quarter of the MOVE time, at most MAX_SECONDS. For reproducible benchmar
 `--depth N` or ARENA_DEPTH=N: the bot then always searches to that depth (deterministic), unless that would
 overrun 90% of the MOVE time, where it answers with the deepest finished iteration and says so on stderr.
 
-It speaks protocol v1 (see protocol.md) and logs one line per move to stderr.
+It speaks protocol v1 (see protocol.md) through arena.botkit, which keeps track of the game (rules, the first
+turn, SWAP) and of the clock, and it logs one line per move to stderr.
 """
 
 import os
@@ -24,10 +25,12 @@ import sys
 import time
 
 try:
-    from arena.rules import SOUTH, SWAP, Position, RulesError, parse_rules
+    from arena.botkit import Turn, run
+    from arena.rules import SWAP, Move, Position
 except ImportError:  # developing in the source tree without arena installed: use the arena beside bots/
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from arena.rules import SOUTH, SWAP, Position, RulesError, parse_rules
+    from arena.botkit import Turn, run
+    from arena.rules import SWAP, Move, Position
 
 MAX_SECONDS = 3.0
 TIME_FRACTION = 0.25
@@ -145,46 +148,15 @@ def fixed_depth() -> int | None:
 
 def main() -> None:
     depth_limit = fixed_depth()
-    rules, can_swap, first_turn = None, False, False
-    for line in sys.stdin:
-        received = time.perf_counter()
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "NEWGAME" and len(words) >= 5:  # NEWGAME <pits> <seeds> <south|north> <rules>
-            try:
-                rules = parse_rules(words[4])
-            except RulesError as e:
-                print(f"unknown rules, playing plain Kalah: {e}", file=sys.stderr)
-                rules = None
-            pie = rules is not None and rules.pie
-            # The pie rule's SWAP is ours to play only on our first MOVE as the second player (north);
-            # as the first player (south), our first turn must reckon with the opponent's SWAP after it.
-            can_swap = pie and words[3] == "north"
-            # no-first-extra (mankalah) also makes the game's first move special: no extra turn from it.
-            special_first = pie or bool(getattr(rules, "no_first_extra", False))
-            first_turn = special_first and words[3] == "south"
-        elif words[0] == "MOVE":  # MOVE <ms> <our pits> <our store> <their pits> <their store>
-            ms = int(words[1])
-            view = [int(word) for word in words[2:]]
-            if rules is None or len(view) != 2 * rules.pits + 2:  # no (usable) NEWGAME: assume plain Kalah
-                rules = parse_rules(f"kalah,pits={len(view) // 2 - 1}")
-            if first_turn:  # the game's first turn (with its extra turns): the answer may be SWAP
-                pos = Position(tuple(view), SOUTH, 0)
-            else:
-                pos = rules.from_view(view, can_swap)  # our side to move, as south, whatever side we are
-            elapsed = time.perf_counter() - received
-            budget = min(ms / 1000 * TIME_FRACTION, MAX_SECONDS) - elapsed
-            reply, depth, value, nodes = choose(rules, pos, budget, depth_limit, ms / 1000 * 0.9 - elapsed)
-            print(f"move {reply} depth {depth} value {value} nodes {nodes}", file=sys.stderr)
-            can_swap = False
-            if first_turn and rules.play(pos, reply).to_move != SOUTH:
-                first_turn = False  # our first turn is over: the opponent moves (or swaps) next
-            print(reply, flush=True)
-        elif words[0] == "END":
-            can_swap = first_turn = False  # the next game starts afresh with its own NEWGAME
-        elif words[0] == "QUIT":
-            break
+
+    def answer(turn: Turn) -> Move:
+        """Search the position botkit hands over (our side to move, as south, whatever side we are)."""
+        budget, hard_limit = turn.budget(TIME_FRACTION, MAX_SECONDS), turn.budget(0.9)
+        reply, depth, value, nodes = choose(turn.rules, turn.position, budget, depth_limit, hard_limit)
+        print(f"move {reply} depth {depth} value {value} nodes {nodes}", file=sys.stderr)
+        return reply
+
+    run(answer)
 
 
 if __name__ == "__main__":
