@@ -1,0 +1,38 @@
+"""Arena: Kalah bot tournaments. The library API (arena/api.py) under the `arena` command:
+
+    from arena import Settings, Tournament
+
+    with Tournament("reports/demo", Settings(move_ms=200)) as cup:
+        cup.run("bots", rounds=2)
+        print(cup.leaderboard())
+        print("page:", cup.report())
+
+Names are imported on first use, so `import arena` (and `arena --help`) stays quick.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Tournament": "arena.api",
+    "Match": "arena.api",
+    "Settings": "arena.settings",
+    "GameRecord": "arena.record",
+    "Bot": "arena.bots",
+    "BotError": "arena.bots",
+    "discover": "arena.bots",
+    "load_bot": "arena.bots",
+    "find_bot": "arena.bots",
+    "parse_rules": "arena.rules",
+    "RulesError": "arena.rules",
+    "StoreError": "arena.store",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'arena' has no attribute {name!r}")

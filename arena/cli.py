@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import json
+import logging
 import os
 import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from arena import ratings, report, scheduler, solver
-from arena.bots import BotError, discover, find_bot
-from arena.confine import Capabilities, Confinement, Warden, capabilities
-from arena.referee import GameRecord, Limits, Player, check_rules, play_game
+from arena.bots import BotError, find_bot
 from arena.rules import RulesError, board_text, parse_rules
-from arena.store import Settings, Store, StoreError, store_path
+from arena.settings import Settings, resolve
+from arena.store import StoreError
+
+if TYPE_CHECKING:
+    from arena.record import GameRecord
+
+# The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
+# are imported inside the commands that use them: `arena --help` and `arena play` start in a blink.
 
 
 class RulesParam(click.ParamType):
@@ -61,17 +65,6 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
-def _confine(
-    memory_mb: int, max_procs: int, sandbox: bool, hidden: list[Path]
-) -> tuple[Confinement, Capabilities]:
-    """Resolve the limits against this machine and say plainly, on stderr, what it cannot enforce."""
-    folders = tuple(sorted({str(h.resolve()) for h in hidden if h.is_dir()}))
-    conf, caps = capabilities(Confinement(memory_mb, max_procs, False, folders), sandbox)
-    for note in caps.notes:
-        click.echo(f"arena: warning: {note}", err=True)
-    return conf, caps
-
-
 TIME_BANK = click.FloatRange(0.001, 86_400)
 
 
@@ -90,7 +83,7 @@ def _time_options(f):  # type: ignore[no-untyped-def]
     f = click.option(
         "--startup-ms",
         type=click.IntRange(0, 600_000),
-        default=Limits().startup_ms,
+        default=Settings().startup_ms,
         show_default=True,
         help="Extra time for the first move after a bot process starts (interpreters, JVMs).",
     )(f)
@@ -99,7 +92,7 @@ def _time_options(f):  # type: ignore[no-untyped-def]
         "move_ms",
         type=click.IntRange(1, 3_600_000),
         metavar="MS",
-        help=f"Milliseconds a bot has for each move [default: {Limits().move_ms}; with --time-bank: no "
+        help=f"Milliseconds a bot has for each move [default: {Settings().move_ms}; with --time-bank: no "
         "limit but the bank].",
     )(f)
     return f
@@ -146,52 +139,38 @@ def play(  # type: ignore[no-untyped-def]
     ponder,
 ):
     """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides."""
+    from arena.api import Match
+
     bot_a, bot_b = find_bot(a, bots_dir), find_bot(b, bots_dir)
-    check_rules((bot_a, bot_b), rules)
-    bank_ms = _bank_ms(time_bank)
-    if move_ms is None:
-        move_ms = bank_ms or Limits().move_ms
-    name_b = bot_b.name if bot_b.name != bot_a.name else f"{bot_b.name}-2"
-    default = Settings("kalah", 0, 0, 0)
-    conf, _ = _confine(
-        memory_mb or default.memory_mb,
-        max_procs or default.max_procs,
-        default.sandbox if sandbox is None else sandbox,
-        [Path(bots_dir)],
-    )
-    warden = Warden(conf)
-    first, second = Player(bot_a, warden=warden), Player(bot_b, name_b, warden=warden)
-    limits = Limits(move_ms=move_ms, startup_ms=startup_ms, ponder=bool(ponder), bank_ms=bank_ms)
-    score = {first.name: 0.0, second.name: 0.0}
+    asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
+    asked |= {
+        "startup_ms": startup_ms,
+        "memory_mb": memory_mb,
+        "max_procs": max_procs,
+        "sandbox": sandbox,
+        "ponder": ponder,
+    }
     out = sys.stderr if as_json else sys.stdout
+    with Match(bot_a, bot_b, resolve(None, asked)) as match:
+        first, second = (p.name for p in match.players)
 
-    def draw(pos, move, player) -> None:  # type: ignore[no-untyped-def]
-        click.echo(f"{player.name} plays {move}", file=out)
-        click.echo(board_text(pos, *names) + "\n", file=out)
+        def draw(pos, move, player) -> None:  # type: ignore[no-untyped-def]
+            click.echo(f"{player.name} plays {move}", file=out)
+            click.echo(board_text(pos, *names) + "\n", file=out)
 
-    try:
         for game in range(games):
             south, north = (first, second) if game % 2 == 0 else (second, first)
-            names = [f"South ({south.name})", f"North ({north.name})"]
+            names = [f"South ({south})", f"North ({north})"]
             if show:
-                click.echo(board_text(rules.initial(), *names) + "\n", file=out)
-            record = play_game(rules, south, north, limits, on_move=draw if show else None)
-            if record.winner is None:
-                score[first.name] += 0.5
-                score[second.name] += 0.5
-            else:
-                score[record.winner] += 1
+                click.echo(board_text(match.rules.initial(), *names) + "\n", file=out)
+            record = match.play(on_move=draw if show else None)
             if as_json:
                 click.echo(json.dumps(record.to_dict()))
             else:
                 click.echo(describe(game + 1, record))
-    finally:
-        first.close()
-        second.close()
-        warden.close()
     click.echo(
-        f"{first.name} {score[first.name]:g} - {score[second.name]:g} {second.name} "
-        f"after {games} game{'s' * (games != 1)} ({rules.spec})",
+        f"{first} {match.score[first]:g} - {match.score[second]:g} {second} "
+        f"after {games} game{'s' * (games != 1)} ({match.rules.spec})",
         file=out,
     )
 
@@ -224,10 +203,6 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
         help="Tournament name: its store is OUT/NAME/arena.sqlite.",
     )(f)
     return f
-
-
-def _open_existing(out: Path, name: str) -> Store:
-    return Store(store_path(out, name), create=False)
 
 
 @cli.command()
@@ -294,80 +269,20 @@ def run(  # type: ignore[no-untyped-def]
     ponder,
 ):
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
+    from arena import ratings
+    from arena.api import Tournament, entrants
+
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
-    bots = discover(bots_dir)
-    if len(bots) < 2:
-        raise click.UsageError(f"a tournament needs at least two bots; {bots_dir} has {len(bots)}")
-    hero_bot = None
-    if hero is not None:
-        matches = [b for b in bots if b.name == hero]
-        if not matches:
-            raise click.UsageError(f"--gauntlet {hero}: no such bot in {bots_dir}")
-        hero_bot = matches[0]
-    with Store(store_path(out, name)) as store:
-        stored = store.settings()
-        defaults = stored or Settings("kalah", Limits().move_ms, Limits().startup_ms, 1)
-        bank_ms = _bank_ms(time_bank)
-        if stored is None and bank_ms is not None and move_ms is None:
-            move_ms = bank_ms  # a bank alone: no limit per move but the bank
-        asked = {
-            "rules": rules.spec if rules is not None else None,
-            "move_ms": move_ms,
-            "bank_ms": bank_ms,
-            "startup_ms": startup_ms,
-            "seed": seed,
-            "memory_mb": memory_mb,
-            "max_procs": max_procs,
-            "ponder": ponder,
-            "sandbox": sandbox,
-        }
-        settings = dataclasses.replace(defaults, **{k: v for k, v in asked.items() if v is not None})
-        check_rules(bots, parse_rules(settings.rules))
-        store.fix_settings(settings)
-        limits = Limits(
-            move_ms=settings.move_ms,
-            startup_ms=settings.startup_ms,
-            ponder=settings.ponder,
-            bank_ms=settings.bank_ms,
-        )
-        conf, caps = _confine(
-            settings.memory_mb, settings.max_procs, settings.sandbox, [Path(bots_dir), Path(out)]
-        )
-        store.set_meta(
-            "confinement", json.dumps({"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes})
-        )
-        bar = None
-        started = time.monotonic()
-        played = 0
-
-        def rate(_: object) -> str:
-            return f"{played / max(time.monotonic() - started, 1e-9):.1f} games/s"
-
-        def progress(done: int, total: int, record: GameRecord | None) -> None:
-            nonlocal bar, played
-            played = done
-            if quiet or not sys.stderr.isatty() or total == 0:
-                return
-            if bar is None:
-                bar = click.progressbar(
-                    length=total,
-                    label="games",
-                    show_eta=True,
-                    show_pos=True,
-                    item_show_func=rate,
-                    file=sys.stderr,
-                )
-                bar.__enter__()
-            else:
-                bar.update(1, record)
-
-        result = scheduler.run(
-            store, bots, rounds, settings.seed, limits, jobs, fresh, hero_bot, progress, conf
-        )
-        if bar is not None:
-            bar.__exit__(None, None, None)
-        standings = ratings.standings(store)
-        page = report.write_report(store, store.path.parent, standings)
+    bots, _ = entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
+    asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
+    asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
+    asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
+    with Tournament(Path(out) / name, **asked) as cup:
+        progress = _Progress(quiet)
+        result = cup.run(bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress)
+        progress.close()
+        standings = cup.standings()
+        page = cup.report(standings)
     if result.interrupted:
         click.echo(
             f"arena: interrupted after {result.played} new games ({result.before + result.played} of "
@@ -383,33 +298,48 @@ def run(  # type: ignore[no-untyped-def]
     click.echo(f"report: {page}")
 
 
+class _Progress:
+    """A progress bar on stderr while games finish, with the real games/s; none when quiet or not a tty."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.show = not quiet and sys.stderr.isatty()
+        self.bar: click._termui_impl.ProgressBar[object] | None = None
+        self.started = time.monotonic()
+        self.done = 0
+
+    def rate(self, _: object) -> str:
+        return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
+
+    def __call__(self, done: int, total: int, record: GameRecord | None) -> None:
+        self.done = done
+        if not self.show or total == 0:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(
+                length=total,
+                label="games",
+                show_eta=True,
+                show_pos=True,
+                item_show_func=self.rate,
+                file=sys.stderr,
+            )
+            self.bar.__enter__()
+        else:
+            self.bar.update(1, record)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
 @cli.command("report")
 @_tournament_options
 def report_cmd(name, out):  # type: ignore[no-untyped-def]
     """Write the tournament's HTML report again from its store alone."""
-    with _open_existing(out, name) as store:
-        click.echo(f"report: {report.write_report(store, store.path.parent)}")
+    from arena.api import Tournament
 
-
-EXPORT_FIELDS = [
-    "id",
-    "round",
-    "rules",
-    "south",
-    "north",
-    "moves",
-    "south_store",
-    "north_store",
-    "winner",
-    "reason",
-    "faulty",
-    "detail",
-    "move_ms",
-    "think_ms",
-    "moves_made",
-    "stderr",
-    "finished_at",
-]
+    with Tournament.open(Path(out) / name) as cup:
+        click.echo(f"report: {cup.report()}")
 
 
 @cli.command()
@@ -417,16 +347,10 @@ EXPORT_FIELDS = [
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
 def export(name, out, fmt):  # type: ignore[no-untyped-def]
     """Write every stored game record to stdout, in schedule order."""
-    with _open_existing(out, name) as store:
-        if fmt == "jsonl":
-            for record in store.records():
-                click.echo(json.dumps(record))
-            return
-        writer = csv.DictWriter(sys.stdout, fieldnames=EXPORT_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        for record in store.records():
-            row = {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()}
-            writer.writerow(row)
+    from arena.api import Tournament
+
+    with Tournament.open(Path(out) / name) as cup:
+        cup.export(sys.stdout, fmt)
 
 
 @cli.command("solve")
@@ -444,6 +368,8 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
 
     Only small boards finish: Kalah(4,4) and Kalah(6,2) take seconds, Kalah(6,6) would take ages.
     Progress goes to stderr once a second."""
+
+    from arena import solver
 
     def progress(p: solver.Progress) -> None:
         rate = p.nodes / max(p.seconds, 1e-9)
@@ -481,6 +407,12 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
 
 def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setFormatter(logging.Formatter("arena: %(levelname)s: %(message)s"))
+    log = logging.getLogger("arena")
+    log.addHandler(warnings)
+    log.propagate = False
+    logging.addLevelName(logging.WARNING, "warning")
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -11,14 +11,16 @@ every move (`observe`), which v1 ignores.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from arena.bots import Bot
 from arena.confine import Warden
 from arena.mankalah import Mankalah
 from arena.process import BotProcess, Fault
 from arena.protocol import V1, Wire
+from arena.record import GameRecord
 from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
 
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
@@ -36,45 +38,6 @@ class Limits:
     quit_grace_ms: int = 500
     ponder: bool = False  # False: a bot's processes are stopped (SIGSTOP) while its opponent thinks
     bank_ms: int | None = None  # None: no time bank, every move has move_ms
-
-
-@dataclass(frozen=True, slots=True)
-class GameRecord:
-    """One finished game, as stored and as `arena play --json` prints it.
-
-    `south`/`north` are the bots that started on each side; after a SWAP they own the other side, so
-    `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round.
-    """
-
-    rules: str
-    south: str
-    north: str
-    moves: tuple[Move, ...]
-    south_store: int
-    north_store: int
-    winner: str | None
-    reason: str  # normal, early, timeout, crash, illegal, garbled
-    faulty: str | None
-    detail: str
-    move_ms: tuple[float, ...]
-    think_ms: dict[str, float] = field(default_factory=dict)  # total thinking time per bot
-    moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
-    stderr: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def swapped(self) -> bool:
-        return SWAP in self.moves
-
-    def store_of(self, name: str) -> int:
-        """The final store of bot `name`, whichever side it ended on."""
-        on_south = (name == self.south) != self.swapped
-        return self.south_store if on_south else self.north_store
-
-    def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["moves"] = list(self.moves)
-        d["move_ms"] = list(self.move_ms)
-        return d
 
 
 def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
@@ -103,13 +66,20 @@ class Player:
     def running(self) -> bool:
         return self._wire is not None
 
-    def wire(self) -> Wire:
+    def start(self) -> Wire:
+        """Start the bot's process, confined by the warden, unless it runs already."""
         if self._wire is None:
             jail = self.warden.jail() if self.warden else None
             argv = jail.command(self.bot.argv, self.bot.path, self.bot.cwd) if jail else self.bot.argv
             self._wire = WIRES[self.bot.protocol](BotProcess.start(argv, cwd=self.bot.cwd, jail=jail))
             self._fresh = True
             self._mark = 0
+        return self._wire
+
+    def wire(self) -> Wire:
+        """The running process's wire protocol; starting it is `start`'s job, not a side effect of this."""
+        if self._wire is None:
+            raise RuntimeError(f"{self.name}: the bot's process is not running")
         return self._wire
 
     def stderr_tail(self) -> str:
@@ -132,7 +102,7 @@ class Player:
     def new_game(self, rules: Rules, side: int, limits: Limits) -> None:
         self._stderr = ""
         self._bank = float(limits.bank_ms or 0)
-        wire = self.wire()
+        wire = self.start()
         self._mark = wire.proc.stderr_mark()
         wire.new_game(rules, side, time.monotonic() + 5.0)
 
@@ -179,6 +149,16 @@ class Player:
         if self._wire:
             self._wire.observe(pos, move, mine, side)
 
+    def end_game(self, result: str, mine: int, theirs: int, reason: str) -> None:
+        """Tell the bot how the game ended; one that has left by then is ended (its result stands, and the
+        next game starts it again)."""
+        if self._wire is None:
+            return
+        try:
+            self._wire.end(result, mine, theirs, reason)
+        except Fault:
+            self.kill()
+
     def finish(self, limits: Limits) -> None:
         """After a game: a one-game protocol's process ends now (it has had its END)."""
         if self._wire and self._wire.one_game:
@@ -187,6 +167,24 @@ class Player:
 
 def _other(side: int) -> int:
     return NORTH if side == SOUTH else SOUTH
+
+
+class _Forfeit(Exception):
+    """A bot's Fault with the bot it is charged to."""
+
+    def __init__(self, player: Player, fault: Fault) -> None:
+        super().__init__(str(fault))
+        self.player = player
+        self.fault = fault
+
+
+@contextmanager
+def _charged_to(player: Player) -> Iterator[None]:
+    """Whatever Fault happens inside is `player`'s: the one place blame is assigned."""
+    try:
+        yield
+    except Fault as fault:
+        raise _Forfeit(player, fault) from None
 
 
 def play_game(
@@ -206,20 +204,20 @@ def play_game(
     move_ms: list[float] = []
     think_ms = {south.name: 0.0, north.name: 0.0}
     moves_made = {south.name: 0, north.name: 0}
-    acting = south
-    fault: Fault | None = None
+    forfeit: _Forfeit | None = None
     try:
         for side, player in enumerate((south, north)):
-            acting = player
-            player.new_game(rules, side, limits)
+            with _charged_to(player):
+                player.new_game(rules, side, limits)
         while not rules.is_over(pos):
             side = pos.to_move
-            acting = mover = by_side[side]
-            move, took = mover.move(pos, side, limits, by_side[1 - side])
-            try:
-                pos = rules.play(pos, move)
-            except ValueError as e:
-                raise Fault("illegal", f"played {move}: {e}") from None
+            mover = by_side[side]
+            with _charged_to(mover):
+                move, took = mover.move(pos, side, limits, by_side[1 - side])
+                try:
+                    pos = rules.play(pos, move)
+                except ValueError as e:
+                    raise Fault("illegal", f"played {move}: {e}") from None
             moves.append(move)
             move_ms.append(round(took, 2))
             think_ms[mover.name] += took
@@ -227,44 +225,32 @@ def play_game(
             if move == SWAP:
                 by_side.reverse()
             for owner, player in enumerate(by_side):  # a fault while telling a bot is that bot's
-                acting = player
-                player.observe(pos, move, player is mover, owner)
+                with _charged_to(player):
+                    player.observe(pos, move, player is mover, owner)
             if on_move:
                 on_move(pos, move, mover)
-    except Fault as f:
-        fault = f
-
-    if fault is None:
         # Limits are watched while a bot thinks; a quick bot's breach is caught here, before the result.
         for player in (south, north):
-            try:
-                if player.running:
+            if player.running:
+                with _charged_to(player):
                     player.wire().proc.check_limits()
-            except Fault as f:
-                fault, acting = f, player
-                break
-    if fault is None:
+    except _Forfeit as f:
+        forfeit = f
+
+    if forfeit is None:
         outcome = rules.result(pos)
         winner = None if outcome.winner is None else by_side[outcome.winner].name
         reason, faulty, detail = outcome.reason, None, ""
         for side, player in enumerate(by_side):
-            mine, theirs = pos.store(side), pos.store(_other(side))
             result = "draw" if outcome.winner is None else ("win" if outcome.winner == side else "loss")
-            try:
-                player.wire().end(result, mine, theirs, reason)
-            except Fault:
-                player.kill()  # it left after its last move: the result stands, the next game restarts it
+            player.end_game(result, pos.store(side), pos.store(_other(side)), reason)
     else:
-        winner = (north if acting is south else south).name
-        reason, faulty, detail = fault.reason, acting.name, fault.detail
-        acting.kill()
-        other = north if acting is south else south
-        if other.running:
-            side = by_side.index(other)
-            try:
-                other.wire().end("win", pos.store(side), pos.store(_other(side)), reason)
-            except Fault:
-                other.kill()
+        loser = forfeit.player
+        other = north if loser is south else south
+        winner, reason, faulty, detail = other.name, forfeit.fault.reason, loser.name, forfeit.fault.detail
+        loser.kill()
+        side = by_side.index(other)
+        other.end_game("win", pos.store(side), pos.store(_other(side)), reason)
     for player in (south, north):
         player.finish(limits)
     return GameRecord(

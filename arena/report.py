@@ -18,6 +18,7 @@ import pandas as pd
 
 from arena import ratings
 from arena import store as st
+from arena.settings import Settings
 from arena.store import Store
 
 PAGE = "index.html"
@@ -215,7 +216,7 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
     return rows
 
 
-def _confinement(store: Store, settings: st.Settings | None) -> list[Fact]:
+def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     """The limits bots ran under, and plainly what this machine could not enforce."""
     if settings is None:
         return []

@@ -26,7 +26,8 @@ import multiprocess
 
 from arena.bots import Bot
 from arena.confine import Confinement, Warden
-from arena.referee import GameRecord, Limits, Player, check_rules, play_game
+from arena.record import GameRecord
+from arena.referee import Limits, Player, check_rules, play_game
 from arena.rules import parse_rules
 from arena.store import Slot, Store
 
@@ -163,20 +164,21 @@ def run(
     store: Store,
     bots: Sequence[Bot],
     rounds: int,
-    seed: int,
-    limits: Limits,
+    conf: Confinement,
+    *,
     jobs: int | None = None,
     fresh: bool = False,
     hero: Bot | None = None,
     progress: Callable[[int, int, GameRecord | None], None] | None = None,
-    conf: Confinement | None = None,
 ) -> RunResult:
-    """Play whatever the schedule has that the store lacks; the store's settings must already be fixed."""
+    """Play whatever the schedule has that the store lacks, under the store's settings (rules, clock and
+    seed: fix them first) and `conf` (the limits as this machine can enforce them, `confine.capabilities`)."""
     settings = store.settings()
     if settings is None:
         raise ValueError("fix the store's settings before running")
-    check_rules(bots, parse_rules(settings.rules))  # in this process: a worker would only die of it
+    check_rules(bots, settings.game_rules())  # in this process: a worker would only die of it
     store.set_current(bots)
+    seed = settings.seed
     schedule = gauntlet(hero, bots, rounds, seed) if hero else round_robin(bots, rounds, seed)
     missing = _missing(store, schedule)
     before = len(schedule) - len(missing)
@@ -193,7 +195,8 @@ def run(
 
     interrupted = False
     try:
-        play_slots(missing, settings.rules, limits, jobs or os.cpu_count() or 1, fresh, on_game, conf)
+        jobs = jobs or os.cpu_count() or 1
+        play_slots(missing, settings.rules, settings.limits(), jobs, fresh, on_game, conf)
     except KeyboardInterrupt:
         interrupted = True
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.

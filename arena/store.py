@@ -9,20 +9,67 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from arena.bots import Bot
-from arena.referee import GameRecord
+from arena.record import GameRecord, decode, encode, is_plain, record_fields
+from arena.settings import Settings
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION = 2
 STORE_FILE = "arena.sqlite"
 
-_SCHEMA = """
+# SQL types of the record's fields; containers (moves, think_ms, stderr, ...) are stored as JSON text.
+_SQL_TYPES = {int: "INTEGER NOT NULL", float: "REAL NOT NULL", str: "TEXT NOT NULL"}
+RECORD_FIELDS = record_fields()
+# Per-bot figures of a game, read out of the record by its own rules (the swap rule is `store_of`'s), kept
+# in columns of their own so that the tables below can sum them in SQL: (column, SQL type, how).
+_SUMMARY: tuple[tuple[str, str, Callable[[GameRecord], object]], ...] = (
+    ("south_score", "INTEGER NOT NULL", lambda r: r.store_of(r.south)),  # seeds of the bot that began south
+    ("north_score", "INTEGER NOT NULL", lambda r: r.store_of(r.north)),
+    ("south_think_ms", "REAL NOT NULL", lambda r: r.think_ms.get(r.south, 0.0)),
+    ("north_think_ms", "REAL NOT NULL", lambda r: r.think_ms.get(r.north, 0.0)),
+    ("south_moves", "INTEGER NOT NULL", lambda r: r.moves_made.get(r.south, 0)),
+    ("north_moves", "INTEGER NOT NULL", lambda r: r.moves_made.get(r.north, 0)),
+)
+# What `arena export` writes and `Store.records` yields: where the game stands in the tournament, then
+# the record's own fields.
+EXPORT_FIELDS = ("id", "round", *(name for name, _ in RECORD_FIELDS), "finished_at")
+
+
+def _sql_type(kind: object) -> str:
+    if kind in _SQL_TYPES:
+        return _SQL_TYPES[kind]  # type: ignore[index]
+    if is_plain(kind):
+        return "TEXT"  # an optional name (winner, faulty)
+    return "TEXT NOT NULL"  # JSON
+
+
+def _games_table(name: str = "games") -> str:
+    columns = [f"{field} {_sql_type(kind)}" for field, kind in RECORD_FIELDS]
+    columns += [f"{column} {sql}" for column, sql, _ in _SUMMARY]
+    return f"""CREATE TABLE {name} (
+    id INTEGER PRIMARY KEY,
+    round INTEGER NOT NULL,
+    ordinal TEXT NOT NULL,
+    south_id INTEGER NOT NULL REFERENCES bots (id),
+    north_id INTEGER NOT NULL REFERENCES bots (id),
+    winner_id INTEGER REFERENCES bots (id),
+    faulty_id INTEGER REFERENCES bots (id),
+    {", ".join(columns)},
+    finished_at TEXT NOT NULL,
+    UNIQUE (round, south_id, north_id)
+);
+"""
+
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS bots (
     id INTEGER PRIMARY KEY,
@@ -33,51 +80,20 @@ CREATE TABLE IF NOT EXISTS bots (
     first_seen TEXT NOT NULL,
     UNIQUE (name, digest)
 );
-CREATE TABLE IF NOT EXISTS games (
-    id INTEGER PRIMARY KEY,
-    round INTEGER NOT NULL,
-    ordinal TEXT NOT NULL,
-    south_id INTEGER NOT NULL REFERENCES bots (id),
-    north_id INTEGER NOT NULL REFERENCES bots (id),
-    rules TEXT NOT NULL,
-    moves TEXT NOT NULL,
-    south_store INTEGER NOT NULL,
-    north_store INTEGER NOT NULL,
-    winner_id INTEGER REFERENCES bots (id),
-    reason TEXT NOT NULL,
-    faulty_id INTEGER REFERENCES bots (id),
-    detail TEXT NOT NULL,
-    move_ms TEXT NOT NULL,
-    stderr TEXT NOT NULL,
-    swapped INTEGER NOT NULL,
-    south_think_ms REAL NOT NULL,
-    south_moves INTEGER NOT NULL,
-    north_think_ms REAL NOT NULL,
-    north_moves INTEGER NOT NULL,
-    finished_at TEXT NOT NULL,
-    UNIQUE (round, south_id, north_id)
-);
+{_games_table()}
 CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal);
 """
+_GAME_COLUMNS = (
+    ["id", "round", "ordinal", "south_id", "north_id", "winner_id", "faulty_id"]
+    + [name for name, _ in RECORD_FIELDS]
+    + [column for column, _, _ in _SUMMARY]
+    + ["finished_at"]
+)
+_INSERT = f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}) VALUES ({', '.join('?' * len(_GAME_COLUMNS))})"
 
 
 class StoreError(RuntimeError):
     """A store that cannot be used as asked; the message says why and what to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """What a tournament is fixed to for its whole life."""
-
-    rules: str
-    move_ms: int
-    startup_ms: int
-    seed: int
-    memory_mb: int = 1024
-    max_procs: int = 64
-    ponder: bool = False
-    sandbox: bool = True  # asked for; whether the machine had it is in meta 'confinement'
-    bank_ms: int | None = None  # time bank per bot per game (chess clock); None: move_ms per move only
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +127,9 @@ class Store:
             raise StoreError(f"{self.path} is not an arena store ({e})") from None
         if version is None and tables:
             raise StoreError(f"{self.path} is not an arena store (it holds other tables)")
+        if version == "1":
+            _migrate_v1(self.db)
+            version = str(SCHEMA_VERSION)
         if version is not None and version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"{self.path} was written by another version of arena (store schema {version}, this arena "
@@ -200,79 +219,74 @@ class Store:
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""
         south, north = self.bot_id(slot.south), self.bot_id(slot.north)
-        ids = {record.south: south, record.north: north}
-        think, count = record.think_ms, record.moves_made
-        cur = self.db.execute(
-            "INSERT INTO games (round, ordinal, south_id, north_id, rules, moves, south_store, north_store, "
-            "winner_id, reason, faulty_id, detail, move_ms, stderr, swapped, south_think_ms, south_moves, "
-            "north_think_ms, north_moves, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                slot.round,
-                slot.ordinal,
-                south,
-                north,
-                record.rules,
-                json.dumps(list(record.moves)),
-                record.south_store,
-                record.north_store,
-                ids.get(record.winner) if record.winner else None,
-                record.reason,
-                ids.get(record.faulty) if record.faulty else None,
-                record.detail,
-                json.dumps(list(record.move_ms)),
-                json.dumps(record.stderr),
-                int(record.swapped),
-                think.get(record.south, 0.0),
-                count.get(record.south, 0),
-                think.get(record.north, 0.0),
-                count.get(record.north, 0),
-                now(),
-            ),
-        )
-        return int(cur.lastrowid or 0)
+        row = _game_row(None, slot.round, slot.ordinal, south, north, record, now())
+        return int(self.db.execute(_INSERT, row).lastrowid or 0)
 
     def count_games(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM games").fetchone()[0])
 
-    def records(self, current_only: bool = False) -> Iterator[dict[str, object]]:
-        """Game records in schedule order, with `id` and `round`: the fields of `arena play --json`."""
+    def records(self, current_only: bool = False) -> Iterator[dict[str, Any]]:
+        """Game records in schedule order as plain values (EXPORT_FIELDS: `id`, `round`, the record's fields,
+        `finished_at`); `GameRecord.from_dict` makes one a record again."""
         where = ""
         params: list[int] = []
         if current_only:
             ids = self.current_ids()
             marks = ",".join("?" * len(ids)) or "NULL"
-            where = f"WHERE g.south_id IN ({marks}) AND g.north_id IN ({marks})"
+            where = f"WHERE south_id IN ({marks}) AND north_id IN ({marks})"
             params = ids + ids
-        query = (
-            "SELECT g.id, g.round, g.rules, s.name, n.name, g.moves, g.south_store, g.north_store, w.name, "
-            "g.reason, f.name, g.detail, g.move_ms, g.south_think_ms, g.north_think_ms, g.south_moves, "
-            "g.north_moves, g.stderr, g.finished_at FROM games g "
-            "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
-            "LEFT JOIN bots w ON w.id = g.winner_id LEFT JOIN bots f ON f.id = g.faulty_id "
-            f"{where} ORDER BY g.round, g.ordinal"
-        )
+        query = f"SELECT {', '.join(EXPORT_FIELDS)} FROM games {where} ORDER BY round, ordinal"
+        kinds = dict(RECORD_FIELDS)
         for row in self.db.execute(query, params):
-            (gid, rnd, rules, south, north, moves, ss, ns, winner, reason, faulty, detail, ms) = row[:13]
-            (s_think, n_think, s_moves, n_moves, err, at) = row[13:]
             yield {
-                "id": gid,
-                "round": rnd,
-                "rules": rules,
-                "south": south,
-                "north": north,
-                "moves": json.loads(moves),
-                "south_store": ss,
-                "north_store": ns,
-                "winner": winner,
-                "reason": reason,
-                "faulty": faulty,
-                "detail": detail,
-                "move_ms": json.loads(ms),
-                "think_ms": {south: s_think, north: n_think},
-                "moves_made": {south: s_moves, north: n_moves},
-                "stderr": json.loads(err),
-                "finished_at": at,
+                name: decode(kinds[name], value) if name in kinds else value
+                for name, value in zip(EXPORT_FIELDS, row, strict=True)
             }
+
+
+def _game_row(
+    gid: int | None, rnd: int, ordinal: str, south: int, north: int, record: GameRecord, finished_at: str
+) -> list[object]:
+    """The values of _INSERT for one game: where it stands, the bot versions, then the record."""
+    ids = {record.south: south, record.north: north}
+    row: list[object] = [gid, rnd, ordinal, south, north]
+    row += [
+        ids.get(record.winner) if record.winner else None,
+        ids.get(record.faulty) if record.faulty else None,
+    ]
+    row += [encode(kind, getattr(record, name)) for name, kind in RECORD_FIELDS]
+    row += [how(record) for _, _, how in _SUMMARY]
+    return [*row, finished_at]
+
+
+def _migrate_v1(db: sqlite3.Connection) -> None:
+    """Rewrite a schema-1 store (bot names by id, a swapped flag) into this schema, keeping every game."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("ALTER TABLE games RENAME TO games_v1")
+        db.execute("DROP INDEX IF EXISTS games_order")
+        db.executescript(_SCHEMA.replace("CREATE TABLE games", "CREATE TABLE IF NOT EXISTS games"))
+        old = db.execute(
+            "SELECT g.id, g.round, g.ordinal, g.south_id, g.north_id, g.rules, s.name, n.name, g.moves, "
+            "g.south_store, g.north_store, w.name, g.reason, f.name, g.detail, g.move_ms, g.south_think_ms, "
+            "g.north_think_ms, g.south_moves, g.north_moves, g.stderr, g.finished_at FROM games_v1 g "
+            "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
+            "LEFT JOIN bots w ON w.id = g.winner_id LEFT JOIN bots f ON f.id = g.faulty_id ORDER BY g.id"
+        ).fetchall()
+        for gid, rnd, ordinal, sid, nid, rules, south, north, moves, ss, ns, winner, *rest in old:
+            reason, faulty, detail, move_ms, s_think, n_think, s_moves, n_moves, stderr, at = rest
+            record = GameRecord(
+                rules, south, north, tuple(json.loads(moves)), ss, ns, winner, reason, faulty, detail,
+                tuple(json.loads(move_ms)), {south: s_think, north: n_think},
+                {south: s_moves, north: n_moves}, json.loads(stderr),
+            )  # fmt: skip
+            db.execute(_INSERT, _game_row(gid, rnd, ordinal, sid, nid, record, at))
+        db.execute("DROP TABLE games_v1")
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def store_path(out: Path, name: str) -> Path:
@@ -288,6 +302,12 @@ def store_path(out: Path, name: str) -> Path:
 
 _FIELD = "field(id) AS (SELECT value FROM json_each(:field))"
 _IN_FIELD = "south_id IN (SELECT id FROM field) AND north_id IN (SELECT id FROM field)"
+
+
+def _table(store: Store, query: str, params: dict[str, object]) -> pd.DataFrame:
+    import pandas as pd  # here, not at the top: `arena play` and `arena --help` never pay for pandas
+
+    return pd.read_sql(query, store.db, params=params)
 
 
 def _field(ids: Iterable[int]) -> str:
@@ -317,24 +337,19 @@ def field_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
         f"WITH {_FIELD} SELECT id, name, digest, author, first_seen FROM bots "
         "WHERE id IN (SELECT id FROM field) ORDER BY name"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field)})
+    return _table(store, query, {"field": _field(field)})
 
 
 def pair_totals(store: Store, field: Iterable[int]) -> pd.DataFrame:
     """One row per (bot, opponent) that met in the field: games, wins, draws, losses, summed store margin,
-    forfeits, thinking ms and moves. Each game counts once from each side; after a SWAP the final stores
-    belong the other way round, so `own`/`their` follow `swapped` (think ms and move counts do not: they are
-    stored per starting bot)."""
+    forfeits, thinking ms and moves. Each game counts once from each side, with the seeds that bot ended
+    with (`south_score`/`north_score` are per starting bot, the swap already applied by the record)."""
     sides = (
-        "SELECT south_id AS bot, north_id AS opp, winner_id, faulty_id, "
-        "CASE WHEN swapped THEN north_store ELSE south_store END AS own, "
-        "CASE WHEN swapped THEN south_store ELSE north_store END AS their, "
-        f"south_think_ms AS think_ms, south_moves AS moves FROM games WHERE {_IN_FIELD} "
+        "SELECT south_id AS bot, north_id AS opp, winner_id, faulty_id, south_score AS own, north_score AS "
+        f"their, south_think_ms AS think_ms, south_moves AS moves FROM games WHERE {_IN_FIELD} "
         "UNION ALL "
-        "SELECT north_id, south_id, winner_id, faulty_id, "
-        "CASE WHEN swapped THEN south_store ELSE north_store END, "
-        "CASE WHEN swapped THEN north_store ELSE south_store END, "
-        f"north_think_ms, north_moves FROM games WHERE {_IN_FIELD}"
+        "SELECT north_id, south_id, winner_id, faulty_id, north_score, south_score, north_think_ms, "
+        f"north_moves FROM games WHERE {_IN_FIELD}"
     )
     query = (
         f"WITH {_FIELD}, sides AS ({sides}) "
@@ -347,7 +362,7 @@ def pair_totals(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "total(think_ms) AS think_ms, sum(moves) AS moves "
         "FROM sides GROUP BY bot, opp ORDER BY bot, opp"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field)})
+    return _table(store, query, {"field": _field(field)})
 
 
 def forfeit_reasons(store: Store, field: Iterable[int]) -> pd.DataFrame:
@@ -356,7 +371,7 @@ def forfeit_reasons(store: Store, field: Iterable[int]) -> pd.DataFrame:
         f"WITH {_FIELD} SELECT faulty_id AS bot, reason, count(*) AS count FROM games "
         f"WHERE faulty_id IS NOT NULL AND {_IN_FIELD} GROUP BY faulty_id, reason ORDER BY faulty_id, reason"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field)})
+    return _table(store, query, {"field": _field(field)})
 
 
 def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.DataFrame:
@@ -369,12 +384,12 @@ def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.D
         f"WHERE faulty_id IS NOT NULL AND {_IN_FIELD}) "
         "SELECT g.id AS game, g.round, g.faulty_id AS bot, f.name AS bot_name, o.name AS opponent, "
         "CASE WHEN g.south_id = g.faulty_id THEN 'south' ELSE 'north' END AS started, g.reason, g.detail, "
-        "coalesce(json_extract(g.stderr, '$.\"' || f.name || '\"'), '') AS stderr, g.finished_at "
+        "coalesce(json_extract(g.stderr, '$.\"' || g.faulty || '\"'), '') AS stderr, g.finished_at "
         "FROM ranked r JOIN games g ON g.id = r.id JOIN bots f ON f.id = g.faulty_id "
         "JOIN bots o ON o.id = CASE WHEN g.south_id = g.faulty_id THEN g.north_id ELSE g.south_id END "
         "WHERE r.nth <= :per_bot ORDER BY f.name, g.id DESC"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field), "per_bot": int(per_bot)})
+    return _table(store, query, {"field": _field(field), "per_bot": int(per_bot)})
 
 
 def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
@@ -387,7 +402,7 @@ def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "FROM bots b LEFT JOIN played p ON p.bot = b.id WHERE b.id NOT IN (SELECT id FROM field) "
         "ORDER BY b.name, b.id"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field)})
+    return _table(store, query, {"field": _field(field)})
 
 
 def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
@@ -398,4 +413,4 @@ def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "max(finished_at) AS last_finished, "
         f"sum(CASE WHEN {_IN_FIELD} THEN 1 ELSE 0 END) AS field_games FROM games"
     )
-    return pd.read_sql(query, store.db, params={"field": _field(field)})
+    return _table(store, query, {"field": _field(field)})

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.bots import Bot, load_bot  # noqa: E402
-from arena.referee import GameRecord, Limits  # noqa: E402
+from arena.record import GameRecord  # noqa: E402
+from arena.referee import Limits  # noqa: E402
 from arena.rules import parse_rules  # noqa: E402
 from arena.scheduler import play_slots  # noqa: E402
 from arena.store import Slot  # noqa: E402

@@ -24,7 +24,8 @@ from procs import is_running, proc_state, processes_mentioning
 
 from arena.bots import Bot, load_bot
 from arena.confine import Confinement, Jail, Warden, capabilities, sandbox_problem
-from arena.referee import GameRecord, Limits, Player, play_game
+from arena.record import GameRecord
+from arena.referee import Limits, Player, play_game
 from arena.rules import NORTH, SOUTH, Kalah, Rules
 
 SMALL = Kalah(pits=4, seeds=3)

@@ -22,7 +22,8 @@ import pytest
 from arena.bots import Bot, load_bot
 from arena.mankalah import change_line, parse_reply, start_line, state_text
 from arena.process import Fault
-from arena.referee import GameRecord, Limits, Player, check_rules, play_game
+from arena.record import GameRecord
+from arena.referee import Limits, Player, check_rules, play_game
 from arena.rules import MANKALAH, NORTH, SOUTH, SWAP, Kalah, RulesError, parse_rules
 from arena.store import store_path
 

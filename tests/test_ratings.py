@@ -13,7 +13,7 @@ from arena import ratings
 from arena import store as st
 from arena.bots import Bot
 from arena.ratings import Model, Skill
-from arena.referee import GameRecord
+from arena.record import GameRecord
 from arena.rules import SWAP
 from arena.store import Slot, Store
 

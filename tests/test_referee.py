@@ -16,7 +16,8 @@ import pytest
 from procs import is_running
 
 from arena.bots import Bot
-from arena.referee import GameRecord, Limits, Player, play_game
+from arena.record import GameRecord
+from arena.referee import Limits, Player, play_game
 from arena.rules import NORTH, SOUTH, SWAP, Kalah, Position, Rules, parse_rules
 
 FAST = Limits(move_ms=200, startup_ms=2000)

@@ -14,8 +14,9 @@ import pytest
 
 from arena import ratings, report
 from arena.bots import Bot
-from arena.referee import GameRecord
-from arena.store import Settings, Slot, Store
+from arena.record import GameRecord
+from arena.settings import Settings
+from arena.store import Slot, Store
 
 ATTACK = "<script>alert(1)</script>"
 

@@ -29,11 +29,14 @@ import pytest
 from procs import processes_mentioning
 
 from arena import ratings, scheduler
+from arena.api import Tournament
 from arena.bots import Bot, discover
-from arena.cli import EXPORT_FIELDS
-from arena.referee import GameRecord, Limits
+from arena.store import EXPORT_FIELDS
+from arena.record import GameRecord
+from arena.referee import Limits
 from arena.rules import SWAP, parse_rules
-from arena.store import Settings, Slot, Store, store_path
+from arena.settings import Settings
+from arena.store import Slot, Store, store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"
@@ -356,7 +359,7 @@ def test_export_csv_parses_to_the_same_games(played, jsonl):
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     recs = jsonl
     assert len(rows) == len(recs) == 12
-    assert list(rows[0]) == EXPORT_FIELDS
+    assert tuple(rows[0]) == EXPORT_FIELDS
     for row, rec in zip(rows, recs, strict=True):
         assert int(row["id"]) == rec["id"] and int(row["round"]) == rec["round"]
         assert (row["south"], row["north"], row["winner"]) == (rec["south"], rec["north"], rec["winner"])
@@ -542,11 +545,10 @@ def test_same_seed_gives_the_same_games_and_ratings_whatever_the_jobs(tmp_path):
 
 def library_tournament(base: Path, bots: Path) -> int:
     """A finished 1-round tournament under QUICK's settings, played through the library; its game count."""
-    with Store(db_file(base)) as store:
-        store.fix_settings(Settings(RULES, 200, Limits().startup_ms, 1))
-        result = scheduler.run(store, discover(bots), 1, 1, Limits(move_ms=200), jobs=2)
+    with Tournament(db_file(base).parent, Settings(RULES, move_ms=200)) as cup:
+        result = cup.run(bots, 1, jobs=2)
         assert result.played == result.scheduled > 0
-        return store.count_games()
+        return cup.store.count_games()
 
 
 def two_bots(base: Path) -> Path:
@@ -615,7 +617,7 @@ def case_other_move_time(base):  # type: ignore[no-untyped-def]
 def case_nobody(base):  # type: ignore[no-untyped-def]
     return (
         run_args(base, two_bots(base), "--gauntlet", "nobody"),
-        ["--gauntlet nobody", "no such bot"],
+        ["gauntlet nobody: no such bot"],
         no_store,
     )
 

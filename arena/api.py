@@ -1,0 +1,212 @@
+"""The library API: a tournament on disk, and games between two bots. The CLI is flags to these calls.
+
+    from arena import Settings, Tournament
+
+    with Tournament("reports/demo", Settings(move_ms=200)) as cup:
+        cup.run("bots", rounds=2)
+        print(cup.leaderboard())
+        print("page:", cup.report())
+
+Bots are confined (sandbox, memory and process limits, paused while the opponent thinks) unless the
+settings say otherwise; what this machine cannot enforce is logged as a warning on the "arena" logger
+(Python prints it to stderr unless logging is configured) and written on the page.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from arena import scheduler
+from arena.bots import Bot, BotError, discover
+from arena.confine import Capabilities, Confinement, Warden, capabilities
+from arena.record import GameRecord
+from arena.referee import Player, check_rules, play_game
+from arena.rules import Move, Position
+from arena.scheduler import RunResult
+from arena.settings import Settings, resolve
+from arena.store import EXPORT_FIELDS, STORE_FILE, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from arena.ratings import Standings
+
+log = logging.getLogger("arena")
+
+Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
+
+
+def _hidden(bots: Sequence[Bot], *folders: Path) -> tuple[str, ...]:
+    """Folders no bot may see: the folders the bots come from (each bot gets its own file or folder back)
+    and the tournament's files, but never a folder that holds arena's own Python, which bots run on."""
+    own = [Path(p).resolve() for p in (sys.prefix, Path(__file__).parent)]
+    candidates = {b.path.parent.resolve() for b in bots} | {f.resolve() for f in folders}
+    keep = [c for c in candidates if c.is_dir() and not any(o.is_relative_to(c) for o in own)]
+    return tuple(sorted(str(c) for c in keep))
+
+
+def _confine(settings: Settings, hidden: tuple[str, ...]) -> tuple[Confinement, Capabilities]:
+    """The limits as this machine can enforce them; what it cannot is logged, never silently skipped."""
+    conf, caps = capabilities(settings.confinement(hidden), settings.sandbox)
+    for note in caps.notes:
+        log.warning(note)
+    return conf, caps
+
+
+def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> tuple[list[Bot], Bot | None]:
+    """The bots of a tournament (a folder's, or a list) and its gauntlet bot, or BotError saying why not."""
+    field = discover(Path(bots)) if isinstance(bots, str | Path) else list(bots)
+    where = f"{bots}" if isinstance(bots, str | Path) else "the list"
+    if len(field) < 2:
+        raise BotError(f"a tournament needs at least two bots; {where} has {len(field)}")
+    if gauntlet is None:
+        return field, None
+    hero = next((b for b in field if b.name == gauntlet), None)
+    if hero is None:
+        raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
+    return field, hero
+
+
+class Tournament:
+    """A tournament kept in `folder`: its store (arena.sqlite, every game committed as it ends) and its page
+    (index.html). Opening an existing one continues it; its settings are fixed for its whole life, so
+    asking for other ones is a StoreError that names them (None in `asked` means "not asked")."""
+
+    def __init__(
+        self, folder: Path | str, settings: Settings | None = None, *, create: bool = True, **asked: Any
+    ) -> None:
+        self.folder = Path(folder)
+        self.store = Store(self.folder / STORE_FILE, create=create)
+        try:
+            self.stored = self.store.settings()  # as found on opening: None for a new tournament
+            self.settings = resolve(settings or self.stored, asked)
+            self.store.fix_settings(self.settings)
+        except BaseException:
+            self.store.close()
+            raise
+
+    @classmethod
+    def open(cls, folder: Path | str) -> Tournament:
+        """An existing tournament, under its stored settings (StoreError if there is none)."""
+        return cls(folder, create=False)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Tournament:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self,
+        bots: Sequence[Bot] | Path | str = "bots",
+        rounds: int = 1,
+        *,
+        jobs: int | None = None,
+        gauntlet: str | None = None,
+        fresh: bool = False,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores).
+
+        `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
+        alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
+        cleanly: the result says `interrupted`, and every finished game is stored."""
+        field, hero = entrants(bots, gauntlet)
+        check_rules(field, self.settings.game_rules())
+        out = self.folder.parent if self.folder.parent != Path() else self.folder
+        conf, caps = _confine(self.settings, _hidden(field, self.folder, out))
+        state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
+        self.store.set_meta("confinement", json.dumps(state))
+        return scheduler.run(
+            self.store, field, rounds, conf, jobs=jobs, fresh=fresh, hero=hero, progress=progress
+        )
+
+    def standings(self) -> Standings:
+        """The leaderboard and the head-to-head table, from the store."""
+        from arena import ratings
+
+        return ratings.standings(self.store)
+
+    def leaderboard(self) -> pd.DataFrame:
+        """One row per bot of the current field, best first (TrueSkill mu - 3 sigma)."""
+        return self.standings().board
+
+    def report(self, standings: Standings | None = None) -> Path:
+        """Write the page, FOLDER/index.html, from the store alone; returns its path."""
+        from arena import report
+
+        return report.write_report(self.store, self.folder, standings)
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every stored game in schedule order: `id`, `round`, the GameRecord's fields, `finished_at`."""
+        return self.store.records()
+
+    def export(self, file: IO[str], fmt: str = "jsonl") -> int:
+        """Write every stored game to `file` as JSON lines or CSV (containers as JSON); returns the count."""
+        if fmt not in ("jsonl", "csv"):
+            raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
+        writer = csv.DictWriter(file, fieldnames=EXPORT_FIELDS, lineterminator="\n") if fmt == "csv" else None
+        if writer:
+            writer.writeheader()
+        count = 0
+        for record in self.store.records():
+            if writer:
+                writer.writerow(
+                    {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()}
+                )
+            else:
+                file.write(json.dumps(record) + "\n")
+            count += 1
+        return count
+
+
+class Match:
+    """Games between two bots under one Settings, alternating sides, their processes kept between games.
+
+    with Match(load_bot("bots/greedy.py"), load_bot("bots/random.py")) as match:
+        record = match.play()
+    """
+
+    def __init__(self, a: Bot, b: Bot, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.rules = self.settings.game_rules()
+        check_rules((a, b), self.rules)
+        conf, self.capabilities = _confine(self.settings, _hidden((a, b)))
+        self.warden = Warden(conf)
+        second = b.name if b.name != a.name else f"{b.name}-2"
+        self.players = (Player(a, warden=self.warden), Player(b, second, warden=self.warden))
+        self.score = {p.name: 0.0 for p in self.players}
+        self.games = 0
+
+    def play(self, on_move: Callable[[Position, Move, Player], None] | None = None) -> GameRecord:
+        """One game: the first bot is south in odd games (1st, 3rd, ...), the second in even ones."""
+        first, second = self.players
+        south, north = (first, second) if self.games % 2 == 0 else (second, first)
+        record = play_game(self.rules, south, north, self.settings.limits(), on_move)
+        self.games += 1
+        for player in self.players:
+            self.score[player.name] += 0.5 if record.winner is None else float(record.winner == player.name)
+        return record
+
+    def close(self) -> None:
+        """End both bots' processes and remove their cgroups."""
+        try:
+            for player in self.players:
+                player.close(self.settings.limits().quit_grace_ms)
+        finally:
+            self.warden.close()
+
+    def __enter__(self) -> Match:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,91 @@
+"""The game record: what one finished game was, defined once.
+
+The referee returns it, `arena play --json` prints it, the store keeps one column per field (arena/store.py
+derives its table, its INSERT and its SELECT from `fields(GameRecord)`), `arena export` writes those fields,
+and the report reads them back. A new field is added here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from arena.rules import SWAP, Move
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """One finished game.
+
+    `south`/`north` are the bots that started on each side; after a SWAP they own the other side, so
+    `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round: ask
+    `store_of(name)` for a bot's own.
+    """
+
+    rules: str
+    south: str
+    north: str
+    moves: tuple[Move, ...]
+    south_store: int
+    north_store: int
+    winner: str | None
+    reason: str  # normal, early, timeout, crash, illegal, garbled
+    faulty: str | None
+    detail: str
+    move_ms: tuple[float, ...]
+    think_ms: dict[str, float] = field(default_factory=dict)  # total thinking time per bot
+    moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
+    stderr: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def swapped(self) -> bool:
+        return SWAP in self.moves
+
+    def store_of(self, name: str) -> int:
+        """The final store of bot `name`, whichever side it ended on: the one place the swap rule is read."""
+        on_south = (name == self.south) != self.swapped
+        return self.south_store if on_south else self.north_store
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values: tuples become lists."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GameRecord:
+        """The inverse of `to_dict`; keys that are not record fields (a store's id, round) are ignored."""
+        return cls(**{name: _typed(kind, data[name]) for name, kind in record_fields() if name in data})
+
+
+def record_fields() -> list[tuple[str, Any]]:
+    """(name, resolved type) of every field, in order: what the store and the export are built from."""
+    hints = typing.get_type_hints(GameRecord)
+    return [(f.name, hints[f.name]) for f in dataclasses.fields(GameRecord)]
+
+
+def is_plain(kind: Any) -> bool:
+    """Whether a field's type is one value (int, float, str, optionally None) rather than a JSON container."""
+    args = set(typing.get_args(kind)) - {type(None)}
+    union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+    return kind in (int, float, str) or (union and args <= {int, float, str})
+
+
+def encode(kind: Any, value: Any) -> Any:
+    """A field's value as one SQL/CSV cell: plain values as they are, containers as JSON text."""
+    return value if is_plain(kind) else json.dumps(_plain(value))
+
+
+def decode(kind: Any, value: Any) -> Any:
+    """The inverse of `encode`, as plain values (lists, not tuples: `GameRecord.from_dict` types them)."""
+    return value if is_plain(kind) else json.loads(value)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _typed(kind: Any, value: Any) -> Any:
+    return tuple(value) if typing.get_origin(kind) is tuple else value

@@ -1,0 +1,64 @@
+"""A tournament's settings: one frozen object for the rules, the clock, the schedule seed and the limits.
+
+The defaults live where the things they set live (`Limits` for the clock, `Confinement` for the limits);
+this object gathers them, is stored with the tournament for its whole life, and hands the referee and the
+warden their parts. Confinement is on unless turned off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arena.confine import Confinement
+from arena.referee import Limits
+from arena.rules import Kalah, Relay, parse_rules
+
+_LIMITS = Limits()
+_CONFINEMENT = Confinement()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a tournament (or a series of `arena play` games) is played under."""
+
+    rules: str = "kalah"
+    move_ms: int = _LIMITS.move_ms
+    startup_ms: int = _LIMITS.startup_ms
+    seed: int = 1
+    memory_mb: int = _CONFINEMENT.memory_mb
+    max_procs: int = _CONFINEMENT.max_procs
+    ponder: bool = _LIMITS.ponder
+    sandbox: bool = True  # asked for; whether the machine had it is in the store's meta 'confinement'
+    bank_ms: int | None = _LIMITS.bank_ms  # time bank per bot per game (chess clock); None: move_ms only
+
+    def game_rules(self) -> Kalah | Relay:
+        return parse_rules(self.rules)
+
+    def limits(self) -> Limits:
+        return Limits(
+            move_ms=self.move_ms, startup_ms=self.startup_ms, ponder=self.ponder, bank_ms=self.bank_ms
+        )
+
+    def confinement(self, hidden: tuple[str, ...] = ()) -> Confinement:
+        """The limits as asked; `confine.capabilities` then says which of them this machine can enforce."""
+        return Confinement(self.memory_mb, self.max_procs, self.sandbox, hidden)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
+
+
+def resolve(base: Settings | None, asked: Mapping[str, object]) -> Settings:
+    """`base` (a stored tournament's settings, or the defaults when None) with what was asked on top;
+    None in `asked` means "not asked". A time bank asked for a new tournament without a move time means no
+    limit per move but the bank."""
+    changes: dict[str, Any] = {k: v for k, v in asked.items() if v is not None}
+    unknown = set(changes) - set(FIELDS)
+    if unknown:
+        raise TypeError(f"unknown setting {sorted(unknown)[0]!r}; known: {', '.join(FIELDS)}")
+    if base is None and changes.get("bank_ms") is not None and "move_ms" not in changes:
+        changes["move_ms"] = changes["bank_ms"]
+    parse_rules(str(changes.get("rules", "kalah")))  # RulesError now, not in a worker
+    return dataclasses.replace(base or Settings(), **changes)
