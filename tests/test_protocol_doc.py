@@ -1,15 +1,17 @@
-"""protocol.md's own bots must work: the first ```python and ```c blocks are run through the real referee."""
+"""protocol.md's own bots must work: the first ```python and ```c blocks, and the botkit bot of the section
+on arena's rules engine, are run through the real referee."""
 
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from arena.bots import load_bot
 from arena.referee import Limits, Player, play_game
-from arena.rules import parse_rules
+from arena.rules import NORTH, SWAP, parse_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "protocol.md").read_text()
@@ -20,6 +22,18 @@ def first_block(language: str) -> str:
     match = re.search(rf"^```{language}\n(.*?)^```", DOC, re.S | re.M)
     assert match, f"protocol.md has no ```{language} block"
     return match.group(1)
+
+
+def block_in_section(heading: str, language: str) -> str:
+    """The first ```language block of the section `## heading`."""
+    assert f"\n## {heading}\n" in DOC, f"protocol.md has no section {heading!r}"
+    section = DOC.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    match = re.search(rf"^```{language}\n(.*?)^```", section, re.S | re.M)
+    assert match, f"protocol.md's section {heading!r} has no ```{language} block"
+    return match.group(1)
+
+
+BOTKIT_SECTION = "A Python bot on arena's rules engine"
 
 
 def play_both_sides(bot_path: Path, rules_spec: str) -> None:
@@ -54,3 +68,38 @@ def test_the_c_bot_in_the_doc_compiles_and_plays_clean_games(tmp_path):
     (folder / "bot.toml").write_text('command = "./bot"\nauthor = "protocol.md"\n')
     play_both_sides(folder, "kalah")
     play_both_sides(folder, "kalah,pits=7,seeds=7,pie")
+
+
+def test_the_botkit_bot_in_the_doc_plays_clean_games(tmp_path):
+    source = block_in_section(BOTKIT_SECTION, "python")
+    assert "from arena.botkit import" in source
+    assert len(source.strip().splitlines()) <= 15, "the botkit example should stay a few lines"
+    bot = tmp_path / "doc_botkit.py"
+    bot.write_text(source)
+    play_both_sides(bot, "kalah")
+    play_both_sides(bot, "kalah,pits=4,seeds=3,pie")
+    play_both_sides(bot, "mankalah")
+
+
+def test_the_botkit_bot_in_the_doc_swaps_when_the_first_player_leads(tmp_path):
+    """The doc says SWAP is among the legal moves exactly when the bot may play it: the example's greed
+    then takes over a first player who banked a seed, under the pie rule only."""
+    bot = tmp_path / "doc_botkit.py"
+    bot.write_text(block_in_section(BOTKIT_SECTION, "python"))
+    rules = parse_rules("kalah,pie")
+    ahead = rules.play(rules.initial(), 3)  # south banked a seed; every pit of north's banks one seed back
+    move = "MOVE 1000 " + " ".join(map(str, ahead.view(NORTH)))
+    lines = ["NEWGAME 6 6 north kalah,pie", move, "END loss 0 0 crash"]
+    lines += ["NEWGAME 6 6 north kalah", move, "QUIT"]  # no pie rule: no SWAP
+    run = subprocess.run(
+        [sys.executable, "-P", str(bot)],
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert run.returncode == 0, run.stderr
+    answers = run.stdout.splitlines()
+    assert answers[0] == SWAP
+    assert len(answers) == 2 and answers[1] in {"1", "2", "3", "4", "5", "6"}
