@@ -22,13 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from arena import scheduler
 from arena.bots import Bot, BotError, discover
 from arena.confine import Capabilities, Confinement, Warden, capabilities
 from arena.record import GameRecord
 from arena.referee import Player, check_rules, play_game
 from arena.rules import Move, Position
-from arena.scheduler import RunResult
 from arena.settings import Settings, resolve
 from arena.store import EXPORT_FIELDS, STORE_FILE, Store
 
@@ -36,6 +34,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from arena.ratings import Standings
+    from arena.scheduler import RunResult
+
+# The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
+# that use them, so that a script or `arena play` that plays single games does not pay for them.
 
 log = logging.getLogger("arena")
 
@@ -120,6 +122,8 @@ class Tournament:
         `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
         alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
         cleanly: the result says `interrupted`, and every finished game is stored."""
+        from arena import scheduler
+
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
         out = self.folder.parent if self.folder.parent != Path() else self.folder

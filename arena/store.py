@@ -69,6 +69,7 @@ def _games_table(name: str = "games") -> str:
 """
 
 
+_GAMES_ORDER = "CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal)"
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS bots (
@@ -81,7 +82,7 @@ CREATE TABLE IF NOT EXISTS bots (
     UNIQUE (name, digest)
 );
 {_games_table()}
-CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal);
+{_GAMES_ORDER};
 """
 _GAME_COLUMNS = (
     ["id", "round", "ordinal", "south_id", "north_id", "winner_id", "faulty_id"]
@@ -265,7 +266,8 @@ def _migrate_v1(db: sqlite3.Connection) -> None:
     try:
         db.execute("ALTER TABLE games RENAME TO games_v1")
         db.execute("DROP INDEX IF EXISTS games_order")
-        db.executescript(_SCHEMA.replace("CREATE TABLE games", "CREATE TABLE IF NOT EXISTS games"))
+        db.execute(_games_table())
+        db.execute(_GAMES_ORDER)
         old = db.execute(
             "SELECT g.id, g.round, g.ordinal, g.south_id, g.north_id, g.rules, s.name, n.name, g.moves, "
             "g.south_store, g.north_store, w.name, g.reason, f.name, g.detail, g.move_ms, g.south_think_ms, "
