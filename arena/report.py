@@ -92,7 +92,7 @@ class Fact:
 
 
 def _num(x: object, fmt: str) -> str:
-    return "–" if x is None or pd.isna(x) else format(x, fmt)  # type: ignore[arg-type]
+    return "–" if x is None or pd.isna(x) else format(x, fmt)
 
 
 def _when(iso: object) -> str:

@@ -182,7 +182,9 @@ class Solver:
 
     def _root(self, pos: Position, depth: int, alpha: int, beta: int, hint: Move) -> tuple[int, Move]:
         """The root's value and best move in a window, without a table cut-off (a move is needed)."""
-        return self._best_child(pos, depth, alpha, beta, hint)
+        value, move = self._best_child(pos, depth, alpha, beta, hint)
+        assert move is not None, "the root of a search is never a finished game"
+        return value, move
 
     def _best_child(
         self, pos: Position, depth: int, alpha: int, beta: int, hint: Move | None

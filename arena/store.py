@@ -45,7 +45,7 @@ EXPORT_FIELDS = ("id", "round", *(name for name, _ in RECORD_FIELDS), "finished_
 
 def _sql_type(kind: object) -> str:
     if kind in _SQL_TYPES:
-        return _SQL_TYPES[kind]  # type: ignore[index]
+        return _SQL_TYPES[kind]
     if is_plain(kind):
         return "TEXT"  # an optional name (winner, faulty)
     return "TEXT NOT NULL"  # JSON
@@ -215,7 +215,7 @@ class Store:
 
     def played(self) -> set[tuple[int, int, int]]:
         """(round, south id, north id) of every stored game."""
-        return {tuple(r) for r in self.db.execute("SELECT round, south_id, north_id FROM games")}  # type: ignore[misc]
+        return {(r, s, n) for r, s, n in self.db.execute("SELECT round, south_id, north_id FROM games")}
 
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""

@@ -31,12 +31,10 @@ from procs import processes_mentioning
 from arena import ratings, scheduler
 from arena.api import Tournament
 from arena.bots import Bot, discover
-from arena.store import EXPORT_FIELDS
 from arena.record import GameRecord
-from arena.referee import Limits
 from arena.rules import SWAP, parse_rules
 from arena.settings import Settings
-from arena.store import Slot, Store, store_path
+from arena.store import EXPORT_FIELDS, Slot, Store, store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"
