@@ -1,15 +1,22 @@
 """Per-move cost of the referee against a raw pipe round trip to the same bot, measured in one run.
 
 The baseline is the least any referee can do: write the MOVE line to a blocking pipe and read the answer with
-readline, no deadline, no checks. Arena adds the deadline poll, the stderr drain, parsing, the legality check
-and the record. Both drive the bundled random bot through the same positions, so the bot's own cost cancels.
+readline, no deadline, no checks. Arena adds the deadline poll, the stderr drain, parsing, the rules engine,
+the legality check, the record and (confined, as `arena run` plays) the end-of-game limit check of the
+cgroups, pausing and the sandbox. All three drive the bundled random bot through the same kind of positions
+(the raw replay sends exactly the positions the confined referee just played), so the bot's own cost cancels.
 
-    python benchmarks/referee_speed.py [--games 300]
+The machine may be shared and noisy, so the three are interleaved: `--batches` times, a batch of games of
+each (in a rotating order), and the figures are medians over the batches; each ratio is the median of the
+per-batch ratios, against the raw figure of the same batch.
+
+    python benchmarks/referee_speed.py [--games 300] [--batches 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
@@ -22,77 +29,120 @@ from arena.bots import load_bot  # noqa: E402
 from arena.confine import Confinement, Warden, capabilities  # noqa: E402
 from arena.protocol import move_line, newgame_line  # noqa: E402
 from arena.referee import Player, play_game  # noqa: E402
-from arena.rules import parse_rules  # noqa: E402
+from arena.rules import Rules, parse_rules  # noqa: E402
+
+BOT = ROOT / "bots" / "random.py"
 
 
-def arena_games(games: int, confined: bool) -> tuple[float, int, list]:
-    """Games through the referee; `confined` as in a tournament: sandbox, cgroups, paused opponents."""
-    rules = parse_rules("kalah")
-    bot = load_bot(ROOT / "bots" / "random.py")
-    warden = None
-    if confined:
-        conf, caps = capabilities(Confinement(hidden=(str(ROOT / "bots"),)), want_sandbox=True)
-        warden = Warden(conf)
-        print("confinement:", "sandbox" if caps.sandbox else "no sandbox", "+ cgroups" * caps.cgroups)
-    a, b = Player(bot, warden=warden), Player(bot, "random-2", warden=warden)
-    play_game(rules, a, b)  # warm up: processes started
-    records = []
-    start = time.perf_counter()
-    for _ in range(games):
-        records.append(play_game(rules, a, b))
-    elapsed = time.perf_counter() - start
-    a.close()
-    b.close()
-    if warden:
-        warden.close()
-    return elapsed, sum(len(r.moves) for r in records), records
+class ArenaPair:
+    """Two referee players of the random bot; `warden` confines them as in a tournament: sandbox, cgroups,
+    paused opponents."""
+
+    def __init__(self, rules: Rules, warden: Warden | None) -> None:
+        bot = load_bot(BOT)
+        self.rules = rules
+        self.players = Player(bot, warden=warden), Player(bot, "random-2", warden=warden)
+        play_game(rules, *self.players)  # warm up: processes started
+
+    def batch(self, games: int) -> tuple[float, int, list]:
+        records = []
+        start = time.perf_counter()
+        for _ in range(games):
+            records.append(play_game(self.rules, *self.players))
+        return time.perf_counter() - start, sum(len(r.moves) for r in records), records
+
+    def close(self) -> None:
+        for p in self.players:
+            p.close()
 
 
-def raw_round_trips(records: list) -> tuple[float, int]:
-    """Replay the same games' positions as bare MOVE lines over blocking pipes (one process per side)."""
-    rules = parse_rules("kalah")
-    bot = load_bot(ROOT / "bots" / "random.py")
-    procs = [
-        subprocess.Popen(bot.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        for _ in range(2)
-    ]
-    lines = []
-    for record in records:
-        pos = rules.initial()
-        for move in record.moves:
-            lines.append((pos.to_move, move_line(pos, pos.to_move, 1000)))
-            pos = rules.play(pos, move)
-    for side, p in enumerate(procs):
-        p.stdin.write(newgame_line(rules, side) + "\n")
-    start = time.perf_counter()
-    for side, line in lines:
-        p = procs[side]
-        p.stdin.write(line + "\n")
-        p.stdout.readline()
-    elapsed = time.perf_counter() - start
-    for p in procs:
-        p.stdin.write("QUIT\n")
-        p.stdin.close()
-        p.wait()
-    return elapsed, len(lines)
+class RawPair:
+    """The same bot twice over bare blocking pipes (one process per side): write a MOVE, readline."""
+
+    def __init__(self, rules: Rules) -> None:
+        bot = load_bot(BOT)
+        self.rules = rules
+        self.procs = [
+            subprocess.Popen(bot.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            for _ in range(2)
+        ]
+        for side, p in enumerate(self.procs):
+            p.stdin.write(newgame_line(rules, side) + "\n")
+
+    def batch(self, records: list) -> tuple[float, int]:
+        """Replay the positions of `records` as MOVE lines; only the round trips are timed."""
+        lines = []
+        for record in records:
+            pos = self.rules.initial()
+            for move in record.moves:
+                lines.append((self.procs[pos.to_move], move_line(pos, pos.to_move, 1000) + "\n"))
+                pos = self.rules.play(pos, move)
+        start = time.perf_counter()
+        for p, line in lines:
+            p.stdin.write(line)
+            p.stdout.readline()
+        return time.perf_counter() - start, len(lines)
+
+    def close(self) -> None:
+        for p in self.procs:
+            p.stdin.write("QUIT\n")
+            p.stdin.close()
+            p.wait()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=300)
+    parser.add_argument("--games", type=int, default=300, help="games of each kind in all")
+    parser.add_argument("--batches", type=int, default=10)
     args = parser.parse_args()
-    bare_s, bare_moves, records = arena_games(args.games, confined=False)
-    arena_s, arena_moves, _ = arena_games(args.games, confined=True)
-    raw_s, raw_moves = raw_round_trips(records)
-    per_bare = bare_s / bare_moves * 1e6
-    per_arena = arena_s / arena_moves * 1e6
-    per_raw = raw_s / raw_moves * 1e6
-    print(f"games: {args.games} random vs random, {arena_moves} moves")
-    print(f"raw pipe round trip (write + readline):  {per_raw:7.1f} us/move")
-    print(f"arena referee, unconfined bots:   {per_bare:7.1f} us/move  ({per_bare / per_raw:.2f}x raw)")
-    print(f"arena referee, confined as in run: {per_arena:7.1f} us/move  ({per_arena / per_raw:.2f}x raw)")
-    print("target: within 1.5x of raw")
-    print(f"one referee thread, confined:            {args.games / arena_s:7.1f} games/s")
+    per_batch = max(1, args.games // args.batches)
+    rules = parse_rules("kalah")
+    conf, caps = capabilities(Confinement(hidden=(str(ROOT / "bots"),)), want_sandbox=True)
+    warden = Warden(conf)
+    print("confinement:", "sandbox" if caps.sandbox else "no sandbox", "+ cgroups" * caps.cgroups)
+    for note in caps.notes:
+        print("  note:", note)
+    bare, confined, raw = ArenaPair(rules, None), ArenaPair(rules, warden), RawPair(rules)
+    us: dict[str, list[float]] = {"raw": [], "bare": [], "confined": []}
+    moves = 0
+    try:
+        for b in range(args.batches):
+            order = ["bare", "confined"] if b % 2 == 0 else ["confined", "bare"]
+            for kind in order:
+                seconds, n, records = (bare if kind == "bare" else confined).batch(per_batch)
+                us[kind].append(seconds / n * 1e6)
+                moves += n
+                if kind == "confined":
+                    confined_records = records
+            seconds, n = raw.batch(confined_records)
+            us["raw"].append(seconds / n * 1e6)
+    finally:
+        bare.close()
+        confined.close()
+        raw.close()
+        warden.close()
+
+    def ratio(kind: str) -> float:
+        return statistics.median(a / r for a, r in zip(us[kind], us["raw"], strict=True))
+
+    med = {kind: statistics.median(v) for kind, v in us.items()}
+    spread = {kind: f"{min(v):.1f}..{max(v):.1f}" for kind, v in us.items()}
+    print(
+        f"{args.batches} batches of {per_batch} games of each kind, random vs random, kalah; "
+        f"{moves} referee moves; medians over batches (min..max)"
+    )
+    print(f"raw pipe round trip (write + readline):  {med['raw']:6.1f} us/move  ({spread['raw']})")
+    print(
+        f"arena referee, unconfined bots:          {med['bare']:6.1f} us/move  ({spread['bare']})  "
+        f"{ratio('bare'):.2f}x raw"
+    )
+    print(
+        f"arena referee, confined as in arena run: {med['confined']:6.1f} us/move  ({spread['confined']})  "
+        f"{ratio('confined'):.2f}x raw"
+    )
+    print("target: confined within 1.5x of raw")
+    per_game = moves / (2 * args.batches * per_batch)
+    print(f"one referee thread, confined: {1e6 / (med['confined'] * per_game):.1f} games/s")
 
 
 if __name__ == "__main__":
