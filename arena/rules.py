@@ -246,6 +246,7 @@ class Kalah(_Board):
         skip = (1 - side) * (n + 1) + n  # the opponent's store is never sown
         size = 2 * n + 2
         board = list(pos.board)
+        assert isinstance(move, int)  # `check` passed: a pit number
         i = side * (n + 1) + move - 1
         seeds = board[i]
         board[i] = 0
@@ -336,6 +337,7 @@ class Relay(_Board):
         opp = (1 - side) * (n + 1)
         skip, size = opp + n, 2 * n + 2
         board = list(pos.board)
+        assert isinstance(move, int)  # `check` passed: a pit number
         i = own + move - 1
         seen: set[tuple[int, ...]] = set()
         while True:
@@ -403,6 +405,7 @@ def parse_rules(spec: str) -> Kalah | Relay:
         raise RulesError(f"unknown rules {name!r}; known: {', '.join([*_OPTIONS, *_PRESETS])}")
     flags, valued = _OPTIONS[name]
     fields: dict[str, object] = {}
+    parsed: object
     for option in options:
         key, eq, value = option.partition("=")
         if key in flags and not eq:
@@ -426,7 +429,7 @@ def parse_rules(spec: str) -> Kalah | Relay:
         if field in fields:
             raise RulesError(f"option {key!r} given twice")
         fields[field] = parsed
-    return _CLASSES[name](**fields)  # type: ignore[arg-type]
+    return _CLASSES[name](**fields)
 
 
 def board_text(pos: Position, south: str = "South", north: str = "North") -> str:
