@@ -163,6 +163,17 @@ class BotProcess:
     def send(self, line: str, deadline: float) -> None:
         """Write one line; Fault('crash') if the bot is gone, Fault('timeout') if it will not read."""
         data = (line + "\n").encode("ascii")
+        try:
+            written = os.write(self._in, data)  # a line fits the pipe: one write, the referee's every move
+        except BlockingIOError:
+            written = 0
+        except (BrokenPipeError, ConnectionResetError):
+            raise self._crash("stdin") from None
+        if written < len(data):
+            self._send_rest(data[written:], deadline)
+
+    def _send_rest(self, data: bytes, deadline: float) -> None:
+        """What a full pipe did not take, as the bot makes room, until the deadline."""
         while data:
             try:
                 written = os.write(self._in, data)
@@ -196,24 +207,32 @@ class BotProcess:
         called once if no line has come after `slow_after` seconds (the referee pauses the opponent then).
         A carriage return before the newline is dropped unless `keep_cr` (for a protocol that forbids it).
         """
-        slow_at = time.monotonic() + slow_after
+        # The referee's hot path, run for every move: few calls, and the slow-bot bookkeeping only when asked.
+        buffer = self._buffer
+        slow_at = 0.0
         while True:
-            newline = self._buffer.find(b"\n")
-            if newline >= 0:
-                raw = bytes(self._buffer[:newline])
-                del self._buffer[: newline + 1]
-                if len(raw) > MAX_LINE:
-                    raise Fault("garbled", f"wrote a line of {len(raw)} bytes; the limit is {MAX_LINE}")
-                return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
-            if len(self._buffer) > MAX_LINE:
-                raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
+            if buffer:
+                newline = buffer.find(b"\n")
+                if newline >= 0:
+                    if newline > MAX_LINE:
+                        raise Fault("garbled", f"wrote a line of {newline} bytes; the limit is {MAX_LINE}")
+                    raw = bytes(buffer[:newline])
+                    del buffer[: newline + 1]
+                    return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
+                if len(buffer) > MAX_LINE:
+                    raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
             if self._eof:
                 raise self._crash("stdout")
             now = time.monotonic()
             remaining = deadline - now
-            wait = min(remaining, _POLL_SLICE, slow_at - now) if on_slow else min(remaining, _POLL_SLICE)
+            wait = remaining if remaining < _POLL_SLICE else _POLL_SLICE
+            if on_slow is not None:
+                if not slow_at:
+                    slow_at = now + slow_after
+                if slow_at - now < wait:
+                    wait = slow_at - now
+            events = self._poll_out.poll(wait * 1000 if wait > 0 else 0)
             readable = False
-            events = self._poll_out.poll(max(0.0, wait) * 1000)
             for fd, _ in events:
                 if fd == self._out:
                     readable = True
@@ -222,7 +241,7 @@ class BotProcess:
             if not readable:
                 if remaining <= 0:
                     return None
-                if on_slow and time.monotonic() >= slow_at:
+                if on_slow is not None and time.monotonic() >= slow_at:
                     on_slow()
                     on_slow = None
                 if not events and self._popen.poll() is not None:
@@ -237,7 +256,7 @@ class BotProcess:
             except OSError:
                 chunk = b""
             if chunk:
-                self._buffer += chunk
+                buffer += chunk
             else:
                 self._eof = True
 
