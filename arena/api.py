@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from arena.bots import Bot, BotError, discover
 from arena.confine import Capabilities, Confinement, Warden, capabilities
+from arena.openings import Book, generate, load_book, order
 from arena.record import GameRecord
 from arena.referee import Player, check_rules, play_game
 from arena.rules import Move, Position
@@ -61,6 +62,19 @@ def _confine(settings: Settings, hidden: tuple[str, ...]) -> tuple[Confinement, 
     return conf, caps
 
 
+def make_book(settings: Settings) -> Book:
+    """The openings a new tournament plays, in the seeded order its rounds go through them: from the book
+    file named in the settings, else generated from the seed; none with `openings=0`."""
+    rules = settings.game_rules()
+    if settings.book is not None:
+        book = load_book(settings.book, rules)
+    elif settings.openings > 0:
+        book = generate(rules, settings.openings, settings.seed)
+    else:
+        book = Book((), "none: every game starts at the start position")
+    return order(book, settings.seed)
+
+
 def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> tuple[list[Bot], Bot | None]:
     """The bots of a tournament (a folder's, or a list) and its gauntlet bot, or BotError saying why not."""
     field = discover(Path(bots)) if isinstance(bots, str | Path) else list(bots)
@@ -84,14 +98,22 @@ class Tournament:
         self, folder: Path | str, settings: Settings | None = None, *, create: bool = True, **asked: Any
     ) -> None:
         self.folder = Path(folder)
-        self.store = Store(self.folder / STORE_FILE, create=create)
+        path = self.folder / STORE_FILE
+        store = None if create and not path.exists() else Store(path, create=create)
         try:
-            self.stored = self.store.settings()  # as found on opening: None for a new tournament
+            self.stored = store.settings() if store else None  # as found: None for a new tournament
             self.settings = resolve(settings or self.stored, asked)
-            self.store.fix_settings(self.settings)
+            book = store.book() if store and self.stored else None
+            self.book = book if book is not None else make_book(self.settings)
+            # A new tournament's file is written only once its settings and openings hold.
+            store = store or Store(path)
+            store.fix_settings(self.settings)
+            store.fix_book(self.book)
         except BaseException:
-            self.store.close()
+            if store:
+                store.close()
             raise
+        self.store = store
 
     @classmethod
     def open(cls, folder: Path | str) -> Tournament:
@@ -131,7 +153,15 @@ class Tournament:
         state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
         self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
-            self.store, field, rounds, conf, jobs=jobs, fresh=fresh, hero=hero, progress=progress
+            self.store,
+            field,
+            rounds,
+            conf,
+            book=self.book,
+            jobs=jobs,
+            fresh=fresh,
+            hero=hero,
+            progress=progress,
         )
 
     def standings(self) -> Standings:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from arena.bots import BotError, find_bot
+from arena.openings import BookError
 from arena.rules import RulesError, board_text, parse_rules
 from arena.settings import Settings, resolve
 from arena.store import StoreError
@@ -244,6 +245,13 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     show_default=True,
     help="Games played in parallel.",
 )
+@click.option(
+    "--openings",
+    metavar="N|FILE",
+    help="Openings the rounds go through, each played from both sides by every pair: N generated from the "
+    "seed (0: every game from the start position), or a book FILE, one opening per line [default: 50, or the "
+    "tournament's].",
+)
 @click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
@@ -258,6 +266,7 @@ def run(  # type: ignore[no-untyped-def]
     time_bank,
     seed,
     jobs,
+    openings,
     fresh,
     bots_dir,
     name,
@@ -277,6 +286,8 @@ def run(  # type: ignore[no-untyped-def]
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
     asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
+    if openings is not None:
+        asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
     with Tournament(Path(out) / name, **asked) as cup:
         progress = _Progress(quiet)
         result = cup.run(bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress)
@@ -424,7 +435,7 @@ def main() -> None:
             hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"arena: error: {e.format_message()}{hint}", err=True)
         sys.exit(e.exit_code)
-    except (BotError, RulesError, StoreError) as e:
+    except (BotError, BookError, RulesError, StoreError) as e:
         click.echo(f"arena: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

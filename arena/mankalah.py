@@ -72,6 +72,7 @@ class Mankalah:
 
     name = "mankalah"
     one_game = True
+    from_position = False  # START assumes the start position; their agents track the board themselves
 
     def __init__(self, proc: BotProcess) -> None:
         self.proc = proc

@@ -62,6 +62,7 @@ class Wire(Protocol):
 
     name: str
     one_game: bool  # True: the process plays one game and ends (the referee starts a new one per game)
+    from_position: bool  # True: a game may begin at any position (an opening), not only at the start
     proc: BotProcess
 
     def rules_problem(self, rules: Rules) -> str | None: ...
@@ -79,6 +80,7 @@ class V1:
 
     name = "v1"
     one_game = False
+    from_position = True  # every MOVE carries the whole board
 
     def __init__(self, proc: BotProcess) -> None:
         self.proc = proc

@@ -23,7 +23,8 @@ class GameRecord:
 
     `south`/`north` are the bots that started on each side; after a SWAP they own the other side, so
     `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round: ask
-    `store_of(name)` for a bot's own.
+    `store_of(name)` for a bot's own. `opening` holds the plies played before the bots took over (empty:
+    the game began at the start position); `moves` are the bots' own, `move_ms` their times.
     """
 
     rules: str
@@ -40,10 +41,16 @@ class GameRecord:
     think_ms: dict[str, float] = field(default_factory=dict)  # total thinking time per bot
     moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
     stderr: dict[str, str] = field(default_factory=dict)
+    opening: tuple[Move, ...] = ()
 
     @property
     def swapped(self) -> bool:
         return SWAP in self.moves
+
+    @property
+    def plies(self) -> tuple[Move, ...]:
+        """Every ply of the game from the start position: the opening, then the bots' moves."""
+        return self.opening + self.moves
 
     def store_of(self, name: str) -> int:
         """The final store of bot `name`, whichever side it ended on: the one place the swap rule is read."""

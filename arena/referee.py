@@ -40,6 +40,11 @@ class Limits:
     bank_ms: int | None = None  # None: no time bank, every move has move_ms
 
 
+def starts_anywhere(bot: Bot) -> bool:
+    """Whether the bot's wire protocol can begin a game at an opening position (v1 can, Manchester's not)."""
+    return WIRES[bot.protocol].from_position
+
+
 def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
     """RulesError, before any game, if a bot's wire protocol cannot play `rules` (a Manchester agent knows
     only its engine's game): better than a forfeit in every game it plays."""
@@ -193,13 +198,21 @@ def play_game(
     north: Player,
     limits: Limits = Limits(),
     on_move: Callable[[Position, Move, Player], None] | None = None,
+    opening: tuple[Move, ...] = (),
 ) -> GameRecord:
-    """Play one game and return its record. Never raises for anything a bot does."""
+    """Play one game from the position after `opening` (legal plies from the start, no SWAP) and return
+    its record. Never raises for anything a bot does."""
     if south.name == north.name:
         raise ValueError(f"both players are named {south.name!r}; give one another name")
     check_rules((south.bot, north.bot), rules)
+    if opening and not (starts_anywhere(south.bot) and starts_anywhere(north.bot)):
+        raise ValueError("a bot of this game speaks a protocol that cannot begin at an opening")
+    if SWAP in opening:
+        raise ValueError("an opening has no SWAP: the swap decision is the bots'")
     by_side = [south, north]  # who owns each side now (a SWAP exchanges them)
     pos = rules.initial()
+    for ply in opening:
+        pos = rules.play(pos, ply)
     moves: list[Move] = []
     move_ms: list[float] = []
     think_ms = {south.name: 0.0, north.name: 0.0}
@@ -268,4 +281,5 @@ def play_game(
         think_ms={name: round(ms, 2) for name, ms in think_ms.items()},
         moves_made=moves_made,
         stderr={p.name: p.stderr_tail() for p in (south, north)},
+        opening=tuple(opening),
     )

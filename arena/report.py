@@ -86,6 +86,16 @@ class BotFaults:
 
 
 @dataclass(frozen=True, slots=True)
+class Repeat:
+    """A pairing whose games repeated themselves: fewer distinct games than games."""
+
+    a: str
+    b: str
+    games: int
+    distinct: int
+
+
+@dataclass(frozen=True, slots=True)
 class Fact:
     label: str
     value: str
@@ -139,11 +149,27 @@ def _places(board: pd.DataFrame) -> list[Place]:
     ]
 
 
-def _matrix(board: pd.DataFrame, pairs: pd.DataFrame) -> list[tuple[str, list[Cell | None]]]:
+def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
+    """The pairings that played some game more than once, most repeated first."""
+    names = dict(zip((int(i) for i in board["id"]), board["bot"], strict=True))
+    rows = [
+        Repeat(names[int(r.a)], names[int(r.b)], int(r.games), int(r.distinct_games))
+        for r in variety.itertuples(index=False)
+        if r.distinct_games < r.games and int(r.a) in names and int(r.b) in names
+    ]
+    return sorted(rows, key=lambda r: (r.distinct / r.games, r.a, r.b))
+
+
+def _matrix(
+    board: pd.DataFrame, pairs: pd.DataFrame, variety: pd.DataFrame
+) -> list[tuple[str, list[Cell | None]]]:
     """Rows and columns in leaderboard order; None on the diagonal."""
     order = [int(i) for i in board["id"]]
     names = dict(zip(order, board["bot"], strict=True))
     met = {(int(r.bot), int(r.opp)): r for r in pairs.itertuples(index=False)}
+    distinct = {}
+    for v in variety.itertuples(index=False):
+        distinct[(int(v.a), int(v.b))] = distinct[(int(v.b), int(v.a))] = int(v.distinct_games)
     rows = []
     for a in order:
         cells: list[Cell | None] = []
@@ -156,7 +182,10 @@ def _matrix(board: pd.DataFrame, pairs: pd.DataFrame) -> list[tuple[str, list[Ce
             else:
                 score = (r.wins + 0.5 * r.draws) / r.games
                 wdl = f"{r.wins}-{r.draws}-{r.losses}"
-                title = f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games, {score:.0%}"
+                title = (
+                    f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
+                    f"distinct), {score:.0%}"
+                )
                 cells.append(Cell(wdl, f"{100 * score:.0f}%", _colour(score), title))
         rows.append((names[a], cells))
     return rows
@@ -204,6 +233,7 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
             f"{settings.startup_ms} ms (added to a bot's first move)" if settings else "–",
         ),
         Fact("schedule seed", str(settings.seed) if settings else "–"),
+        *_openings(store, field),
         *_confinement(store, settings),
         Fact("rounds played", f"{int(facts['rounds'] or 0)} (up to round {int(facts['last_round'] or 0)})"),
         Fact("games stored", f"{games} ({int(facts['field_games'] or 0)} between current bot versions)"),
@@ -213,6 +243,28 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
     ]
     if settings and settings.bank_ms:
         rows.insert(2, Fact("time bank", f"{settings.bank_ms} ms per bot per game (chess clock)"))
+    return rows
+
+
+def _openings(store: Store, field: tuple[int, ...]) -> list[Fact]:
+    """Where games began: the book and how it was made, and games that could not use it."""
+    book = store.book()
+    if book is None:
+        return []
+    rows = [
+        Fact("openings", book.source + (", each played from both sides by every pair" if book.lines else ""))
+    ]
+    if book.lines:
+        variety = st.pair_variety(store, field)
+        from_start = int(variety["from_start"].sum()) if not variety.empty else 0
+        if from_start:
+            rows.append(
+                Fact(
+                    "games from the start position",
+                    f"{from_start}: a bot in them speaks a protocol that cannot begin at an opening "
+                    "(Manchester agents), so their games start at the start position",
+                )
+            )
     return rows
 
 
@@ -240,6 +292,7 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
     standings = standings or ratings.standings(store)
     board = standings.board
     retired = st.retired_bots(store, standings.field)
+    variety = st.pair_variety(store, standings.field)
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("arena", "templates"),
         autoescape=True,
@@ -251,7 +304,8 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
         title=store.path.parent.name,
         places=_places(board),
         any_close=bool(board["close_above"].any()),
-        matrix=_matrix(board, standings.pairs),
+        matrix=_matrix(board, standings.pairs, variety),
+        repeats=_repeats(board, variety),
         faults=_faults(store, board, standings.field),
         settings=_settings(store, standings.field, generated),
         generated=_when(generated),

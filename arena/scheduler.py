@@ -26,8 +26,9 @@ import multiprocess
 
 from arena.bots import Bot
 from arena.confine import Confinement, Warden
+from arena.openings import Book, Opening
 from arena.record import GameRecord
-from arena.referee import Limits, Player, check_rules, play_game
+from arena.referee import Limits, Player, check_rules, play_game, starts_anywhere
 from arena.rules import parse_rules
 from arena.store import Slot, Store
 
@@ -38,10 +39,12 @@ def _ordinal(seed: int, rnd: int, south: str, north: str) -> str:
     return hashlib.blake2b(f"{seed}:{rnd}:{south}:{north}".encode(), digest_size=8).hexdigest()
 
 
-def round_robin(bots: Sequence[Bot], rounds: int, seed: int) -> list[Slot]:
-    """Every ordered pair of distinct bots once per round, in the seeded order."""
+def round_robin(bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None) -> list[Slot]:
+    """Every ordered pair of distinct bots once per round, in the seeded order. All games of a round start
+    from the round's opening, so each pair plays it once from each side; games of a bot whose protocol
+    cannot begin at an opening (a Manchester agent) start from the start position."""
     slots = [
-        Slot(r, _ordinal(seed, r, s.name, n.name), s, n)
+        Slot(r, _ordinal(seed, r, s.name, n.name), s, n, _opening(book, r, s, n))
         for r in range(1, rounds + 1)
         for s in bots
         for n in bots
@@ -50,9 +53,15 @@ def round_robin(bots: Sequence[Bot], rounds: int, seed: int) -> list[Slot]:
     return sorted(slots, key=lambda s: (s.round, s.ordinal))
 
 
-def gauntlet(hero: Bot, bots: Sequence[Bot], rounds: int, seed: int) -> list[Slot]:
+def _opening(book: Book | None, rnd: int, south: Bot, north: Bot) -> Opening:
+    if book is None or not (starts_anywhere(south) and starts_anywhere(north)):
+        return ()
+    return book.for_round(rnd)
+
+
+def gauntlet(hero: Bot, bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None) -> list[Slot]:
     """The round robin's games that involve `hero`: it meets every other bot twice a round."""
-    return [s for s in round_robin(bots, rounds, seed) if hero.name in (s.south.name, s.north.name)]
+    return [s for s in round_robin(bots, rounds, seed, book) if hero.name in (s.south.name, s.north.name)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +100,9 @@ def _worker(tasks, results, spec: str, limits: Limits, fresh: bool, conf: Confin
 
     try:
         while (task := tasks.get()) is not None:
-            index, south_bot, north_bot = pickle.loads(task)
+            index, south_bot, north_bot, opening = pickle.loads(task)
             south, north = player(south_bot), player(north_bot)
-            record = play_game(rules, south, north, limits)
+            record = play_game(rules, south, north, limits, opening=opening)
             if fresh:
                 south.close(limits.quit_grace_ms)
                 north.close(limits.quit_grace_ms)
@@ -128,7 +137,7 @@ def play_slots(
     tasks, results = ctx.Queue(), ctx.Queue()
     for i, slot in enumerate(slots):
         # Plain pickle, handed over as bytes: multiprocess's dill costs ~0.25 ms per object, a game's worth.
-        tasks.put(pickle.dumps((i, slot.south, slot.north)))
+        tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
     for _ in range(jobs):
         tasks.put(None)
     workers = [
@@ -166,6 +175,7 @@ def run(
     rounds: int,
     conf: Confinement,
     *,
+    book: Book | None = None,
     jobs: int | None = None,
     fresh: bool = False,
     hero: Bot | None = None,
@@ -179,7 +189,7 @@ def run(
     check_rules(bots, settings.game_rules())  # in this process: a worker would only die of it
     store.set_current(bots)
     seed = settings.seed
-    schedule = gauntlet(hero, bots, rounds, seed) if hero else round_robin(bots, rounds, seed)
+    schedule = gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
     missing = _missing(store, schedule)
     before = len(schedule) - len(missing)
     done = 0

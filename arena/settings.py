@@ -33,6 +33,8 @@ class Settings:
     ponder: bool = _LIMITS.ponder
     sandbox: bool = True  # asked for; whether the machine had it is in the store's meta 'confinement'
     bank_ms: int | None = _LIMITS.bank_ms  # time bank per bot per game (chess clock); None: move_ms only
+    openings: int = 50  # openings generated from the seed (arena/openings.py); 0: every game from the start
+    book: str | None = None  # a file of openings instead (then `openings` is how many it holds)
 
     def game_rules(self) -> Kalah | Relay:
         return parse_rules(self.rules)

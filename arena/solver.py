@@ -109,8 +109,11 @@ class Solver:
         pos: Position,
         seconds: float | None = None,
         progress: Callable[[Progress], None] | None = None,
+        depth: int | None = None,
     ) -> Solution:
-        """Deepen until the value is exact or `seconds` have passed; `progress` hears about it each second."""
+        """Deepen until the value is exact, `seconds` have passed or the iteration of `depth` moves is done
+        (with `depth` and no `seconds` the result does not depend on the machine's speed); `progress` hears
+        about it each second."""
         self._started = time.perf_counter()
         self._deadline = self._started + seconds if seconds is not None else float("inf")
         self._progress = progress
@@ -119,16 +122,16 @@ class Solver:
         if not self.rules.legal_moves(pos):
             raise ValueError("the game is over: there is no move to search")
         best, value, reached = next(self._children(pos, None)).move, 0, 0
-        for depth in _depths():
-            if time.perf_counter() > self._deadline:
+        for iteration in _depths():
+            if time.perf_counter() > self._deadline or (depth is not None and reached >= depth):
                 break
-            self._depth = depth
+            self._depth = iteration
             self._cut = False
             try:
-                value, best = self._mtd(pos, depth, value, best)
+                value, best = self._mtd(pos, iteration, value, best)
             except OutOfTime:
                 break
-            reached = depth
+            reached = iteration
             if not self._cut:
                 return self._solution(pos, value, best, True, reached)
         return self._solution(pos, value, best, False, reached)

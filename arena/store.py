@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.bots import Bot
+from arena.openings import Book
 from arena.record import GameRecord, decode, encode, is_plain, record_fields
+from arena.rules import Move
 from arena.settings import Settings
 
 if TYPE_CHECKING:
@@ -105,6 +107,7 @@ class Slot:
     ordinal: str
     south: Bot
     north: Bot
+    opening: tuple[Move, ...] = ()  # plies from the start before the bots play (see arena/openings.py)
 
 
 def now() -> str:
@@ -164,7 +167,10 @@ class Store:
 
     def settings(self) -> Settings | None:
         raw = self._meta("settings")
-        return Settings(**json.loads(raw)) if raw else None
+        if not raw:
+            return None
+        # A tournament from before openings existed played every game from the start: it goes on so.
+        return Settings(**{"openings": 0, **json.loads(raw)})
 
     def fix_settings(self, settings: Settings) -> None:
         """Record the settings of a new tournament, or refuse a resume under other settings."""
@@ -182,6 +188,19 @@ class Store:
                 f"tournament {self.path.parent.name!r} was started with " + ", ".join(diffs) + "; "
                 "resume with the same settings, or give the new ones another --name"
             )
+
+    def book(self) -> Book | None:
+        """The tournament's openings in round order, as fixed when it began (None before that)."""
+        raw = self._meta("openings")
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return Book(tuple(tuple(line) for line in data["lines"]), data["source"])
+
+    def fix_book(self, book: Book) -> None:
+        """Keep the openings for the tournament's whole life: a resume plays the same ones."""
+        data = {"source": book.source, "lines": [list(line) for line in book.lines]}
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('openings', ?)", (json.dumps(data),))
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
@@ -414,5 +433,18 @@ def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "coalesce(max(round), 0) AS last_round, min(finished_at) AS first_finished, "
         "max(finished_at) AS last_finished, "
         f"sum(CASE WHEN {_IN_FIELD} THEN 1 ELSE 0 END) AS field_games FROM games"
+    )
+    return _table(store, query, {"field": _field(field)})
+
+
+def pair_variety(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """One row per pair of the field that met (a < b): games, distinct games (by starting sides, opening and
+    moves) and games that began at the start position. Deterministic bots that meet again in the same
+    position play the same game again: fewer distinct games than games means the pairing repeated itself."""
+    query = (
+        f"WITH {_FIELD} SELECT min(south_id, north_id) AS a, max(south_id, north_id) AS b, "
+        "count(*) AS games, count(DISTINCT south_id || '|' || opening || '|' || moves) AS distinct_games, "
+        "sum(CASE WHEN opening = '[]' THEN 1 ELSE 0 END) AS from_start "
+        f"FROM games WHERE {_IN_FIELD} GROUP BY a, b ORDER BY a, b"
     )
     return _table(store, query, {"field": _field(field)})

@@ -250,7 +250,7 @@ def test_a_schema_1_store_is_migrated_with_every_game_kept(tmp_path: Path) -> No
     with Store(path, create=False) as store:
         assert store.meta()["schema"] == str(st.SCHEMA_VERSION)
         records = list(store.records())
-        assert store.settings() == Settings(rules="kalah,pits=4,seeds=3,pie", move_ms=100, seed=3)
+        assert store.settings() == Settings(rules="kalah,pits=4,seeds=3,pie", move_ms=100, seed=3, openings=0)
     assert [r["id"] for r in records] == [7, 9]
     assert GameRecord.from_dict(records[0]) == swapped_record()
     assert records[0]["finished_at"] == "2026-01-01T00:01:00+00:00"

@@ -314,9 +314,11 @@ def wait_for(check, timeout: float):  # type: ignore[no-untyped-def]
 
 
 def movers(record: dict) -> list[int]:
-    """The side (0 south, 1 north) that made each move of a game record."""
+    """The side (0 south, 1 north) that made each of the bots' moves of a game record (after its opening)."""
     rules = parse_rules(record["rules"])
     pos, sides = rules.initial(), []
+    for move in record["opening"]:
+        pos = rules.play(pos, move)
     for move in record["moves"]:
         sides.append(pos.to_move)
         pos = rules.play(pos, move)

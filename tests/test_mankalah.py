@@ -215,11 +215,11 @@ def heard(record: dict | GameRecord, name: str) -> list[str]:
 
 
 def replays(record: dict | GameRecord) -> None:
-    """The recorded moves replay under the record's rules to the recorded stores."""
+    """The recorded opening and moves replay under the record's rules to the recorded stores."""
     r = record if isinstance(record, dict) else record.to_dict()
     rules = parse_rules(r["rules"])
     pos = rules.initial()
-    for move in r["moves"]:
+    for move in r["opening"] + r["moves"]:
         pos = rules.play(pos, move)
     assert (pos.store(SOUTH), pos.store(NORTH)) == (r["south_store"], r["north_store"])
     if r["faulty"] is None:
@@ -438,7 +438,9 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     with sqlite3.connect(store_path(out, "t")) as db:
         settings = json.loads(db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
     assert (settings["rules"], settings["bank_ms"], settings["move_ms"]) == ("mankalah", 3_600_000, 3_600_000)
-    assert "3600000 ms per bot per game" in (out / "t" / "index.html").read_text()
+    page = (out / "t" / "index.html").read_text()
+    assert "3600000 ms per bot per game" in page
+    assert "cannot begin at an opening (Manchester agents)" in page
     other = arena(tmp_path, *args, "--time-bank", "5")  # fixed for the tournament's life
     assert other.returncode == 2 and "bank_ms 3600000 (asked: 5000)" in other.stderr
     exported = arena(tmp_path, "export", "--out", out, "--name", "t", "--format", "jsonl")
@@ -449,6 +451,10 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
         assert r["rules"] == "mankalah"
         assert (r["reason"], r["faulty"]) == ("normal", None), r
         replays(r)
+        # An agent's protocol cannot begin at an opening: its games start at the start position, the others'
+        # from the round's opening (South's first turn under the pie rule).
+        with_agent = bool({r["south"], r["north"]} & set(agents))
+        assert (r["opening"] == []) == with_agent, r
         for name in agents:
             if name in (r["south"], r["north"]):
                 assert heard(r, name) == transcript(r, name), (name, r)

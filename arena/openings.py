@@ -1,0 +1,167 @@
+"""Opening positions: why deterministic bots play more than one game against each other.
+
+Two deterministic bots play the same game every time they meet from the start position. A tournament
+therefore starts its games from a book of openings, each a short sequence of legal plies from the start, and
+every pair of bots plays each opening once from each side (as fastchess and cutechess-cli do), so an opening
+that favours one side favours both bots equally.
+
+A generated book is drawn from the tournament's seed: random legal plies from the start, kept only when the
+position is roughly balanced, that is, when a search of fixed depth (`BALANCE_DEPTH` moves, arena's solver;
+exact where the game ends within it) scores it within `tolerance(rules)` seeds of the start position's score,
+from the first player's side. Fixed depth, not a time limit, so the same seed makes the same book on any
+machine. Under the pie rule an opening is exactly South's first turn: the swap decision stays with North's
+bot, and the protocol's "SWAP only on North's first MOVE" stays true.
+
+A book file gives a course fixed openings: one opening per line, its plies as pit numbers (each from the
+mover's own left, as on the wire) separated by spaces or commas; `#` starts a comment; blank lines are
+skipped. Every line must be legal from the start under the tournament's rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.rules import SOUTH, SWAP, Move, Position, Rules
+from arena.solver import Solver
+
+PLIES = 4  # plies of a generated opening (extra turns count: a ply is one move)
+BALANCE_DEPTH = 6  # moves of the search that judges an opening (~25 ms a position on Kalah(6,6))
+ATTEMPTS_PER_OPENING = 40  # random draws per opening wanted before the generator settles for fewer
+
+Opening = tuple[Move, ...]
+
+
+class BookError(ValueError):
+    """A book of openings that cannot be used; the message names the file, the line and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Book:
+    """The openings of a tournament, in the order rounds go through them, and where they came from."""
+
+    lines: tuple[Opening, ...]
+    source: str  # for the page: how they were made, or the file they came from
+
+    def for_round(self, rnd: int) -> Opening:
+        """Round 1 plays the first opening, round 2 the second, ...; after the last, they repeat."""
+        return self.lines[(rnd - 1) % len(self.lines)] if self.lines else ()
+
+
+def tolerance(rules: Rules) -> float:
+    """How far (in seeds of final margin) an opening may score from the start: 1 seed on small boards,
+    3 on Kalah(6,6)."""
+    return max(1.0, rules.total_seeds / 24)
+
+
+def play(rules: Rules, opening: Opening) -> Position:
+    """The position after `opening`; ValueError (with the rules' reason) if a ply is illegal."""
+    pos = rules.initial()
+    for ply in opening:
+        pos = rules.play(pos, ply)
+    return pos
+
+
+def score(rules: Rules, pos: Position) -> float:
+    """The fixed-depth search's final margin for South (the first player), for balance only."""
+    found = Solver(rules).search(pos, depth=BALANCE_DEPTH)
+    return found.value if pos.to_move == SOUTH else -found.value
+
+
+def _draw(rules: Rules, rng: random.Random) -> Opening:
+    """Random legal plies from the start, SWAP never among them: under the pie rule South's first turn,
+    else PLIES plies."""
+    pos, plies = rules.initial(), list[Move]()
+    while not rules.is_over(pos):
+        if rules.pie and (pos.to_move != SOUTH or pos.turn > 0):
+            break
+        if not rules.pie and len(plies) == PLIES:
+            break
+        moves = [m for m in rules.legal_moves(pos) if m != SWAP]
+        ply = rng.choice(moves)
+        plies.append(ply)
+        pos = rules.play(pos, ply)
+    return tuple(plies)
+
+
+def generate(rules: Rules, count: int, seed: int) -> Book:
+    """Up to `count` distinct balanced openings, the same for the same rules and seed anywhere. Fewer when
+    the rules do not have that many (the pie rule allows only South's first turns)."""
+    rng = random.Random(hashlib.blake2b(f"openings:{seed}:{rules.spec}".encode()).digest())
+    start = score(rules, rules.initial())
+    allowed = tolerance(rules)
+    seen: set[Position] = set()
+    lines: list[Opening] = []
+    for _ in range(count * ATTEMPTS_PER_OPENING):
+        if len(lines) == count:
+            break
+        opening = _draw(rules, rng)
+        pos = play(rules, opening)
+        if not opening or rules.is_over(pos) or pos in seen:
+            continue
+        seen.add(pos)
+        if abs(score(rules, pos) - start) <= allowed:
+            lines.append(opening)
+    source = (
+        f"{len(lines)} generated from seed {seed}: random plies from the start ("
+        + ("South's first turn, the pie rule's swap left to North" if rules.pie else f"{PLIES} plies")
+        + f"), kept within ±{allowed:.3g} seeds of the start's score by a {BALANCE_DEPTH}-move search"
+    )
+    return Book(tuple(lines), source)
+
+
+_PLY = re.compile(r"[0-9]+")
+
+
+def parse_book(text: str, rules: Rules, name: str = "book") -> tuple[Opening, ...]:
+    """The openings of a book file's text, each checked against `rules`; BookError names the line."""
+    lines: list[Opening] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        words = [w for w in re.split(r"[\s,]+", raw.split("#", 1)[0]) if w]
+        if not words:
+            continue
+        where = f"{name}, line {number}"
+        bad = next((w for w in words if not _PLY.fullmatch(w)), None)
+        if bad is not None:
+            raise BookError(f"{where}: {bad!r} is not a pit number; an opening is pit numbers, e.g. '3 1 4'")
+        opening = tuple(int(w) for w in words)
+        try:
+            pos = play(rules, opening)
+        except ValueError as e:
+            raise BookError(f"{where}: {' '.join(words)} is not legal under {rules.spec}: {e}") from None
+        if rules.is_over(pos):
+            raise BookError(
+                f"{where}: the game is over after {' '.join(words)}; an opening must leave a game"
+            )
+        if rules.pie and not pos.can_swap:  # the swap decision is North's next move only after that
+            raise BookError(
+                f"{where}: under the pie rule an opening is exactly South's first turn (the swap decision "
+                f"stays with North's bot); {' '.join(words)} is not"
+            )
+        lines.append(opening)
+    if not lines:
+        raise BookError(f"{name}: no openings in it (one per line, pit numbers such as '3 1 4')")
+    return tuple(lines)
+
+
+def load_book(path: Path | str, rules: Rules) -> Book:
+    """A book file's openings, in file order; BookError for a file that cannot be read or used."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BookError(f"{path}: cannot read the book of openings ({e})") from None
+    lines = parse_book(text, rules, str(path))
+    return Book(lines, f"{len(lines)} from the book {path}")
+
+
+def order(book: Book, seed: int) -> Book:
+    """The book with its openings in the seeded order rounds go through them."""
+
+    def key(i: int) -> bytes:
+        return hashlib.blake2b(f"{seed}:opening:{i}".encode(), digest_size=8).digest()
+
+    return Book(tuple(book.lines[i] for i in sorted(range(len(book.lines)), key=key)), book.source)
