@@ -28,7 +28,7 @@ from arena.openings import Book, generate, load_book, order
 from arena.record import GameRecord
 from arena.referee import Player, check_rules, play_game
 from arena.rules import Move, Position
-from arena.settings import Settings, resolve
+from arena.settings import BENCH_AFTER, Settings, resolve
 from arena.store import EXPORT_FIELDS, STORE_FILE, Store
 
 if TYPE_CHECKING:
@@ -138,12 +138,15 @@ class Tournament:
         gauntlet: str | None = None,
         fresh: bool = False,
         progress: Progress | None = None,
+        bench_after: int = BENCH_AFTER,
     ) -> RunResult:
         """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores).
 
         `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
         alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
-        cleanly: the result says `interrupted`, and every finished game is stored."""
+        cleanly: the result says `interrupted`, and every finished game is stored. A bot with no first
+        answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run tries it
+        again."""
         from arena import scheduler
 
         field, hero = entrants(bots, gauntlet)
@@ -162,6 +165,7 @@ class Tournament:
             fresh=fresh,
             hero=hero,
             progress=progress,
+            bench_after=bench_after,
         )
 
     def standings(self) -> Standings:

@@ -16,7 +16,7 @@ import click
 from arena.bots import BotError, find_bot
 from arena.openings import BookError
 from arena.rules import RulesError, board_text, parse_rules
-from arena.settings import Settings, resolve
+from arena.settings import BENCH_AFTER, Settings, resolve
 from arena.store import StoreError
 
 if TYPE_CHECKING:
@@ -252,6 +252,14 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     "seed (0: every game from the start position), or a book FILE, one opening per line [default: 50, or the "
     "tournament's].",
 )
+@click.option(
+    "--bench-after",
+    type=click.IntRange(0, 1_000_000),
+    default=BENCH_AFTER,
+    show_default=True,
+    help="Bench a bot for the rest of the run (its games forfeit unplayed) once it gave no first answer in "
+    "this many games in a row; 0: never. The next run tries it again.",
+)
 @click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
@@ -267,6 +275,7 @@ def run(  # type: ignore[no-untyped-def]
     seed,
     jobs,
     openings,
+    bench_after,
     fresh,
     bots_dir,
     name,
@@ -290,7 +299,9 @@ def run(  # type: ignore[no-untyped-def]
         asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
     with Tournament(Path(out) / name, **asked) as cup:
         progress = _Progress(quiet)
-        result = cup.run(bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress)
+        result = cup.run(
+            bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress, bench_after=bench_after
+        )
         progress.close()
         standings = cup.standings()
         page = cup.report(standings)

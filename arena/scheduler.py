@@ -18,7 +18,7 @@ import os
 import pickle
 import queue
 import signal
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,9 +27,11 @@ import multiprocess
 from arena.bots import Bot
 from arena.confine import Confinement, Warden
 from arena.openings import Book, Opening
+from arena.openings import play as play_opening
 from arena.record import GameRecord
 from arena.referee import Limits, Player, check_rules, play_game, starts_anywhere
-from arena.rules import parse_rules
+from arena.rules import NORTH, SOUTH, Rules, parse_rules
+from arena.settings import BENCH_AFTER
 from arena.store import Slot, Store
 
 MAX_IDLE_PLAYERS = 16  # bot processes a worker keeps alive between games
@@ -125,9 +127,12 @@ def play_slots(
     fresh: bool,
     on_game: Callable[[Slot, GameRecord], None],
     conf: Confinement | None = None,
+    instead: Callable[[Slot], GameRecord | None] | None = None,
 ) -> None:
     """Play `slots` on `jobs` worker processes, calling `on_game` in this process as each one finishes.
 
+    Games are handed out a few at a time (one more than the workers), so that `instead` can still decide,
+    just before a game would be sent, to record it without playing (a benched bot's forfeit).
     KeyboardInterrupt (Ctrl-C) stops the workers, which end their bots; games already reported are kept.
     """
     if not slots:
@@ -135,11 +140,28 @@ def play_slots(
     jobs = max(1, min(jobs, len(slots)))
     ctx = multiprocess.get_context("fork")
     tasks, results = ctx.Queue(), ctx.Queue()
-    for i, slot in enumerate(slots):
-        # Plain pickle, handed over as bytes: multiprocess's dill costs ~0.25 ms per object, a game's worth.
-        tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
-    for _ in range(jobs):
-        tasks.put(None)
+    pending = iter(enumerate(slots))
+    sent = 0  # games handed to workers and not yet reported back
+    exhausted = False
+
+    def feed() -> None:
+        nonlocal sent, exhausted
+        while not exhausted and sent <= jobs:
+            item = next(pending, None)
+            if item is None:
+                exhausted = True
+                for _ in range(jobs):
+                    tasks.put(None)  # after the last game, each worker ends its bots and leaves
+                return
+            i, slot = item
+            record = instead(slot) if instead else None
+            if record is not None:
+                on_game(slot, record)
+                continue
+            # Plain pickle, handed over as bytes: multiprocess's dill costs ~0.25 ms per object.
+            tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
+            sent += 1
+
     workers = [
         ctx.Process(target=_worker, args=(tasks, results, spec, limits, fresh, conf)) for _ in range(jobs)
     ]
@@ -147,7 +169,8 @@ def play_slots(
         w.start()
     finished = False
     try:
-        for _ in range(len(slots)):
+        feed()
+        while sent:
             while True:
                 try:
                     index, record = pickle.loads(results.get(timeout=1.0))
@@ -155,7 +178,9 @@ def play_slots(
                 except queue.Empty:
                     if not any(w.is_alive() for w in workers):
                         raise RuntimeError("all game workers died; see the messages above") from None
+            sent -= 1
             on_game(slots[index], record)
+            feed()
         finished = True
     finally:
         for w in workers:
@@ -169,6 +194,62 @@ def play_slots(
         results.cancel_join_thread()
 
 
+class Bench:
+    """Bots that failed to give a first answer in `after` games in a row (a hang, a crash or a missing
+    interpreter at start) sit out the rest of the run: their games are recorded as 'benched' forfeits
+    without starting them again, so one broken bot costs a few startup allowances, not one per game."""
+
+    def __init__(self, rules: Rules, after: int = BENCH_AFTER) -> None:
+        self.rules = rules
+        self.after = after
+        self.misses: dict[str, list[GameRecord]] = {}  # each bot's latest games in a row without an answer
+        self.benched: dict[str, str] = {}  # bot name -> why, for the detail of its benched games
+
+    def see(self, record: GameRecord) -> None:
+        """Count a played game: a bot that moved is healthy again; one at fault before its first move
+        comes closer to the bench."""
+        for name in (record.south, record.north):
+            if record.moves_made.get(name, 0):
+                self.misses.pop(name, None)
+        culprit = record.faulty
+        if culprit and record.reason in ("timeout", "crash") and not record.moves_made.get(culprit, 0):
+            misses = self.misses.setdefault(culprit, [])
+            misses.append(record)
+            if self.after and len(misses) >= self.after and culprit not in self.benched:
+                kinds = ", ".join(f"{n} {r}" for r, n in sorted(Counter(m.reason for m in misses).items()))
+                self.benched[culprit] = (
+                    f"benched for the rest of this run: no first answer in {len(misses)} games in a row "
+                    f"({kinds}; the last: {misses[-1].reason}: {misses[-1].detail}); the next run tries it "
+                    "again"
+                )
+
+    def instead(self, slot: Slot) -> GameRecord | None:
+        """The forfeit to record for a game of a benched bot, or None to play it."""
+        culprit = next((b.name for b in (slot.south, slot.north) if b.name in self.benched), None)
+        if culprit is None:
+            return None
+        winner = slot.north.name if culprit == slot.south.name else slot.south.name
+        pos = play_opening(self.rules, slot.opening)
+        names = (slot.south.name, slot.north.name)
+        return GameRecord(
+            rules=self.rules.spec,
+            south=slot.south.name,
+            north=slot.north.name,
+            moves=(),
+            south_store=pos.store(SOUTH),
+            north_store=pos.store(NORTH),
+            winner=winner,
+            reason="benched",
+            faulty=culprit,
+            detail=self.benched[culprit],
+            move_ms=(),
+            think_ms=dict.fromkeys(names, 0.0),
+            moves_made=dict.fromkeys(names, 0),
+            stderr=dict.fromkeys(names, ""),
+            opening=slot.opening,
+        )
+
+
 def run(
     store: Store,
     bots: Sequence[Bot],
@@ -180,14 +261,17 @@ def run(
     fresh: bool = False,
     hero: Bot | None = None,
     progress: Callable[[int, int, GameRecord | None], None] | None = None,
+    bench_after: int = BENCH_AFTER,
 ) -> RunResult:
     """Play whatever the schedule has that the store lacks, under the store's settings (rules, clock and
     seed: fix them first) and `conf` (the limits as this machine can enforce them, `confine.capabilities`)."""
     settings = store.settings()
     if settings is None:
         raise ValueError("fix the store's settings before running")
-    check_rules(bots, settings.game_rules())  # in this process: a worker would only die of it
+    rules = settings.game_rules()
+    check_rules(bots, rules)  # in this process: a worker would only die of it
     store.set_current(bots)
+    store.drop_benched()  # placeholders of the last run's benched bots: this run tries them again
     seed = settings.seed
     schedule = gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
     missing = _missing(store, schedule)
@@ -196,8 +280,11 @@ def run(
     if progress:
         progress(0, len(missing), None)
 
+    bench = Bench(rules, bench_after)
+
     def on_game(slot: Slot, record: GameRecord) -> None:
         nonlocal done
+        bench.see(record)
         store.add_game(slot, record)
         done += 1
         if progress:
@@ -206,7 +293,7 @@ def run(
     interrupted = False
     try:
         jobs = jobs or os.cpu_count() or 1
-        play_slots(missing, settings.rules, settings.limits(), jobs, fresh, on_game, conf)
+        play_slots(missing, settings.rules, settings.limits(), jobs, fresh, on_game, conf, bench.instead)
     except KeyboardInterrupt:
         interrupted = True
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.

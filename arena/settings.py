@@ -16,6 +16,7 @@ from arena.confine import Confinement
 from arena.referee import Limits
 from arena.rules import Kalah, Relay, parse_rules
 
+BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 _LIMITS = Limits()
 _CONFINEMENT = Confinement()
 

@@ -232,6 +232,10 @@ class Store:
 
     # --- games ----------------------------------------------------------------------------------------
 
+    def drop_benched(self) -> int:
+        """Forget the placeholders of benched bots' games (never played): a new run plays them."""
+        return int(self.db.execute("DELETE FROM games WHERE reason = 'benched'").rowcount)
+
     def played(self) -> set[tuple[int, int, int]]:
         """(round, south id, north id) of every stored game."""
         return {(r, s, n) for r, s, n in self.db.execute("SELECT round, south_id, north_id FROM games")}
