@@ -65,15 +65,16 @@ def main() -> None:
         print(f"  9 quick bots alone:              {clean:7.1f} s")
         print(f"  with a bot that hangs at start:  {hang:7.1f} s (+{hang - clean:.1f} s)")
         print(
-            f"  the allowances that bench it:    {args.bench_after} games of {allowance:g} s on {args.jobs} jobs "
-            f"= {budget:.1f} s; extra / that = {(hang - clean) / budget:.2f}"
+            f"  the allowances that bench it:    {args.bench_after} games of {allowance:g} s on "
+            f"{args.jobs} jobs = {budget:.1f} s; extra / that = {(hang - clean) / budget:.2f}"
         )
         if args.compare:
             off = tournament(base / "off", True, args, 0)
             games = 2 * 9 * args.rounds
+            cost = games * allowance / args.jobs
             print(
-                f"  benching off (--bench-after 0):  {off:7.1f} s (+{off - clean:.1f} s; {games} games of the "
-                f"hanging bot x {allowance:g} s / {args.jobs} jobs = {games * allowance / args.jobs:.0f} s)"
+                f"  benching off (--bench-after 0):  {off:7.1f} s (+{off - clean:.1f} s; {games} games of "
+                f"the hanging bot x {allowance:g} s / {args.jobs} jobs = {cost:.0f} s)"
             )
 
 
