@@ -5,6 +5,11 @@ referee's lines, remembers the game between them (its rules; whether this MOVE i
 turn, which the pie rule and no-first-extra treat specially; whether SWAP is offered), hands `choose` the
 position as a search on the rules engine must see it, with the clock, and writes the answer.
 
+A game may begin at an opening, a few plies from the start (a tournament's book). South's first MOVE then
+does not show the start position, and the game's first turn is over: botkit counts it as the first turn only
+when that MOVE shows exactly the rules' start position. Under the pie rule an opening is exactly South's
+first turn, so North's first MOVE is still the one that may answer with SWAP.
+
 This is the one place where that bookkeeping is done, so every bot built on it gets the first turn and
 SWAP right. Bots that should run without arena installed (the templates bots/random.py and bots/greedy.py)
 speak the protocol themselves, as protocol.md shows.
@@ -27,8 +32,9 @@ class Turn:
     """One MOVE, as a bot's search wants it.
 
     `position` is the board from the bot's side, the bot as South to move, with the turn counter and
-    `can_swap` right for this game: turn 0 while the game's first turn lasts (the bot is South and has made
-    every move so far), SWAP among the legal moves on the second player's first MOVE under the pie rule.
+    `can_swap` right for this game: turn 0 while the game's first turn lasts (the bot is South, its first
+    MOVE showed the start position, and every move since was its own), SWAP among the legal moves on the
+    second player's first MOVE under the pie rule.
     `ms` is the time the referee gave for this move; `received` is time.perf_counter() when the MOVE line
     was read, so that the time spent before `choose` runs counts against the move too.
     """
@@ -54,8 +60,9 @@ class _Game:
     """What `run` remembers between the lines of one game; a NEWGAME or an END replaces it."""
 
     rules: Rules | None = None  # None: no usable NEWGAME, so the first MOVE picks plain Kalah of its size
-    first_turn: bool = False  # we are South and the game's first turn is not over yet
+    first_turn: bool = False  # we are South, the game began at the start, and its first turn is not over yet
     can_swap: bool = False  # we are North and have not answered a MOVE yet (SWAP needs the pie rule too)
+    south_to_open: bool = False  # we are South and have not been asked for a move yet
 
     @classmethod
     def start(cls, words: Sequence[str], log: TextIO) -> _Game:
@@ -69,13 +76,19 @@ class _Game:
             except RulesError as e:
                 print(f"unknown rules, playing plain Kalah: {e}", file=log)
         side = words[3] if len(words) >= 4 else None
-        return cls(rules, first_turn=side == "south", can_swap=side == "north")
+        return cls(rules, can_swap=side == "north", south_to_open=side == "south")
 
     def turn(self, words: Sequence[str], received: float) -> Turn:
         """The Turn for `MOVE <ms> <our pits> <our store> <their pits> <their store>`."""
         view = [int(word) for word in words[2:]]
         if self.rules is None or len(view) != 2 * self.rules.pits + 2:
             self.rules = parse_rules(f"kalah,pits={len(view) // 2 - 1}")
+        # South's first MOVE: the game's first turn if it shows the start, else the game began at an opening
+        # (plies already played: its first turn is past; an opening inside it happens only without the pie
+        # rule and no-first-extra, where nothing treats the first turn specially).
+        if self.south_to_open:
+            self.south_to_open = False
+            self.first_turn = tuple(view) == self.rules.initial().view(SOUTH)
         position = self.rules.from_view(view, self.can_swap, first_turn=self.first_turn)
         return Turn(self.rules, position, int(words[1]), received)
 

@@ -145,10 +145,14 @@ def main() -> None:
         if words[0] == "NEWGAME" and len(words) >= 5:  # NEWGAME <pits> <seeds> <south|north> <rules>
             rules = Rules(words[4])
             can_swap = rules.pie and words[3] == "north"  # only the second player's first MOVE may swap
-            first_move = words[3] == "south"  # south makes the game's first move
+            first_move = words[3] == "south"  # south makes the game's first move ...
         elif words[0] == "MOVE":  # MOVE <ms> <our pits> <our store> <their pits> <their store>
             board = [int(word) for word in words[2:]]
             n = len(board) // 2 - 1
+            # ... unless the game began at an opening, a few plies in. The start is the one position with
+            # empty stores and the same number of seeds in every pit.
+            pits = board[:n] + board[n + 1 : 2 * n + 1]
+            first_move = first_move and board[n] == board[2 * n + 1] == 0 and len(set(pits)) == 1
             if can_swap and board[2 * n + 1] > board[n]:  # the first player's store is ahead: take it
                 reply = "SWAP"
             else:

@@ -179,6 +179,70 @@ def test_after_our_swap_we_play_on_as_the_first_player() -> None:
     assert turns[1].position.turn > 1 and SWAP not in rules.legal_moves(turns[1].position)
 
 
+# A game that begins at an opening (plies from a tournament's book already played)
+
+
+def plays_like(rules: Rules, seen: Position, real: Position) -> bool:
+    """Whether the position a bot was handed (its side as South) plays like the game's real one: the same
+    board from the mover's side, and every legal move leads to the same board, the same player to move (an
+    extra turn or not) and the same SWAP offer."""
+    mover = real.to_move
+
+    def ours(pos: Position) -> tuple[tuple[int, ...], bool, bool]:
+        return pos.view(mover), pos.to_move == mover, pos.can_swap
+
+    if seen.to_move != SOUTH or seen.board != real.view(mover):
+        return False
+    if rules.legal_moves(seen) != rules.legal_moves(real):
+        return False
+    for move in rules.legal_moves(real):
+        child = rules.play(seen, move)
+        if (child.board, child.to_move == SOUTH, child.can_swap) != ours(rules.play(real, move)):
+            return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("spec", "opening"),
+    [
+        ("kalah,pie", (3, 1)),  # a SWAP could answer the first turn, but not this one
+        ("kalah,pits=4,seeds=3,no-first-extra", (3, 3)),  # pits 1 and 2 end in the store: extra turns
+        ("mankalah", (1, 2, 7, 6)),  # both: pit 7 (1 seed) earns an extra turn, no SWAP may follow
+    ],
+)
+def test_a_first_move_as_south_past_the_start_is_not_the_games_first_turn(
+    spec: str, opening: tuple[Move, ...]
+) -> None:
+    rules = parse_rules(spec)
+    real = after(rules, opening)
+    assert real.to_move == SOUTH and real.turn > 1
+    # The same position handed over as turn 0 would play differently: that is what this guards against.
+    assert not plays_like(rules, rules.from_view(real.view(SOUTH), False, first_turn=True), real)
+    lines = [newgame(spec, SOUTH), move_line(real, SOUTH), "END loss 0 0 crash"]
+    lines += [newgame(spec, SOUTH), move_line(rules.initial(), SOUTH), "QUIT"]  # the next game from the start
+    turns, out, log = drive(lines)
+    assert len(out) == 2 and log == ""
+    opened, started = turns
+    assert opened.position.turn != 0 and SWAP not in rules.legal_moves(opened.position)
+    assert plays_like(rules, opened.position, real)
+    assert started.position == rules.initial(), "a game from the start still has its first turn"
+
+
+def test_norths_first_move_after_an_opening_under_pie_still_offers_swap() -> None:
+    """Under the pie rule an opening is South's whole first turn (here with an extra turn in it): North's
+    first MOVE is the swap decision, and only that one."""
+    rules = parse_rules("kalah,pie")
+    opening = after(rules, (1, 2))  # pit 1 ends in South's store, pit 2 passes the move
+    assert opening.to_move == NORTH and opening.can_swap
+    later = rules.play(rules.play(opening, 2), 3)
+    assert later.to_move == NORTH
+    lines = [newgame("kalah,pie", NORTH), move_line(opening, NORTH), move_line(later, NORTH), "QUIT"]
+    turns, out, _ = drive(lines, [2, 1])
+    assert out == ["2", "1"]
+    assert SWAP in rules.legal_moves(turns[0].position) and plays_like(rules, turns[0].position, opening)
+    assert SWAP not in rules.legal_moves(turns[1].position)
+
+
 # Games in a row
 
 

@@ -247,6 +247,27 @@ def test_greedy_swaps_when_the_first_player_is_ahead(start) -> None:
     bot.quit()
 
 
+def test_greedy_in_a_game_that_begins_at_an_opening(start) -> None:
+    """A tournament may begin a game a few plies in (an opening). South's first MOVE is then not the game's
+    first move, so under no-first-extra an extra turn counts again; under the pie rule an opening is South's
+    whole first turn, and North's first MOVE is still the one that may swap."""
+    rules = parse_rules("kalah,pits=4,seeds=3,no-first-extra")
+    opened = rules.play(rules.play(rules.initial(), 3), 3)  # South's pit 3, North's pit 3: South to move
+    assert opened.to_move == SOUTH and rules.play(opened, 2).to_move == SOUTH
+    bot = start("greedy")
+    bot.send(f"NEWGAME 4 3 south {rules.spec}")
+    # pit 2 (3 seeds) ends in the store, and the extra turn then captures; taken for the game's first move
+    # it would earn no extra turn and pit 1 would look better
+    assert bot.ask(opened.view(SOUTH)) == 2
+    bot.send("END loss 0 0 crash")
+    pie = parse_rules("kalah,pits=4,seeds=3,pie")
+    first_turn = pie.play(pie.play(pie.initial(), 2), 1)  # pit 2 ends in South's store, pit 1 passes
+    assert first_turn.to_move == NORTH and first_turn.store(SOUTH) > first_turn.store(NORTH)
+    bot.send(f"NEWGAME 4 3 north {pie.spec}")
+    assert bot.ask(first_turn.view(NORTH)) == SWAP
+    bot.quit()
+
+
 def test_alphabeta_answers_within_the_time_given(start) -> None:
     bot = start("alphabeta")
     rules = parse_rules("kalah")
