@@ -19,6 +19,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -62,6 +63,12 @@ def _confine(settings: Settings, hidden: tuple[str, ...]) -> tuple[Confinement, 
     return conf, caps
 
 
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "none" if value is None else str(value)
+
+
 def make_book(settings: Settings) -> Book:
     """The openings a new tournament plays, in the seeded order its rounds go through them: from the book
     file named in the settings, else generated from the seed; none with `openings=0`."""
@@ -89,6 +96,53 @@ def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> t
     return field, hero
 
 
+# How a stored setting reads in the start-of-run summary.
+_SETTING_TEXT = {
+    "rules": "rules {}",
+    "move_ms": "move time {} ms",
+    "startup_ms": "startup allowance {} ms",
+    "seed": "seed {}",
+    "memory_mb": "memory {} MiB",
+    "max_procs": "at most {} processes",
+    "ponder": "pondering {}",
+    "sandbox": "sandbox {}",
+    "bank_ms": "time bank {} ms",
+    "openings": "{} openings",
+    "book": "openings from {}",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What `Tournament.run` is about to do, for the one block a run says at its start."""
+
+    name: str
+    continuing: bool  # the tournament existed before
+    bots: int
+    new: tuple[str, ...]  # bots that were not in the last run's field
+    changed: tuple[str, ...]  # bots whose code differs from the version in the last run's field
+    left: tuple[str, ...]  # bots of the last run's field that are not in this one: withdrawn
+    scheduled: int
+    to_play: int
+    stored: tuple[str, ...]  # settings this run keeps from the stored tournament, unlike the defaults
+
+    def summary(self) -> str:
+        games = f"{self.to_play} of {self.scheduled} games to play"
+        if not self.continuing:
+            return f"new tournament {self.name!r}: {self.bots} bots; {games}"
+        changes = [
+            f"{len(names)} {what}{'s' * (len(names) != 1)} ({', '.join(names)})"
+            for names, what in ((self.new, "new bot"), (self.changed, "changed version"))
+            if names
+        ]
+        if self.left:
+            changes.append(f"{len(self.left)} left the field ({', '.join(self.left)})")
+        lines = [f"continuing {self.name!r}: " + ", ".join(changes or ["the same bots"]) + f"; {games}"]
+        if self.stored:
+            lines.append("from the stored tournament: " + ", ".join(self.stored))
+        return "\n".join(lines)
+
+
 class Tournament:
     """A tournament kept in `folder`: its store (arena.sqlite, every game committed as it ends) and its page
     (index.html). Opening an existing one continues it; its settings are fixed for its whole life, so
@@ -99,6 +153,7 @@ class Tournament:
     ) -> None:
         self.folder = Path(folder)
         path = self.folder / STORE_FILE
+        self.asked = {k for k, v in asked.items() if v is not None}
         store = None if create and not path.exists() else Store(path, create=create)
         try:
             self.stored = store.settings() if store else None  # as found: None for a new tournament
@@ -166,6 +221,36 @@ class Tournament:
             hero=hero,
             progress=progress,
             bench_after=bench_after,
+        )
+
+    def plan(
+        self, bots: Sequence[Bot] | Path | str = "bots", rounds: int = 1, gauntlet: str | None = None
+    ) -> Plan:
+        """What `run` with these arguments would play, and how the field changed since the last run."""
+        from arena import scheduler
+
+        field, hero = entrants(bots, gauntlet)
+        before = self.store.versions(self.store.current_ids())
+        now = {b.name: b.digest for b in field}
+        slots = scheduler.schedule(field, rounds, self.settings.seed, self.book, hero)
+        defaults = Settings()
+        stored = tuple(
+            _SETTING_TEXT[k].format(_shown(getattr(self.settings, k)))
+            for k in _SETTING_TEXT
+            if self.stored is not None
+            and k not in self.asked
+            and getattr(self.settings, k) != getattr(defaults, k)
+        )
+        return Plan(
+            name=self.folder.name,
+            continuing=self.stored is not None,
+            bots=len(field),
+            new=tuple(sorted(n for n in now if n not in before)),
+            changed=tuple(sorted(n for n in now if n in before and before[n] != now[n])),
+            left=tuple(sorted(n for n in before if n not in now)),
+            scheduled=len(slots),
+            to_play=len(scheduler.missing(self.store, slots)),
+            stored=stored,
         )
 
     def standings(self) -> Standings:

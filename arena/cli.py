@@ -298,6 +298,8 @@ def run(  # type: ignore[no-untyped-def]
     if openings is not None:
         asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
     with Tournament(Path(out) / name, **asked) as cup:
+        if not quiet:
+            click.echo(cup.plan(bots, rounds, hero).summary())
         progress = _Progress(quiet)
         result = cup.run(
             bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress, bench_after=bench_after

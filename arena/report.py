@@ -311,7 +311,7 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
         generated=_when(generated),
         faults_per_bot=FAULTS_PER_BOT,
         retired=[
-            (str(r.name), str(r.digest), _when(r.first_seen), int(r.games))
+            (str(r.name), str(r.digest), str(r.status), _when(r.first_seen), int(r.games))
             for r in retired.itertuples(index=False)
         ],
         games=int(board["games"].sum()) // 2,

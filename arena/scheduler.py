@@ -272,13 +272,12 @@ def run(
     check_rules(bots, rules)  # in this process: a worker would only die of it
     store.set_current(bots)
     store.drop_benched()  # placeholders of the last run's benched bots: this run tries them again
-    seed = settings.seed
-    schedule = gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
-    missing = _missing(store, schedule)
-    before = len(schedule) - len(missing)
+    slots = schedule(bots, rounds, settings.seed, book, hero)
+    todo = missing(store, slots)
+    before = len(slots) - len(todo)
     done = 0
     if progress:
-        progress(0, len(missing), None)
+        progress(0, len(todo), None)
 
     bench = Bench(rules, bench_after)
 
@@ -288,19 +287,32 @@ def run(
         store.add_game(slot, record)
         done += 1
         if progress:
-            progress(done, len(missing), record)
+            progress(done, len(todo), record)
 
     interrupted = False
     try:
         jobs = jobs or os.cpu_count() or 1
-        play_slots(missing, settings.rules, settings.limits(), jobs, fresh, on_game, conf, bench.instead)
+        play_slots(todo, settings.rules, settings.limits(), jobs, fresh, on_game, conf, bench.instead)
     except KeyboardInterrupt:
         interrupted = True
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
-    stored = len(schedule) - len(_missing(store, schedule))
-    return RunResult(len(schedule), before, stored - before, interrupted)
+    stored = len(slots) - len(missing(store, slots))
+    return RunResult(len(slots), before, stored - before, interrupted)
 
 
-def _missing(store: Store, schedule: Sequence[Slot]) -> list[Slot]:
+def schedule(
+    bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None, hero: Bot | None = None
+) -> list[Slot]:
+    """The whole schedule of a tournament of `rounds` rounds: the round robin, or `hero`'s gauntlet."""
+    return gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
+
+
+def missing(store: Store, slots: Sequence[Slot]) -> list[Slot]:
+    """The slots the store has no played game for (a benched bot's forfeit is not a played game)."""
     played = store.played()
-    return [s for s in schedule if (s.round, store.bot_id(s.south), store.bot_id(s.north)) not in played]
+    ids = {(b.name, b.digest): store.known_id(b) for s in slots for b in (s.south, s.north)}
+    return [
+        s
+        for s in slots
+        if (s.round, ids[(s.south.name, s.south.digest)], ids[(s.north.name, s.north.digest)]) not in played
+    ]

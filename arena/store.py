@@ -209,16 +209,30 @@ class Store:
 
     def bot_id(self, bot: Bot) -> int:
         """The id of this bot version, adding it on first sight."""
-        row = self.db.execute(
-            "SELECT id FROM bots WHERE name = ? AND digest = ?", (bot.name, bot.digest)
-        ).fetchone()
-        if row:
-            return int(row[0])
+        known = self.known_id(bot)
+        if known is not None:
+            return known
         cur = self.db.execute(
             "INSERT INTO bots (name, digest, path, author, first_seen) VALUES (?, ?, ?, ?, ?)",
             (bot.name, bot.digest, str(bot.path), bot.author, now()),
         )
         return int(cur.lastrowid or 0)
+
+    def known_id(self, bot: Bot) -> int | None:
+        """The id of this bot version if the store has seen it, without adding it."""
+        row = self.db.execute(
+            "SELECT id FROM bots WHERE name = ? AND digest = ?", (bot.name, bot.digest)
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def versions(self, ids: Iterable[int]) -> dict[str, str]:
+        """Name -> digest of the given bot versions."""
+        wanted = set(ids)
+        return {
+            name: digest
+            for i, name, digest in self.db.execute("SELECT id, name, digest FROM bots")
+            if i in wanted
+        }
 
     def set_current(self, bots: Iterable[Bot]) -> list[int]:
         """Mark which bot versions make up the current field (the leaderboard shows only their games)."""
@@ -237,8 +251,9 @@ class Store:
         return int(self.db.execute("DELETE FROM games WHERE reason = 'benched'").rowcount)
 
     def played(self) -> set[tuple[int, int, int]]:
-        """(round, south id, north id) of every stored game."""
-        return {(r, s, n) for r, s, n in self.db.execute("SELECT round, south_id, north_id FROM games")}
+        """(round, south id, north id) of every game played (not a benched bot's forfeit placeholder)."""
+        query = "SELECT round, south_id, north_id FROM games WHERE reason != 'benched'"
+        return {(r, s, n) for r, s, n in self.db.execute(query)}
 
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""
@@ -418,12 +433,14 @@ def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.D
 
 
 def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
-    """Bot versions outside the field (older code of a bot, or bots no longer in the folder), with how many
-    stored games each played."""
+    """Bot versions outside the field, with how many stored games each played and whether the bot was
+    withdrawn (its name is not in the field) or replaced by a newer version of its code."""
     query = (
         f"WITH {_FIELD}, played AS (SELECT bot, count(*) AS games FROM "
-        "(SELECT south_id AS bot FROM games UNION ALL SELECT north_id FROM games) GROUP BY bot) "
-        "SELECT b.id, b.name, b.digest, b.first_seen, coalesce(p.games, 0) AS games "
+        "(SELECT south_id AS bot FROM games UNION ALL SELECT north_id FROM games) GROUP BY bot), "
+        "names AS (SELECT name FROM bots WHERE id IN (SELECT id FROM field)) "
+        "SELECT b.id, b.name, b.digest, b.first_seen, coalesce(p.games, 0) AS games, "
+        "CASE WHEN b.name IN (SELECT name FROM names) THEN 'replaced' ELSE 'withdrawn' END AS status "
         "FROM bots b LEFT JOIN played p ON p.bot = b.id WHERE b.id NOT IN (SELECT id FROM field) "
         "ORDER BY b.name, b.id"
     )
@@ -431,11 +448,13 @@ def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
 
 
 def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
-    """One row: games stored, rounds played, first and last finish, and the field's share of the games."""
+    """One row: games stored, the rounds the field has played in, first and last finish, and the field's
+    share of the games."""
     query = (
-        f"WITH {_FIELD} SELECT count(*) AS games, count(DISTINCT round) AS rounds, "
-        "coalesce(max(round), 0) AS last_round, min(finished_at) AS first_finished, "
-        "max(finished_at) AS last_finished, "
+        f"WITH {_FIELD} SELECT count(*) AS games, "
+        f"count(DISTINCT CASE WHEN {_IN_FIELD} THEN round END) AS rounds, "
+        f"coalesce(max(CASE WHEN {_IN_FIELD} THEN round END), 0) AS last_round, "
+        "min(finished_at) AS first_finished, max(finished_at) AS last_finished, "
         f"sum(CASE WHEN {_IN_FIELD} THEN 1 ELSE 0 END) AS field_games FROM games"
     )
     return _table(store, query, {"field": _field(field)})

@@ -272,3 +272,62 @@ def test_the_cli_imports_no_heavy_module_for_help_play_or_solve() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- a tournament that knows its field -------------------------------------------------------------------
+
+
+FIRST = """import sys
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "MOVE":
+        board = [int(w) for w in words[2:]]
+        print(next(p for p in range(1, len(board) // 2) if board[p - 1]), flush=True)
+"""
+
+
+def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_the_page(
+    tmp_path: Path,
+) -> None:
+    bots = bots_folder(tmp_path, "greedy", "random", "alphabeta", "perfect")
+    run = [
+        sys.executable,
+        "-m",
+        "arena",
+        "run",
+        "--bots",
+        bots,
+        "--out",
+        tmp_path / "reports",
+        "--openings",
+        2,
+    ]
+    first = subprocess.run(
+        [*map(str, run), "--rules", SMALL, "--move-time", "300"], capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[0] == "new tournament 'default': 4 bots; 12 of 12 games to play"
+    (bots / "perfect.py").unlink()
+    with (bots / "greedy.py").open("a") as f:
+        f.write("# a changed version\n")
+    (bots / "first.py").write_text(FIRST, encoding="utf-8")
+    with Tournament(tmp_path / "reports" / "default") as cup:
+        plan = cup.plan(bots, rounds=2)
+    assert (plan.new, plan.changed, plan.left) == (("first",), ("greedy",), ("perfect",))
+    assert (plan.scheduled, plan.to_play) == (24, 22)  # random and alphabeta's two games of round 1 stand
+    again = subprocess.run([*map(str, run), "--rounds", "2"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    head = again.stdout.splitlines()[:2]
+    assert head == [
+        "continuing 'default': 1 new bot (first), 1 changed version (greedy), 1 left the field (perfect); "
+        "22 of 24 games to play",
+        "from the stored tournament: rules kalah,pits=4,seeds=3, move time 300 ms",  # --openings was asked
+    ]
+    page = (tmp_path / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+    status = dict(
+        re.findall(
+            r'<td class="name">(\w+)</td><td class="name"><code>\w+</code></td><td class="name">(\w+)', page
+        )
+    )
+    assert status == {"perfect": "withdrawn", "greedy": "replaced"}
+    assert "rounds played</th><td>2 (up to round 2)" in page
