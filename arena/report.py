@@ -75,6 +75,7 @@ class Fault:
     last_line: str
     long: bool
     finished_at: str
+    opening: str  # the opening's plies, '' for a game from the start position
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +216,7 @@ def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[B
                         last_line=next((ln for ln in reversed(lines) if ln.strip()), ""),
                         long=len(lines) > LONG_TAIL_LINES or len(text) > LONG_TAIL_CHARS,
                         finished_at=_when(f.finished_at),
+                        opening=" ".join(map(str, json.loads(f.opening))),
                     )
                 )
         out.append(BotFaults(str(r.bot), int(r.forfeits), str(r.forfeit_reasons), tuple(faults)))

@@ -424,8 +424,8 @@ def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.D
         f"WHERE faulty_id IS NOT NULL AND {_IN_FIELD}) "
         "SELECT g.id AS game, g.round, g.faulty_id AS bot, f.name AS bot_name, o.name AS opponent, "
         "CASE WHEN g.south_id = g.faulty_id THEN 'south' ELSE 'north' END AS started, g.reason, g.detail, "
-        "coalesce(json_extract(g.stderr, '$.\"' || g.faulty || '\"'), '') AS stderr, g.finished_at "
-        "FROM ranked r JOIN games g ON g.id = r.id JOIN bots f ON f.id = g.faulty_id "
+        "coalesce(json_extract(g.stderr, '$.\"' || g.faulty || '\"'), '') AS stderr, g.finished_at, "
+        "g.opening FROM ranked r JOIN games g ON g.id = r.id JOIN bots f ON f.id = g.faulty_id "
         "JOIN bots o ON o.id = CASE WHEN g.south_id = g.faulty_id THEN g.north_id ELSE g.south_id END "
         "WHERE r.nth <= :per_bot ORDER BY f.name, g.id DESC"
     )

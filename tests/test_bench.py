@@ -120,6 +120,8 @@ def test_a_bot_that_hangs_at_start_is_benched_and_tried_again_next_run(tmp_path:
     assert {r["reason"] for r in others} <= {"normal", "early"}
     page = (tmp_path / "reports" / "default" / "index.html").read_text(encoding="utf-8")
     assert "benched" in page
+    opening = " ".join(map(str, flaky[0]["opening"]))
+    assert opening and f"from the opening {opening})" in page  # where the fault's game began
 
     flag.unlink()  # fixed: the next run plays the benched games
     out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300)
