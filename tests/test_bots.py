@@ -8,6 +8,7 @@ fallback import of the arena beside bots/ is exercised too.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.util
 import os
 import queue
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from arena import solver as solver_module
+from arena.botkit import Turn
 from arena.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
@@ -284,6 +287,36 @@ def test_alphabeta_answers_within_the_time_given(start) -> None:
         assert move in rules.legal_moves(pos)
         assert took < ms / 1000, f"answered in {took:.3f} s with {ms} ms given"
     bot.quit()
+
+
+def test_perfect_keeps_its_table_small_and_starts_a_new_one_when_it_is_full(monkeypatch) -> None:
+    """A dict grows by copying itself whole, a pause the search cannot cut short (27-35 ms at 175,000 entries,
+    110-180 ms at 700,000 on a 2-core VM): the bot's table stays below the size where that hurts, and a full
+    one is replaced at the start of a move."""
+    spec = importlib.util.spec_from_file_location("perfect_bot", BOTS / "perfect.py")
+    perfect = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(perfect)
+    assert perfect.MAX_ENTRIES <= 1 << 17
+    monkeypatch.setattr(solver_module, "TICK", solver_module.TICK)  # the bot sets it for its process
+    rules = parse_rules("kalah")
+    kept, small = perfect.Player(), perfect.Player(max_entries=300)
+    solvers: dict[str, list[object]] = {"kept": [], "small": []}  # kept alive: ids would be reused
+    pos = rules.initial()
+    try:
+        for _ in range(8):
+            for name, player in (("kept", kept), ("small", small)):
+                move = player.answer(Turn(rules, pos, 100, time.perf_counter()))
+                assert move in rules.legal_moves(pos)
+                assert len(player.solver.table) <= player.max_entries
+                if not any(player.solver is seen for seen in solvers[name]):
+                    solvers[name].append(player.solver)
+            pos = rules.play(pos, move)
+            if pos.to_move == NORTH:  # the bot plays south; the other side answers at random
+                pos = rules.play(pos, random.Random(len(pos.board)).choice(rules.legal_moves(pos)))
+    finally:
+        gc.unfreeze()  # the bot freezes what is alive after each move, this test's process included
+    assert len(solvers["kept"]) == 1, "with room, one table serves every move"
+    assert len(solvers["small"]) > 1, "a full table is replaced"
 
 
 @functools.cache
