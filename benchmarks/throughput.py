@@ -93,7 +93,8 @@ class Run:
     games: int
     wall: float  # s, the whole command
     startup: float  # s until the tournament's store was written (python, imports, settings, openings)
-    main_cpu: float  # s of CPU of the arena process itself (store writes, records, the page), not its workers
+    main_cpu: float  # s of CPU of the arena process itself once its store exists (records, store writes,
+    # the page), not its workers'; its start-up before that is in `startup`
     again: float  # s, the same command again with nothing left to play
     records: list[dict]
 
@@ -120,11 +121,11 @@ def arena_run(folder: Path, games: int, jobs: int) -> Run:
     store = folder / "out" / "throughput" / "arena.sqlite"
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL)
-    stored = cpu = 0.0
+    stored = cpu = cpu_at_store = 0.0
     while proc.poll() is None:  # every 5 ms: has the store appeared, how much CPU has arena used
         cpu = max(cpu, _cpu(proc.pid))
         if not stored and store.exists():
-            stored = time.perf_counter() - start
+            stored, cpu_at_store = time.perf_counter() - start, cpu
         time.sleep(0.005)
     wall = time.perf_counter() - start
     if proc.returncode:
@@ -135,7 +136,7 @@ def arena_run(folder: Path, games: int, jobs: int) -> Run:
     export = [*arena_command(), "export", "--format", "jsonl", *where]
     out = subprocess.run(export, cwd=folder, env=env, check=True, capture_output=True, text=True).stdout
     records = [json.loads(line) for line in out.splitlines()]
-    return Run(len(records), wall, stored, cpu, again, records)
+    return Run(len(records), wall, stored, cpu - cpu_at_store, again, records)
 
 
 def _raw_worker(games: list[tuple[list, list]], barrier, results) -> None:  # type: ignore[no-untyped-def]
@@ -258,7 +259,7 @@ def main() -> None:
         f"{statistics.median(r.again for r in runs):.2f} s"
     )
     print(
-        f"  the arena process's own CPU (records, store, page; not its workers): {main_cpu:.2f} s, "
+        f"  the arena process's CPU after start-up (records, store, page; not workers): {main_cpu:.2f} s, "
         f"{main_cpu / games * 1000:.2f} ms a game"
     )
     print(
