@@ -3,8 +3,8 @@
     python benchmarks/ladder.py [--games 100] [--move-time 1000]
 
 On Kalah(6,6): random < greedy < alphabeta at depth 4 < alphabeta on its clock (the bundled alphabeta, given
-`--depth N` or not). Then on Kalah(4,3), which the perfect bot solves within its first moves: alphabeta at
-depth 2 < perfect, and perfect against alphabeta on its clock, where there is little left to win: the clock
+`--depth N` or not). Then on Kalah(4,3), which the solver bot solves within its first moves: alphabeta at
+depth 2 < solver, and solver against alphabeta on its clock, where there is little left to win: the clock
 lets alphabeta see most games of that board to the end too. Every game goes through the real scheduler,
 referee and bot processes, half of them with each bot as south. Most bots do not roll dice and would repeat
 one game per side, so each bot's first move of a game is a random pit (a wrapper answers it and passes every
@@ -80,9 +80,9 @@ STEPS: tuple[tuple[str, Rung, Rung], ...] = (  # (rules, weaker, stronger)
     ("kalah", Rung("random"), Rung("greedy")),
     ("kalah", Rung("greedy"), Rung("alphabeta", 4)),
     ("kalah", Rung("alphabeta", 4), Rung("alphabeta")),  # on the clock it searches far deeper than 4
-    ("kalah,pits=4,seeds=3", Rung("alphabeta", 2), Rung("perfect")),
+    ("kalah,pits=4,seeds=3", Rung("alphabeta", 2), Rung("solver")),
     # On a board this small, clocked alphabeta also sees nearly every game to its end: expect about even.
-    ("kalah,pits=4,seeds=3", Rung("alphabeta"), Rung("perfect")),
+    ("kalah,pits=4,seeds=3", Rung("alphabeta"), Rung("solver")),
 )
 
 

@@ -289,7 +289,7 @@ for line in sys.stdin:
 def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_the_page(
     tmp_path: Path,
 ) -> None:
-    bots = bots_folder(tmp_path, "greedy", "random", "alphabeta", "perfect")
+    bots = bots_folder(tmp_path, "greedy", "random", "alphabeta", "solver")
     run = [
         sys.executable,
         "-m",
@@ -307,19 +307,19 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
     )
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines()[0] == "new tournament 'default': 4 bots; 12 of 12 games to play"
-    (bots / "perfect.py").unlink()
+    (bots / "solver.py").unlink()
     with (bots / "greedy.py").open("a") as f:
         f.write("# a changed version\n")
     (bots / "first.py").write_text(FIRST, encoding="utf-8")
     with Tournament(tmp_path / "reports" / "default") as cup:
         plan = cup.plan(bots, rounds=2)
-    assert (plan.new, plan.changed, plan.left) == (("first",), ("greedy",), ("perfect",))
+    assert (plan.new, plan.changed, plan.left) == (("first",), ("greedy",), ("solver",))
     assert (plan.scheduled, plan.to_play) == (24, 22)  # random and alphabeta's two games of round 1 stand
     again = subprocess.run([*map(str, run), "--rounds", "2"], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     head = again.stdout.splitlines()[:2]
     assert head == [
-        "continuing 'default': 1 new bot (first), 1 changed version (greedy), 1 left the field (perfect); "
+        "continuing 'default': 1 new bot (first), 1 changed version (greedy), 1 left the field (solver); "
         "22 of 24 games to play",
         "from the stored tournament: rules kalah,pits=4,seeds=3, move time 300 ms",  # --openings was asked
     ]
@@ -329,5 +329,5 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
             r'<td class="name">(\w+)</td><td class="name"><code>\w+</code></td><td class="name">(\w+)', page
         )
     )
-    assert status == {"perfect": "withdrawn", "greedy": "replaced"}
+    assert status == {"solver": "withdrawn", "greedy": "replaced"}
     assert "rounds played</th><td>2 (up to round 2)" in page

@@ -31,7 +31,7 @@ from arena.rules import SWAP, parse_rules
 from arena.settings import Settings
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
-SEARCH_BOTS = ("alphabeta", "perfect")
+SEARCH_BOTS = ("alphabeta", "solver")
 MOVE_MS = 100  # the README's tournament
 GAMES = 4  # two with each bot as south: 6-10 s
 MARGIN = 0.75  # of the move time: each move must leave a quarter of it unused
@@ -112,10 +112,10 @@ def test_alphabeta_stops_within_a_few_nodes_of_its_deadline(monkeypatch: pytest.
     assert DEADLINE_NODES < search.nodes <= DEADLINE_NODES + CHECKED_EVERY
 
 
-def test_perfects_solver_stops_within_a_few_nodes_of_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    perfect = load("perfect")
+def test_solver_bot_stops_within_a_few_nodes_of_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    bot = load("solver")
     monkeypatch.setattr(solver_module, "TICK", solver_module.TICK)  # put back afterwards
-    player = perfect.Player()  # sets the solver's clock for the bot's process
+    player = bot.Player()  # sets the solver's clock for the bot's process
     rules = parse_rules("kalah")
     solver = solver_module.Solver(rules, player.max_entries)
     clock = SimpleNamespace(perf_counter=lambda: solver.nodes * NODE)

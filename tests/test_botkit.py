@@ -396,24 +396,24 @@ def bot_log_lines(text: str) -> tuple[list[str], bool]:
 
 
 ALPHABETA_LOG = re.compile(r"move (\d+|SWAP) depth \d+ value -?\d+ nodes \d+")
-PERFECT_LOG = re.compile(r"move (\d+|SWAP) value [+-]?[\d.e+-]+ (exact|depth \d+) nodes \d+ ms \d+")
+SOLVER_LOG = re.compile(r"move (\d+|SWAP) value [+-]?[\d.e+-]+ (exact|depth \d+) nodes \d+ ms \d+")
 
 
 @pytest.mark.parametrize("spec", ["kalah", "kalah,pie", "mankalah"])
 def test_bundled_search_bots_play_clean_games_through_the_referee(spec: str) -> None:
     rules = parse_rules(spec)
     alphabeta = Player(load_bot(BOTS / "alphabeta.py"))
-    perfect = Player(load_bot(BOTS / "perfect.py"))
+    solver = Player(load_bot(BOTS / "solver.py"))
     limits = Limits(move_ms=100, startup_ms=5000)
     try:
-        for south, north in ((alphabeta, perfect), (perfect, alphabeta)):  # one process each, two games
+        for south, north in ((alphabeta, solver), (solver, alphabeta)):  # one process each, two games
             record = play_game(rules, south, north, limits)
             assert record.faulty is None, f"{record.faulty}: {record.detail}\n{record.stderr}"
             assert record.reason == "normal"
-            for player, pattern in ((alphabeta, ALPHABETA_LOG), (perfect, PERFECT_LOG)):
+            for player, pattern in ((alphabeta, ALPHABETA_LOG), (solver, SOLVER_LOG)):
                 logged, whole = bot_log_lines(record.stderr.get(player.name, ""))
                 assert all(pattern.fullmatch(line) for line in logged), logged[:5]
                 assert len(logged) == record.moves_made[player.name] or not whole, "one log line a move"
     finally:
         alphabeta.close()
-        perfect.close()
+        solver.close()

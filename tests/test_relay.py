@@ -194,7 +194,7 @@ def test_greedy_takes_the_relay_capture() -> None:
     assert greedy.best_move(board, greedy.Rules("relay,pits=4,seeds=3")) == (8, 4)
 
 
-BUNDLED = ("random", "greedy", "alphabeta", "perfect")
+BUNDLED = ("random", "greedy", "alphabeta", "solver")
 
 
 def test_the_bundled_bots_play_relay_through_the_referee() -> None:

@@ -1,4 +1,4 @@
-"""The exact solver (arena/solver.py), `arena solve` and the perfect bot, checked against plain minimax.
+"""The exact solver (arena/solver.py), `arena solve` and the solver bot, checked against plain minimax.
 
 The reference below is the textbook definition, written out with no pruning and no table, so it shares
 nothing with the solver but the rules engine: every move, all the way to the end of the game.
@@ -256,15 +256,15 @@ def test_cli_solve_bad_rules() -> None:
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "pits" in run.stderr
 
 
-# The perfect bot, as arena runs it: a process speaking protocol v1.
+# The solver bot, as arena runs it: a process speaking protocol v1.
 
 
 class Bot:
-    """bots/perfect.py as a process, from the bots folder and without arena on PYTHONPATH."""
+    """bots/solver.py as a process, from the bots folder and without arena on PYTHONPATH."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-P", str(ROOT / "bots" / "perfect.py")],
+            [sys.executable, "-u", "-P", str(ROOT / "bots" / "solver.py")],
             cwd=ROOT / "bots",
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -293,7 +293,7 @@ class Bot:
 
 
 @pytest.fixture
-def perfect():
+def solver_bot():
     bots: list[Bot] = []
 
     def start() -> Bot:
@@ -333,12 +333,12 @@ def referee(bot: Bot, spec: str, side: int, rng: random.Random, ms: int) -> tupl
     "spec",
     ["kalah,pits=3,seeds=3,pie", "kalah,pits=3,seeds=2,pie,no-first-extra", "relay,pits=3,seeds=3,chain"],
 )
-def test_perfect_bot_gets_at_least_the_value(perfect, spec: str) -> None:
+def test_solver_bot_gets_at_least_the_value(solver_bot, spec: str) -> None:
     """On a board it solves within the MOVE time, the bot reaches at least the start's exact value from
     either side, whatever the opponent does: that checks its view of the position (first turn, SWAP)."""
     rules = parse_rules(spec)
     value = solve(rules).value
-    bot = perfect()
+    bot = solver_bot()
     bot.send("HELLO this is not protocol v1")  # lines it does not know, and empty ones, need no answer
     bot.send("")
     rng = random.Random(spec)
@@ -349,8 +349,8 @@ def test_perfect_bot_gets_at_least_the_value(perfect, spec: str) -> None:
     bot.quit()
 
 
-def test_perfect_bot_answers_in_time_on_a_big_board(perfect) -> None:
-    bot = perfect()
+def test_solver_bot_answers_in_time_on_a_big_board(solver_bot) -> None:
+    bot = solver_bot()
     bot.send("NEWGAME 7 7 north kalah,pits=7,seeds=7")
     bot.ask((7,) * 7 + (0,) + (7,) * 7 + (0,), 100)  # the first MOVE also pays for starting Python
     bot.send("END loss 0 0 crash")
