@@ -413,6 +413,10 @@ def test_a_tournament_of_hostile_bots(tmp_path: Path) -> None:
         else:
             assert len(lost) == len(against_good) == 2 * len(WELL_BEHAVED), (name, against_good)
         for g in lost:
+            if g["reason"] == "benched":  # no first answer in 3 games in a row: benched for the run
+                assert "no first answer in 3 games in a row" in g["detail"], g
+                assert sum(h["faulty"] == name and h["reason"] != "benched" for h in mine) >= 3, mine
+                continue
             if name == "close_stdout" and sandboxed and g["reason"] == "timeout":
                 continue  # a known bug under bubblewrap: see test_confine.py, closes_stdout [sandbox]
             assert g["reason"] == reason, g
