@@ -287,7 +287,6 @@ def run(  # type: ignore[no-untyped-def]
     ponder,
 ):
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
-    from arena import ratings
     from arena.api import Tournament, entrants
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
@@ -316,6 +315,8 @@ def run(  # type: ignore[no-untyped-def]
         click.echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
+        from arena import ratings  # pandas: once the games are played, not while both cores wait
+
         if result.before:
             click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         click.echo(ratings.format_table(standings.board))

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,14 +81,23 @@ def is_plain(kind: Any) -> bool:
     return kind in (int, float, str) or (union and args <= {int, float, str})
 
 
-def encode(kind: Any, value: Any) -> Any:
-    """A field's value as one SQL/CSV cell: plain values as they are, containers as JSON text."""
-    return value if is_plain(kind) else json.dumps(_plain(value))
+def encoder(kind: Any) -> Callable[[Any], Any]:
+    """How a field of this type becomes one SQL/CSV cell: plain values as they are, containers as JSON
+    text. Asked once per field, not once per game: working out a type costs more than encoding it."""
+    return _same if is_plain(kind) else _json
 
 
-def decode(kind: Any, value: Any) -> Any:
-    """The inverse of `encode`, as plain values (lists, not tuples: `GameRecord.from_dict` types them)."""
-    return value if is_plain(kind) else json.loads(value)
+def decoder(kind: Any) -> Callable[[Any], Any]:
+    """The inverse of `encoder`, as plain values (lists, not tuples: `GameRecord.from_dict` types them)."""
+    return _same if is_plain(kind) else json.loads
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_plain(value))
 
 
 def _plain(value: Any) -> Any:

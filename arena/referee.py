@@ -11,8 +11,7 @@ every move (`observe`), which v1 ignores.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from arena.bots import Bot
@@ -183,13 +182,21 @@ class _Forfeit(Exception):
         self.fault = fault
 
 
-@contextmanager
-def _charged_to(player: Player) -> Iterator[None]:
-    """Whatever Fault happens inside is `player`'s: the one place blame is assigned."""
-    try:
-        yield
-    except Fault as fault:
-        raise _Forfeit(player, fault) from None
+class _charged_to:  # noqa: N801 (used like a function: `with _charged_to(player):`)
+    """Whatever Fault happens inside is `player`'s: the one place blame is assigned. A class rather than a
+    generator-based context manager: it runs three times a move, and this costs a third as much."""
+
+    __slots__ = ("player",)
+
+    def __init__(self, player: Player) -> None:
+        self.player = player
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, fault: BaseException | None, tb: object) -> None:
+        if isinstance(fault, Fault):
+            raise _Forfeit(self.player, fault) from None
 
 
 def play_game(

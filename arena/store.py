@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.bots import Bot
 from arena.openings import Book
-from arena.record import GameRecord, decode, encode, is_plain, record_fields
+from arena.record import GameRecord, decoder, encoder, is_plain, record_fields
 from arena.rules import Move
 from arena.settings import Settings
 
@@ -30,6 +30,8 @@ STORE_FILE = "arena.sqlite"
 # SQL types of the record's fields; containers (moves, think_ms, stderr, ...) are stored as JSON text.
 _SQL_TYPES = {int: "INTEGER NOT NULL", float: "REAL NOT NULL", str: "TEXT NOT NULL"}
 RECORD_FIELDS = record_fields()
+_ENCODE = tuple((name, encoder(kind)) for name, kind in RECORD_FIELDS)
+_DECODE = {name: decoder(kind) for name, kind in RECORD_FIELDS}
 # Per-bot figures of a game, read out of the record by its own rules (the swap rule is `store_of`'s), kept
 # in columns of their own so that the tables below can sum them in SQL: (column, SQL type, how).
 _SUMMARY: tuple[tuple[str, str, Callable[[GameRecord], object]], ...] = (
@@ -117,6 +119,7 @@ def now() -> str:
 class Store:
     def __init__(self, path: Path, create: bool = True) -> None:
         self.path = Path(path)
+        self._ids: dict[tuple[str, str], int] = {}  # bot versions' ids: this process is the one writer
         if not create and not self.path.exists():
             raise StoreError(f"no tournament store at {self.path}; run 'arena run' first")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,15 +211,20 @@ class Store:
     # --- bots -----------------------------------------------------------------------------------------
 
     def bot_id(self, bot: Bot) -> int:
-        """The id of this bot version, adding it on first sight."""
+        """The id of this bot version, adding it on first sight (remembered: asked twice a game)."""
+        key = (bot.name, bot.digest)
+        if key in self._ids:
+            return self._ids[key]
         known = self.known_id(bot)
         if known is not None:
+            self._ids[key] = known
             return known
         cur = self.db.execute(
             "INSERT INTO bots (name, digest, path, author, first_seen) VALUES (?, ?, ?, ?, ?)",
             (bot.name, bot.digest, str(bot.path), bot.author, now()),
         )
-        return int(cur.lastrowid or 0)
+        self._ids[key] = int(cur.lastrowid or 0)
+        return self._ids[key]
 
     def known_id(self, bot: Bot) -> int | None:
         """The id of this bot version if the store has seen it, without adding it."""
@@ -275,10 +283,9 @@ class Store:
             where = f"WHERE south_id IN ({marks}) AND north_id IN ({marks})"
             params = ids + ids
         query = f"SELECT {', '.join(EXPORT_FIELDS)} FROM games {where} ORDER BY round, ordinal"
-        kinds = dict(RECORD_FIELDS)
         for row in self.db.execute(query, params):
             yield {
-                name: decode(kinds[name], value) if name in kinds else value
+                name: _DECODE[name](value) if name in _DECODE else value
                 for name, value in zip(EXPORT_FIELDS, row, strict=True)
             }
 
@@ -293,7 +300,7 @@ def _game_row(
         ids.get(record.winner) if record.winner else None,
         ids.get(record.faulty) if record.faulty else None,
     ]
-    row += [encode(kind, getattr(record, name)) for name, kind in RECORD_FIELDS]
+    row += [encode(getattr(record, name)) for name, encode in _ENCODE]
     row += [how(record) for _, _, how in _SUMMARY]
     return [*row, finished_at]
 

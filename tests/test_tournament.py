@@ -320,9 +320,10 @@ def test_run_prints_the_leaderboard_and_stores_every_game(played):
     base, bots, out = played
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert "rank" in lines[0] and "bot" in lines[0]
+    assert lines[0] == f"new tournament '{NAME}': 3 bots; 12 of 12 games to play"
+    assert "rank" in lines[1] and "bot" in lines[1]
     for name in ("greedy", "first", "alphabeta"):
-        assert any(re.search(rf"\s{name}\s", line) for line in lines[1:4]), out.stdout
+        assert any(re.search(rf"\s{name}\s", line) for line in lines[2:5]), out.stdout
     page = base / "reports" / NAME / "index.html"
     assert lines[-1] == f"report: {page}"
     assert page.is_file()
