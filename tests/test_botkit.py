@@ -13,9 +13,11 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from arena import botkit
 from arena.botkit import Turn, run
 from arena.bots import load_bot
 from arena.referee import Limits, Player, play_game
@@ -375,14 +377,15 @@ def test_turn_clock_starts_when_the_move_line_is_read() -> None:
     assert left < 0.2 - 0.05 + 0.001, "the bot's time since the MOVE was read is counted"
 
 
-def test_turn_budget_and_deadline() -> None:
+def test_turn_budget_and_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = parse_rules("kalah")
-    now = time.perf_counter()
+    now = 1000.0  # a stopped clock: a busy machine's pause between two lines cannot move it
+    monkeypatch.setattr(botkit, "time", SimpleNamespace(perf_counter=lambda: now))
     turn = Turn(rules, rules.initial(), 2000, now - 0.1)  # the MOVE line was read 0.1 s ago
     assert turn.deadline == pytest.approx(now + 1.9)
-    assert turn.budget(0.25) == pytest.approx(0.4, abs=0.02)
-    assert turn.budget(0.25, cap=0.3) == pytest.approx(0.2, abs=0.02)  # the cap counts from the MOVE too
-    assert turn.budget(0.01) < 0  # already spent
+    assert turn.budget(0.25) == pytest.approx(0.4)
+    assert turn.budget(0.25, cap=0.3) == pytest.approx(0.2)  # the cap counts from the MOVE too
+    assert turn.budget(0.01) == pytest.approx(-0.08)  # already spent
 
 
 # The bundled search bots, built on botkit, through arena's real referee
