@@ -18,16 +18,16 @@ from typing import Any
 _EXPORTS = {
     "Tournament": "arena.api",
     "Match": "arena.api",
-    "Settings": "arena.settings",
-    "GameRecord": "arena.record",
-    "Bot": "arena.bots",
-    "BotError": "arena.bots",
-    "discover": "arena.bots",
-    "load_bot": "arena.bots",
-    "find_bot": "arena.bots",
-    "parse_rules": "arena.rules",
-    "RulesError": "arena.rules",
-    "StoreError": "arena.store",
+    "Settings": "arena.tournament.settings",
+    "GameRecord": "arena.match.record",
+    "Bot": "arena.match.bots",
+    "BotError": "arena.match.bots",
+    "discover": "arena.match.bots",
+    "load_bot": "arena.match.bots",
+    "find_bot": "arena.match.bots",
+    "parse_rules": "arena.game.rules",
+    "RulesError": "arena.game.rules",
+    "StoreError": "arena.tournament.store",
 }
 __all__ = sorted(_EXPORTS)
 

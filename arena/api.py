@@ -23,20 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from arena.bots import Bot, BotError, discover
-from arena.confine import Capabilities, Confinement, Warden, capabilities
-from arena.openings import Book, generate, load_book, order
-from arena.record import GameRecord
-from arena.referee import Player, check_rules, play_game
-from arena.rules import Move, Position
-from arena.settings import BENCH_AFTER, Settings, resolve
-from arena.store import EXPORT_FIELDS, STORE_FILE, Store
+from arena.game.openings import Book, generate, load_book, order
+from arena.game.rules import Move, Position
+from arena.match.bots import Bot, BotError, discover
+from arena.match.confine import Capabilities, Confinement, Warden, capabilities
+from arena.match.record import GameRecord
+from arena.match.referee import Player, check_rules, play_game
+from arena.tournament.settings import BENCH_AFTER, Settings, resolve
+from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from arena.ratings import Standings
-    from arena.scheduler import RunResult
+    from arena.tournament.ratings import Standings
+    from arena.tournament.scheduler import RunResult
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -202,7 +202,7 @@ class Tournament:
         cleanly: the result says `interrupted`, and every finished game is stored. A bot with no first
         answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run tries it
         again."""
-        from arena import scheduler
+        from arena.tournament import scheduler
 
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
@@ -227,7 +227,7 @@ class Tournament:
         self, bots: Sequence[Bot] | Path | str = "bots", rounds: int = 1, gauntlet: str | None = None
     ) -> Plan:
         """What `run` with these arguments would play, and how the field changed since the last run."""
-        from arena import scheduler
+        from arena.tournament import scheduler
 
         field, hero = entrants(bots, gauntlet)
         before = self.store.versions(self.store.current_ids())
@@ -255,7 +255,7 @@ class Tournament:
 
     def standings(self) -> Standings:
         """The leaderboard and the head-to-head table, from the store."""
-        from arena import ratings
+        from arena.tournament import ratings
 
         return ratings.standings(self.store)
 
@@ -265,7 +265,7 @@ class Tournament:
 
     def report(self, standings: Standings | None = None) -> Path:
         """Write the page, FOLDER/index.html, from the store alone; returns its path."""
-        from arena import report
+        from arena.report import page as report
 
         return report.write_report(self.store, self.folder, standings)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from arena.rules import SOUTH, IllegalMove, Move, Position, Rules, RulesError, parse_rules
+from arena.game.rules import SOUTH, IllegalMove, Move, Position, Rules, RulesError, parse_rules
 
 
 @dataclass(frozen=True, slots=True)

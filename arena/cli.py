@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from arena.bots import BotError, find_bot
-from arena.openings import BookError
-from arena.rules import RulesError, board_text, parse_rules
-from arena.settings import BENCH_AFTER, Settings, resolve
-from arena.store import StoreError
+from arena.game.openings import BookError
+from arena.game.rules import RulesError, board_text, parse_rules
+from arena.match.bots import BotError, find_bot
+from arena.tournament.settings import BENCH_AFTER, Settings, resolve
+from arena.tournament.store import StoreError
 
 if TYPE_CHECKING:
-    from arena.record import GameRecord
+    from arena.match.record import GameRecord
 
 # The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
 # are imported inside the commands that use them: `arena --help` and `arena play` start in a blink.
@@ -315,7 +315,7 @@ def run(  # type: ignore[no-untyped-def]
         click.echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
-        from arena import ratings  # pandas: once the games are played, not while both cores wait
+        from arena.tournament import ratings  # pandas: once the games are played, not while both cores wait
 
         if result.before:
             click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
@@ -394,7 +394,7 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
     Only small boards finish: Kalah(4,4) and Kalah(6,2) take seconds, Kalah(6,6) would take ages.
     Progress goes to stderr once a second."""
 
-    from arena import solver
+    from arena.game import solver
 
     def progress(p: solver.Progress) -> None:
         rate = p.nodes / max(p.seconds, 1e-9)

@@ -27,9 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena import ratings, report  # noqa: E402
-from arena.bots import Bot  # noqa: E402
-from arena.store import Settings, Store, now  # noqa: E402
+from arena.match.bots import Bot  # noqa: E402
+from arena.report import page as report  # noqa: E402
+from arena.tournament import ratings  # noqa: E402
+from arena.tournament.store import Settings, Store, now  # noqa: E402
 
 REASONS = ("timeout", "crash", "illegal", "garbled")
 

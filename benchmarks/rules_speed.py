@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from arena.rules import Kalah, Move, Position, parse_rules  # noqa: E402
+from arena.game.rules import Kalah, Move, Position, parse_rules  # noqa: E402
 
 SPECS = ("kalah", "kalah,pits=7,seeds=7,pie")
 REPEATS = 5

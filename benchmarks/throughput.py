@@ -34,13 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.bots import Bot, load_bot  # noqa: E402
-from arena.confine import Confinement, capabilities  # noqa: E402
-from arena.protocol import move_line, newgame_line  # noqa: E402
-from arena.referee import Limits, Player, play_game  # noqa: E402
-from arena.rules import parse_rules  # noqa: E402
-from arena.scheduler import play_slots  # noqa: E402
-from arena.store import Slot  # noqa: E402
+from arena.game.rules import parse_rules  # noqa: E402
+from arena.match.bots import Bot, load_bot  # noqa: E402
+from arena.match.confine import Confinement, capabilities  # noqa: E402
+from arena.match.protocol import move_line, newgame_line  # noqa: E402
+from arena.match.referee import Limits, Player, play_game  # noqa: E402
+from arena.tournament.scheduler import play_slots  # noqa: E402
+from arena.tournament.store import Slot  # noqa: E402
 
 
 def scheduler_rate(

@@ -1,4 +1,4 @@
-"""Alpha-beta Kalah bot: iterative-deepening negamax search on the arena rules engine (arena.rules).
+"""Alpha-beta Kalah bot: iterative-deepening negamax search on the arena rules engine (arena.game.rules).
 
 Search: negamax with alpha-beta pruning, one ply per move. An extra turn keeps the same player to move, so
 that child's value is taken as is instead of negated (and the window is passed unchanged); after SWAP the
@@ -29,11 +29,11 @@ import time
 
 try:
     from arena.botkit import Turn, run
-    from arena.rules import SWAP, Move, Position
+    from arena.game.rules import SWAP, Move, Position
 except ImportError:  # developing in the source tree without arena installed: use the arena beside bots/
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from arena.botkit import Turn, run
-    from arena.rules import SWAP, Move, Position
+    from arena.game.rules import SWAP, Move, Position
 
 MAX_SECONDS = 3.0
 TIME_FRACTION = 0.25

@@ -1,12 +1,12 @@
 """Solver Kalah bot: perfect on small boards, a time-limited search with a transposition table on big ones.
 
-Each MOVE runs arena.solver's iterative deepening (alpha-beta with a transposition table, MTD(f), see
-arena/solver.py) for a part of the MOVE time. When an iteration reaches the end of the game everywhere, the
-move is perfect. On a board too big for that, such as Kalah(6,6), it is not: it answers with the deepest
+Each MOVE runs arena.game.solver's iterative deepening (alpha-beta with a transposition table, MTD(f), see
+arena/game/solver.py) for a part of the MOVE time. When an iteration reaches the end of the game everywhere,
+the move is perfect. On a board too big for that, such as Kalah(6,6), it is not: it answers with the deepest
 finished iteration, an alpha-beta bot with a table, which scored 67.5% (95% interval 52-80%) over 40 games
 against alphabeta at 100 ms a move; it can lose to alphabeta, and ranks near it. The table lives as long as
-the process, so what one move solved (every position seen, under these rules) makes the next moves and
-games quick: on Kalah(4,3) only the first few moves of its first game are estimates.
+the process, so what one move solved (every position seen, under these rules) makes the next moves and games
+quick: on Kalah(4,3) only the first few moves of its first game are estimates.
 
 Time: a quarter of the MOVE time, counted from when the MOVE line was read. The search looks at the clock
 every TICK nodes. The table holds at most MAX_ENTRIES positions (Kalah(4,3) solved takes 18,551): a Python
@@ -23,16 +23,16 @@ import os
 import sys
 
 try:
-    from arena import solver as solver_module
     from arena.botkit import Turn, run
-    from arena.rules import Move
-    from arena.solver import Solver
+    from arena.game import solver as solver_module
+    from arena.game.rules import Move
+    from arena.game.solver import Solver
 except ImportError:  # developing in the source tree without arena installed: use the arena beside bots/
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from arena import solver as solver_module
     from arena.botkit import Turn, run
-    from arena.rules import Move
-    from arena.solver import Solver
+    from arena.game import solver as solver_module
+    from arena.game.rules import Move
+    from arena.game.solver import Solver
 
 TIME_FRACTION = 0.25  # of the MOVE time, as protocol.md advises
 MAX_SECONDS = 10.0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots import Bot, load_bot
-from arena.referee import Player
+from arena.match.bots import Bot, load_bot
+from arena.match.referee import Player
 
 PRELUDE = '''\
 import os, subprocess, sys, time

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from procs import processes_mentioning
 
-from arena import store as st
 from arena.api import Match, Tournament
-from arena.bots import BotError, load_bot
-from arena.confine import sandbox_problem
-from arena.record import GameRecord
-from arena.rules import SWAP
-from arena.settings import Settings
-from arena.store import EXPORT_FIELDS, Store, StoreError
+from arena.game.rules import SWAP
+from arena.match.bots import BotError, load_bot
+from arena.match.confine import sandbox_problem
+from arena.match.record import GameRecord
+from arena.tournament import store as st
+from arena.tournament.settings import Settings
+from arena.tournament.store import EXPORT_FIELDS, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"
@@ -196,7 +196,7 @@ def swapped_record() -> GameRecord:
 
 
 def test_every_record_field_is_a_column_and_comes_back_unchanged(tmp_path: Path) -> None:
-    from arena.bots import Bot
+    from arena.match.bots import Bot
 
     ann = Bot("ann", ("true",), tmp_path, tmp_path / "ann", "a1")
     bob = Bot("bob", ("true",), tmp_path, tmp_path / "bob", "b1")
@@ -267,7 +267,7 @@ def test_a_schema_1_store_is_migrated_with_every_game_kept(tmp_path: Path) -> No
 def test_the_cli_imports_no_heavy_module_for_help_play_or_solve() -> None:
     heavy = ("pandas", "numpy", "multiprocess", "jinja2", "trueskill")
     code = (
-        "import sys, arena.cli, arena.api, arena.solver\n"
+        "import sys, arena.cli, arena.api, arena.game.solver\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,11 +9,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from arena.bots import Bot
-from arena.record import GameRecord
-from arena.rules import parse_rules
-from arena.scheduler import Bench
-from arena.store import STORE_FILE, Slot, Store
+from arena.game.rules import parse_rules
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.tournament.scheduler import Bench
+from arena.tournament.store import STORE_FILE, Slot, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"

@@ -23,12 +23,12 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from arena import solver as solver_module
 from arena.api import Match
-from arena.bots import load_bot
-from arena.record import GameRecord
-from arena.rules import SWAP, parse_rules
-from arena.settings import Settings
+from arena.game import solver as solver_module
+from arena.game.rules import SWAP, parse_rules
+from arena.match.bots import load_bot
+from arena.match.record import GameRecord
+from arena.tournament.settings import Settings
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
 SEARCH_BOTS = ("alphabeta", "solver")

@@ -19,9 +19,9 @@ import pytest
 
 from arena import botkit
 from arena.botkit import Turn, run
-from arena.bots import load_bot
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
+from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
+from arena.match.bots import load_bot
+from arena.match.referee import Limits, Player, play_game
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
 

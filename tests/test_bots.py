@@ -22,9 +22,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena import solver as solver_module
 from arena.botkit import Turn
-from arena.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
+from arena.game import solver as solver_module
+from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
 BUNDLED = ("random", "greedy", "alphabeta")

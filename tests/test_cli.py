@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.rules import SWAP, parse_rules
+from arena.game.rules import SWAP, parse_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

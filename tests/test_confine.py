@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from procs import is_running, proc_state, processes_mentioning
 
-from arena.bots import Bot, load_bot
-from arena.confine import Confinement, Jail, Warden, capabilities, sandbox_problem
-from arena.record import GameRecord
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SOUTH, Kalah, Rules
+from arena.game.rules import NORTH, SOUTH, Kalah, Rules
+from arena.match.bots import Bot, load_bot
+from arena.match.confine import Confinement, Jail, Warden, capabilities, sandbox_problem
+from arena.match.record import GameRecord
+from arena.match.referee import Limits, Player, play_game
 
 SMALL = Kalah(pits=4, seeds=3)
 FAST = Limits(move_ms=500, startup_ms=5000)

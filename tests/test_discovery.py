@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots import BotError, discover, find_bot, load_bot
+from arena.match.bots import BotError, discover, find_bot, load_bot
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
 

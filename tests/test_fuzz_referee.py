@@ -6,9 +6,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.bots import load_bot
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.match.bots import load_bot
+from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
 REASONS = {"normal", "early", "timeout", "crash", "illegal", "garbled"}

@@ -22,8 +22,8 @@ from pathlib import Path
 import markupsafe
 from procs import cmdline, processes_mentioning
 
-from arena.confine import Confinement, Warden, sandbox_problem
-from arena.rules import parse_rules
+from arena.game.rules import parse_rules
+from arena.match.confine import Confinement, Warden, sandbox_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"

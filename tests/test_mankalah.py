@@ -1,4 +1,4 @@
-"""Manchester-protocol agents (arena/mankalah.py) next to protocol v1 bots, and the time bank.
+"""Manchester-protocol agents (arena/match/mankalah.py) next to protocol v1 bots, and the time bank.
 
 The agents are written here, in Python and in Java, the way students write them for the Manchester engine:
 they read START/CHANGE/END lines, keep the board from the CHANGE states, answer MOVE;<hole> or SWAP, and log
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots import Bot, load_bot
-from arena.mankalah import change_line, parse_reply, start_line, state_text
-from arena.process import Fault
-from arena.record import GameRecord
-from arena.referee import Limits, Player, check_rules, play_game
-from arena.rules import MANKALAH, NORTH, SOUTH, SWAP, Kalah, RulesError, parse_rules
-from arena.store import store_path
+from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Kalah, RulesError, parse_rules
+from arena.match.bots import Bot, load_bot
+from arena.match.mankalah import change_line, parse_reply, start_line, state_text
+from arena.match.process import Fault
+from arena.match.record import GameRecord
+from arena.match.referee import Limits, Player, check_rules, play_game
+from arena.tournament.store import store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = Limits(move_ms=1000, startup_ms=5000)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arena.api import Tournament
-from arena.openings import (
+from arena.game.openings import (
     BALANCE_DEPTH,
     PLIES,
     Book,
@@ -27,8 +27,8 @@ from arena.openings import (
     score,
     tolerance,
 )
-from arena.rules import NORTH, SOUTH, SWAP, parse_rules
-from arena.store import STORE_FILE, Store
+from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.tournament.store import STORE_FILE, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"

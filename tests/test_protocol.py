@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arena.process import Fault
-from arena.protocol import end_line, move_line, newgame_line, parse_move
-from arena.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.match.process import Fault
+from arena.match.protocol import end_line, move_line, newgame_line, parse_move
 
 
 @pytest.mark.parametrize(("line", "move"), [("3", 3), (" 3 ", 3), ("12", 12), ("SWAP", SWAP), ("0", 0)])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots import load_bot
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SWAP, parse_rules
+from arena.game.rules import NORTH, SWAP, parse_rules
+from arena.match.bots import load_bot
+from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "protocol.md").read_text()

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import trueskill
 
-from arena import ratings
-from arena import store as st
-from arena.bots import Bot
-from arena.ratings import Model, Skill
-from arena.record import GameRecord
-from arena.rules import SWAP
-from arena.store import Slot, Store
+from arena.game.rules import SWAP
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.tournament import ratings
+from arena.tournament import store as st
+from arena.tournament.ratings import Model, Skill
+from arena.tournament.store import Slot, Store
 
 
 def make_bot(name: str, version: str = "1") -> Bot:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from procs import is_running
 
-from arena.bots import Bot
-from arena.record import GameRecord
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SOUTH, SWAP, Kalah, Position, Rules, parse_rules
+from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Position, Rules, parse_rules
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.match.referee import Limits, Player, play_game
 
 FAST = Limits(move_ms=200, startup_ms=2000)
 SLOW_MOVES = Limits(move_ms=5000, startup_ms=2000)  # to show that a dead bot is not waited for

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.bots import load_bot
-from arena.referee import Limits, Player, play_game
-from arena.rules import NORTH, SOUTH, Position, Rules, parse_rules
+from arena.game.rules import NORTH, SOUTH, Position, Rules, parse_rules
+from arena.match.bots import load_bot
+from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
 RELAY = parse_rules("relay,pits=4,seeds=3")

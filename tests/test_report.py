@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from arena import ratings, report
-from arena.bots import Bot
-from arena.record import GameRecord
-from arena.settings import Settings
-from arena.store import Slot, Store
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.report import page as report
+from arena.tournament import ratings
+from arena.tournament.settings import Settings
+from arena.tournament.store import Slot, Store
 
 ATTACK = "<script>alert(1)</script>"
 

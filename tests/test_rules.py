@@ -1,4 +1,4 @@
-"""Tests of the rules engine (arena/rules.py).
+"""Tests of the rules engine (arena/game/rules.py).
 
 Besides hand-checked positions, the engine is compared against `naive_play`, a deliberately simple reference
 written here from the rules brief: it sows one seed at a time round a list of holes in sowing order, so it
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena.rules import (
+from arena.game.rules import (
     END_RULES,
     MAX_PITS,
     MAX_SEEDS,

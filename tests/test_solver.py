@@ -1,4 +1,4 @@
-"""The exact solver (arena/solver.py), `arena solve` and the solver bot, checked against plain minimax.
+"""The exact solver (arena/game/solver.py), `arena solve` and the solver bot, checked against plain minimax.
 
 The reference below is the textbook definition, written out with no pruning and no table, so it shares
 nothing with the solver but the rules engine: every move, all the way to the end of the game.
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from arena.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
-from arena.solver import Solver, solve
+from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
+from arena.game.solver import Solver, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 

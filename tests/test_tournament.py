@@ -28,13 +28,13 @@ import markupsafe
 import pytest
 from procs import processes_mentioning
 
-from arena import ratings, scheduler
 from arena.api import Tournament
-from arena.bots import Bot, discover
-from arena.record import GameRecord
-from arena.rules import SWAP, parse_rules
-from arena.settings import Settings
-from arena.store import EXPORT_FIELDS, Slot, Store, store_path
+from arena.game.rules import SWAP, parse_rules
+from arena.match.bots import Bot, discover
+from arena.match.record import GameRecord
+from arena.tournament import ratings, scheduler
+from arena.tournament.settings import Settings
+from arena.tournament.store import EXPORT_FIELDS, Slot, Store, store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 
 import multiprocess
 
-from arena.bots import Bot
-from arena.confine import Confinement, Warden
-from arena.openings import Book, Opening
-from arena.openings import play as play_opening
-from arena.record import GameRecord
-from arena.referee import Limits, Player, check_rules, play_game, starts_anywhere
-from arena.rules import NORTH, SOUTH, Rules, parse_rules
-from arena.settings import BENCH_AFTER
-from arena.store import Slot, Store
+from arena.game.openings import Book, Opening
+from arena.game.openings import play as play_opening
+from arena.game.rules import NORTH, SOUTH, Rules, parse_rules
+from arena.match.bots import Bot
+from arena.match.confine import Confinement, Warden
+from arena.match.record import GameRecord
+from arena.match.referee import Limits, Player, check_rules, play_game, starts_anywhere
+from arena.tournament.settings import BENCH_AFTER
+from arena.tournament.store import Slot, Store
 
 MAX_IDLE_PLAYERS = 16  # bot processes a worker keeps alive between games
 

@@ -1,8 +1,9 @@
 """The game record: what one finished game was, defined once.
 
-The referee returns it, `arena play --json` prints it, the store keeps one column per field (arena/store.py
-derives its table, its INSERT and its SELECT from `fields(GameRecord)`), `arena export` writes those fields,
-and the report reads them back. A new field is added here and nowhere else.
+The referee returns it, `arena play --json` prints it, the store keeps one column per field
+(arena/tournament/store.py derives its table, its INSERT and its SELECT from `fields(GameRecord)`),
+`arena export` writes those fields, and the report reads them back. A new field is added here and
+nowhere else.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena.rules import SWAP, Move
+from arena.game.rules import SWAP, Move
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.bots import Bot
-from arena.openings import Book
-from arena.record import GameRecord, decoder, encoder, is_plain, record_fields
-from arena.rules import Move
-from arena.settings import Settings
+from arena.game.openings import Book
+from arena.game.rules import Move
+from arena.match.bots import Bot
+from arena.match.record import GameRecord, decoder, encoder, is_plain, record_fields
+from arena.tournament.settings import Settings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,7 +109,7 @@ class Slot:
     ordinal: str
     south: Bot
     north: Bot
-    opening: tuple[Move, ...] = ()  # plies from the start before the bots play (see arena/openings.py)
+    opening: tuple[Move, ...] = ()  # plies from the start before the bots play (see arena/game/openings.py)
 
 
 def now() -> str:

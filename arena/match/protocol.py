@@ -2,7 +2,8 @@
 
 The pure functions (`parse_move`, the line formatters) hold the whole grammar so it can be tested and fuzzed
 without processes; `V1` puts them on a `BotProcess`. A second wire protocol is another class with the same
-methods (`Wire`: new_game, move, observe, end, quit), not a copy of the process handling: arena/mankalah.py.
+methods (`Wire`: new_game, move, observe, end, quit), not a copy of the process handling:
+arena/match/mankalah.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from arena.process import BotProcess, Fault
-from arena.rules import SIDE_NAMES, SWAP, Move, Position, Rules
+from arena.game.rules import SIDE_NAMES, SWAP, Move, Position, Rules
+from arena.match.process import BotProcess, Fault
 
 _PIT = re.compile(r"[0-9]{1,9}")
 _SHOWN = 40  # characters of a bad answer quoted back in a detail

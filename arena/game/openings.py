@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.rules import SOUTH, SWAP, Move, Position, Rules
-from arena.solver import Solver
+from arena.game.rules import SOUTH, SWAP, Move, Position, Rules
+from arena.game.solver import Solver
 
 PLIES = 4  # plies of a generated opening (extra turns count: a ply is one move)
 BALANCE_DEPTH = 6  # moves of the search that judges an opening (~25 ms a position on Kalah(6,6))

@@ -4,8 +4,8 @@ It owns the clock and the truth. Every misbehaviour of a bot (timeout, crash, ga
 ends the game at once as a forfeit loss of that bot, with a detail its author can act on; the game record
 says which bot was at fault. Players keep their process between games (protocol NEWGAME) and lose it after
 a fault, so a confused or hung process never plays on. Which wire protocol a bot speaks (v1, or the
-Manchester agents' in arena/mankalah.py) is the Player's business; the game loop only tells every wire of
-every move (`observe`), which v1 ignores.
+Manchester agents' in arena/match/mankalah.py) is the Player's business; the game loop only tells every
+wire of every move (`observe`), which v1 ignores.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from arena.bots import Bot
-from arena.confine import Warden
-from arena.mankalah import Mankalah
-from arena.process import BotProcess, Fault
-from arena.protocol import V1, Wire
-from arena.record import GameRecord
-from arena.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
+from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
+from arena.match.bots import Bot
+from arena.match.confine import Warden
+from arena.match.mankalah import Mankalah
+from arena.match.process import BotProcess, Fault
+from arena.match.protocol import V1, Wire
+from arena.match.record import GameRecord
 
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
 

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import trueskill
 
-from arena import store as st
-from arena.store import Store
+from arena.tournament import store as st
+from arena.tournament.store import Store
 
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from arena.rules import SWAP, Kalah, Move, Position, Rules
+from arena.game.rules import SWAP, Kalah, Move, Position, Rules
 
 SCALE = 4  # search units per seed of margin: an estimate counts a seed in one's own row as a quarter seed
 EXACT = 1 << 30  # the depth of a table entry whose bounds hold for the game's true value

@@ -14,8 +14,8 @@ import re
 import time
 from collections.abc import Callable
 
-from arena.process import BotProcess, Fault
-from arena.rules import MANKALAH, NORTH, SOUTH, SWAP, Move, Position, Rules
+from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Move, Position, Rules
+from arena.match.process import BotProcess, Fault
 
 _MOVE = re.compile(r"MOVE;([+-]?[0-9]{1,9})")  # their engine reads the hole with Java's parseInt
 _SHOWN = 40  # characters of a bad answer quoted back in a detail

@@ -54,7 +54,7 @@ def _python_paths() -> list[str]:
     """Where arena's Python and arena itself live: bots need them (a .py bot runs on this Python,
     alphabeta imports arena), even when they sit under /tmp, which the sandbox replaces."""
     paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    paths.add(str(Path(__file__).resolve().parent.parent))  # the folder holding the arena package
+    paths.add(str(Path(__file__).resolve().parents[2]))  # the folder holding the arena package
     return sorted(p for p in paths if Path(p).resolve().is_relative_to("/tmp"))
 
 

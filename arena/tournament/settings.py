@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arena.confine import Confinement
-from arena.referee import Limits
-from arena.rules import Kalah, Relay, parse_rules
+from arena.game.rules import Kalah, Relay, parse_rules
+from arena.match.confine import Confinement
+from arena.match.referee import Limits
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 _LIMITS = Limits()
@@ -34,7 +34,9 @@ class Settings:
     ponder: bool = _LIMITS.ponder
     sandbox: bool = True  # asked for; whether the machine had it is in the store's meta 'confinement'
     bank_ms: int | None = _LIMITS.bank_ms  # time bank per bot per game (chess clock); None: move_ms only
-    openings: int = 50  # openings generated from the seed (arena/openings.py); 0: every game from the start
+    openings: int = (
+        50  # openings generated from the seed (arena/game/openings.py); 0: every game from the start
+    )
     book: str | None = None  # a file of openings instead (then `openings` is how many it holds)
 
     def game_rules(self) -> Kalah | Relay:

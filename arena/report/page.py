@@ -16,10 +16,10 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from arena import ratings
-from arena import store as st
-from arena.settings import Settings
-from arena.store import Store
+from arena.tournament import ratings
+from arena.tournament import store as st
+from arena.tournament.settings import Settings
+from arena.tournament.store import Store
 
 PAGE = "index.html"
 FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
@@ -296,7 +296,7 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
     retired = st.retired_bots(store, standings.field)
     variety = st.pair_variety(store, standings.field)
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("arena", "templates"),
+        loader=jinja2.PackageLoader("arena.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

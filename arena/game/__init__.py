@@ -1,0 +1,1 @@
+"""The game: the rules engine, the exact solver and opening books. Knows nothing of processes."""
