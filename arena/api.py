@@ -162,6 +162,8 @@ class Tournament:
             self.book = book if book is not None else make_book(self.settings)
             # A new tournament's file is written only once its settings and openings hold.
             store = store or Store(path)
+            if create:
+                store.lock()  # one writer: a second run of this tournament stops here, saying whose it is
             store.fix_settings(self.settings)
             store.fix_book(self.book)
         except BaseException:

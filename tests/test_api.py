@@ -6,8 +6,10 @@ Real bots, real processes, real SQLite files in tmp_path; small boards keep it t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -331,3 +333,94 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
     )
     assert status == {"solver": "withdrawn", "greedy": "replaced"}
     assert "rounds played</th><td>2 (up to round 2)" in page
+
+
+# --- one writer, and folders it cannot use ---------------------------------------------------------------
+
+
+def test_a_second_run_of_a_tournament_stops_at_once_naming_the_first(tmp_path: Path) -> None:
+    folder = tmp_path / "reports" / "cup"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from arena import Tournament; import time; t = Tournament({str(folder)!r}); "
+         "print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(
+            StoreError, match=rf"'cup' is being played right now by arena \(pid {holder.pid}, since"
+        ):
+            Tournament(folder)
+        bots = bots_folder(tmp_path, "greedy", "random")
+        argv = [
+            sys.executable,
+            "-m",
+            "arena",
+            "run",
+            "--bots",
+            bots,
+            "--out",
+            tmp_path / "reports",
+            "--name",
+            "cup",
+        ]
+        out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2
+        (line,) = out.stderr.splitlines()
+        assert line.startswith(
+            f"arena: error: tournament 'cup' is being played right now by arena (pid {holder.pid}"
+        )
+        with Tournament.open(folder) as reader:  # reading while it runs is fine
+            assert reader.store.count_games() == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    with Tournament(folder) as cup:  # its lock went with it
+        assert cup.settings == Settings()
+
+
+def run_into(bots: Path, out: Path) -> str:
+    """The one line `arena run` says for an output folder it cannot use."""
+    argv = [sys.executable, "-m", "arena", "run", "--bots", bots, "--out", out]
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("arena: error: "), line
+    return line
+
+
+def test_an_output_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    bots = bots_folder(tmp_path, "greedy", "random")
+    (tmp_path / "afile").write_text("not a folder", encoding="utf-8")
+    assert "cannot make the tournament folder" in run_into(bots, tmp_path / "afile")
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder all the same")
+def test_a_read_only_output_folder_is_one_line(tmp_path: Path) -> None:
+    bots = bots_folder(tmp_path, "greedy", "random")
+    locked = tmp_path / "locked"
+    (locked / "default").mkdir(parents=True)
+    (locked / "default").chmod(0o555)
+    try:
+        assert "is read-only" in run_into(bots, locked)
+    finally:
+        (locked / "default").chmod(0o755)
+
+
+def test_a_record_field_added_later_gets_its_column_with_the_default(tmp_path: Path) -> None:
+    from arena.match.bots import Bot
+
+    path = tmp_path / "s.sqlite"
+    ann = Bot("ann", ("true",), tmp_path, tmp_path / "ann", "a1")
+    bob = Bot("bob", ("true",), tmp_path, tmp_path / "bob", "b1")
+    with Store(path) as store:
+        store.add_game(st.Slot(1, "00", ann, bob), swapped_record())
+        store.db.execute("DROP INDEX IF EXISTS games_order")
+        store.db.execute("ALTER TABLE games DROP COLUMN opening")  # as a store from before the field
+    with Store(path, create=False) as store:
+        (back,) = store.records()
+        store.add_game(st.Slot(2, "00", ann, bob), dataclasses.replace(swapped_record(), opening=(3, 1)))
+        openings = [r["opening"] for r in store.records()]
+    assert back["opening"] == [] and openings == [[], [3, 1]]

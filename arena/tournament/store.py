@@ -7,7 +7,10 @@ north version) is unique. A bot version is its name plus a hash of its code.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 2
 STORE_FILE = "arena.sqlite"
+LOCK_FILE = "arena.lock"  # held by the run that writes the store
 
 # SQL types of the record's fields; containers (moves, think_ms, stderr, ...) are stored as JSON text.
 _SQL_TYPES = {int: "INTEGER NOT NULL", float: "REAL NOT NULL", str: "TEXT NOT NULL"}
@@ -122,7 +126,13 @@ class Store:
         self._ids: dict[tuple[str, str], int] = {}  # bot versions' ids: this process is the one writer
         if not create and not self.path.exists():
             raise StoreError(f"no tournament store at {self.path}; run 'arena run' first")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock: int | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot make the tournament folder {self.path.parent}: {e.strerror}") from None
+        if not os.access(self.path.parent, os.W_OK):
+            raise StoreError(f"the tournament folder {self.path.parent} is read-only; give another --out")
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -146,9 +156,32 @@ class Store:
             self.db.executescript(_SCHEMA)
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             self.db.execute("INSERT INTO meta VALUES ('created', ?)", (now(),))
+        _add_new_fields(self.db)
+
+    def lock(self) -> None:
+        """Become the tournament's one writer, or StoreError naming the arena that is: two runs of one
+        tournament at once would play the same games twice. The lock goes with the process, however it
+        ends."""
+        path = self.path.with_name(LOCK_FILE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StoreError(
+                f"tournament {self.path.parent.name!r} is being played right now by {holder}; wait for it to "
+                "finish (or stop it), or give this run another --name"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"arena (pid {os.getpid()}, since {now()})".encode(), 0)
+        self._lock = fd
 
     def close(self) -> None:
         self.db.close()
+        if self._lock is not None:
+            os.close(self._lock)  # releases the lock; the file stays, empty of meaning
+            self._lock = None
 
     def __enter__(self) -> Store:
         return self
@@ -303,6 +336,34 @@ def _game_row(
     row += [encode(getattr(record, name)) for name, encode in _ENCODE]
     row += [how(record) for _, _, how in _SUMMARY]
     return [*row, finished_at]
+
+
+def _add_new_fields(db: sqlite3.Connection) -> None:
+    """A record field added since the store was made gets its column, holding the field's default for the
+    games already stored (an `opening` of () for games from the start)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(games)")}
+    defaults = {f.name: f for f in dataclasses.fields(GameRecord)}
+    for name, encode in _ENCODE:
+        if name in have:
+            continue
+        spec = defaults[name]
+        if spec.default is not dataclasses.MISSING:
+            value = spec.default
+        elif spec.default_factory is not dataclasses.MISSING:
+            value = spec.default_factory()
+        else:
+            raise StoreError(f"this store's games lack the record field {name!r}, which has no default")
+        sql_type = _sql_type(dict(RECORD_FIELDS)[name])
+        db.execute(f"ALTER TABLE games ADD COLUMN {name} {sql_type} DEFAULT {_literal(encode(value))}")
+
+
+def _literal(value: object) -> str:
+    """An SQL literal for a column default."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def _migrate_v1(db: sqlite3.Connection) -> None:
