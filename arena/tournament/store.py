@@ -539,3 +539,87 @@ def pair_variety(store: Store, field: Iterable[int]) -> pd.DataFrame:
         f"FROM games WHERE {_IN_FIELD} GROUP BY a, b ORDER BY a, b"
     )
     return _table(store, query, {"field": _field(field)})
+
+
+# --- games one by one, for the replays and the game list ----------------------------------------------
+# Read-only too. A replay needs a game's whole record; the page's game list needs a few small columns of
+# every game; both are read in id order, the replays a block of ids at a time.
+
+_RECORD_SELECT = f"SELECT {', '.join(EXPORT_FIELDS)}, south_id, north_id FROM games"
+
+
+def _record_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        record = {
+            name: _DECODE[name](value) if name in _DECODE else value
+            for name, value in zip(EXPORT_FIELDS, row, strict=False)
+        }
+        record["south_id"], record["north_id"] = row[-2], row[-1]
+        yield record
+
+
+def records_between(store: Store, first: int, last: int) -> Iterator[dict[str, Any]]:
+    """The games with `first` <= id <= `last` in id order, as `Store.records` gives them plus the bot
+    versions' ids (`south_id`, `north_id`)."""
+    rows = store.db.execute(f"{_RECORD_SELECT} WHERE id BETWEEN ? AND ? ORDER BY id", (first, last))
+    yield from _record_rows(rows)
+
+
+def game_record(store: Store, game: int) -> dict[str, Any] | None:
+    """One stored game as `records_between` gives it, or None if there is no such game."""
+    return next(_record_rows(store.db.execute(f"{_RECORD_SELECT} WHERE id = ?", (game,))), None)
+
+
+def id_blocks(store: Store, size: int) -> list[tuple[int, int, int, str]]:
+    """(block, games, sum of ids, latest finish) of every block of `size` consecutive ids that holds games:
+    what changes when a game of the block is added, or a benched placeholder dropped and played."""
+    query = (
+        "SELECT id / ? AS block, count(*), sum(id), max(finished_at) FROM games GROUP BY block ORDER BY block"
+    )
+    return [(int(b), int(c), int(s), str(f)) for b, c, s, f in store.db.execute(query, (size,))]
+
+
+def bot_versions(store: Store) -> list[tuple[int, str, str]]:
+    """(id, name, digest) of every bot version the store has seen, in id order."""
+    return [(int(i), str(n), str(d)) for i, n, d in store.db.execute("SELECT id, name, digest FROM bots")]
+
+
+def game_list(store: Store) -> Iterator[tuple[int, ...]]:
+    """One tuple of small numbers per stored game, in schedule order: id, round, south id, north id,
+    winner id (0: a draw), faulty id (0: none), reason, the seeds each starting bot ended with, the bots'
+    moves, the opening's plies and whether North swapped."""
+    query = (
+        "SELECT id, round, south_id, north_id, coalesce(winner_id, 0), coalesce(faulty_id, 0), reason, "
+        "south_score, north_score, south_moves + north_moves, json_array_length(opening), "
+        "instr(moves, '\"SWAP\"') > 0 FROM games ORDER BY round, ordinal"
+    )
+    yield from store.db.execute(query)
+
+
+def fault_kinds(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """Per bot of the field and fault reason: how many, and the latest one as the example (game, opponent,
+    detail), so that twenty identical faults read as one line with a count."""
+    query = (
+        f"WITH {_FIELD}, ranked AS (SELECT id, faulty_id, reason, count(*) OVER (PARTITION BY faulty_id, "
+        "reason) AS count, row_number() OVER (PARTITION BY faulty_id, reason ORDER BY id DESC) AS nth "
+        f"FROM games WHERE faulty_id IS NOT NULL AND {_IN_FIELD}) "
+        "SELECT r.faulty_id AS bot, r.reason, r.count, g.id AS game, g.detail, o.name AS opponent "
+        "FROM ranked r JOIN games g ON g.id = r.id "
+        "JOIN bots o ON o.id = CASE WHEN g.south_id = r.faulty_id THEN g.north_id ELSE g.south_id END "
+        "WHERE r.nth = 1 ORDER BY r.faulty_id, r.count DESC, r.reason"
+    )
+    return _table(store, query, {"field": _field(field)})
+
+
+def margins(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """Per bot of the field: how many of its games ended with each final margin (own store minus the
+    opponent's, the swap applied as in `pair_totals`)."""
+    sides = (
+        f"SELECT south_id AS bot, south_score - north_score AS margin FROM games WHERE {_IN_FIELD} "
+        f"UNION ALL SELECT north_id, north_score - south_score FROM games WHERE {_IN_FIELD}"
+    )
+    query = (
+        f"WITH {_FIELD}, sides AS ({sides}) SELECT bot, margin, count(*) AS count FROM sides "
+        "GROUP BY bot, margin ORDER BY bot, margin"
+    )
+    return _table(store, query, {"field": _field(field)})
