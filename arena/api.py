@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,18 +45,9 @@ log = logging.getLogger("arena")
 Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
 
 
-def _hidden(bots: Sequence[Bot], *folders: Path) -> tuple[str, ...]:
-    """Folders no bot may see: the folders the bots come from (each bot gets its own file or folder back)
-    and the tournament's files, but never a folder that holds arena's own Python, which bots run on."""
-    own = [Path(p).resolve() for p in (sys.prefix, Path(__file__).parent)]
-    candidates = {b.path.parent.resolve() for b in bots} | {f.resolve() for f in folders}
-    keep = [c for c in candidates if c.is_dir() and not any(o.is_relative_to(c) for o in own)]
-    return tuple(sorted(str(c) for c in keep))
-
-
-def _confine(settings: Settings, hidden: tuple[str, ...]) -> tuple[Confinement, Capabilities]:
+def _confine(settings: Settings) -> tuple[Confinement, Capabilities]:
     """The limits as this machine can enforce them; what it cannot is logged, never silently skipped."""
-    conf, caps = capabilities(settings.confinement(hidden), settings.sandbox)
+    conf, caps = capabilities(settings.confinement(), settings.sandbox)
     for note in caps.notes:
         log.warning(note)
     return conf, caps
@@ -208,8 +198,7 @@ class Tournament:
 
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
-        out = self.folder.parent if self.folder.parent != Path() else self.folder
-        conf, caps = _confine(self.settings, _hidden(field, self.folder, out))
+        conf, caps = _confine(self.settings)
         state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
         self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
@@ -305,7 +294,7 @@ class Match:
         self.settings = settings or Settings()
         self.rules = self.settings.game_rules()
         check_rules((a, b), self.rules)
-        conf, self.capabilities = _confine(self.settings, _hidden((a, b)))
+        conf, self.capabilities = _confine(self.settings)
         self.warden = Warden(conf)
         second = b.name if b.name != a.name else f"{b.name}-2"
         self.players = (Player(a, warden=self.warden), Player(b, second, warden=self.warden))

@@ -7,6 +7,7 @@ detail its author can act on, and must leave no process behind.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -462,7 +463,8 @@ def test_long_line_with_newline(bots) -> None:
 
 def test_line_written_before_any_move_was_asked(bots) -> None:
     # North says hello at start; South takes its time over its first move, so the hello is surely waiting
-    # by the time North is first asked for a move.
+    # by the time North is first asked for a move (with pondering allowed: a paused North, even one still
+    # starting up, would say it only once asked).
     hostile = bots.player(bots.make("hostile", setup='say("hello")\n'))
     slow = bots.make(
         "good",
@@ -473,7 +475,7 @@ def test_line_written_before_any_move_was_asked(bots) -> None:
             say(str(first_legal(board)))
         """,
     )
-    record = play_game(KALAH, bots.player(slow), hostile, FAST)
+    record = play_game(KALAH, bots.player(slow), hostile, dataclasses.replace(FAST, ponder=True))
     assert_fault(record, "garbled", "'hello'", "when no move was asked")
 
 

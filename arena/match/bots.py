@@ -47,6 +47,7 @@ class Bot:
     digest: str
     author: str | None = None
     protocol: str = "v1"
+    paths: tuple[str, ...] = ()  # read-only paths the sandbox shows it beside its own (bot.toml `paths`)
 
 
 def _digest(path: Path) -> str:
@@ -76,9 +77,19 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol"}
+    unknown = set(data) - {"command", "author", "protocol", "paths"}
     if unknown:
-        raise BotError(f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol")
+        raise BotError(
+            f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol, paths"
+        )
+    paths = data.get("paths", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise BotError(f"{manifest}: 'paths' must be a list of folders, e.g. paths = [\"/opt/conda\"]")
+    for extra in paths:
+        if not os.path.isabs(extra) or not os.path.exists(extra):
+            raise BotError(
+                f"{manifest}: paths: {extra!r} must be an absolute path that exists on this machine"
+            )
     command = data.get("command")
     if isinstance(command, str):
         try:
@@ -108,7 +119,8 @@ def _from_folder(path: Path) -> Bot:
         argv[0] = sys.executable  # the Python that runs arena, whatever the machine calls it
     elif shutil.which(program) is None:
         raise BotError(f"{manifest}: program {program!r} is not installed on this machine")
-    return Bot(_check_name(path.name, path), tuple(argv), path, path, _digest(path), author, protocol)
+    name = _check_name(path.name, path)
+    return Bot(name, tuple(argv), path, path, _digest(path), author, protocol, tuple(paths))
 
 
 def load_bot(path: Path) -> Bot:

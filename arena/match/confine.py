@@ -1,13 +1,21 @@
-"""Confining a bot process: resource limits, an optional bubblewrap sandbox, and finding all its processes.
+"""Confining a bot process: least privilege, resource limits, a sandbox, and finding all its processes.
 
-Three layers, each used where the machine offers it, and each reported so nobody is misled:
+Each layer is used where the machine offers it, and what is missing is said, so nobody is misled:
 - rlimits, always: RLIMIT_DATA caps each process's writable memory (unlike an address-space limit it leaves
   the JVM's huge reservations alone), RLIMIT_NPROC bounds processes for a non-root user, no core dumps.
-- a cgroup per bot process (v2, or v1's memory and pids hierarchies), where arena may create them: an exact
-  memory limit for all of the bot's processes together, an exact process bound, and a list of every process
-  of the bot, daemons that left its process group included, so that all of them can be ended.
-- bubblewrap (`bwrap`), where installed and working: the bot sees the system read-only, its own file or
-  folder read-only, a private /tmp, no network, and neither the other bots nor the tournament's files.
+- a clean environment, always: a fixed PATH, HOME and TMPDIR, a locale, the runtimes' own memory flags set
+  from the limit (JAVA_TOOL_OPTIONS, NODE_OPTIONS: a JVM otherwise sizes its heap from the host's memory),
+  and arena's ARENA_* variables; nothing else of arena's environment (tokens, credentials).
+- a cgroup per bot process (v2, or v1's memory, pids and freezer hierarchies), where arena may make them:
+  an exact memory limit for all of the bot's processes together, an exact process bound, a freezer that
+  pauses every process of the bot at once (daemons that left its session included, and processes started
+  while it is frozen), and a list of all of them, so that all of them can be ended.
+- bubblewrap (`bwrap`), where installed and working: the bot's filesystem is an allowlist (the system's
+  program and library folders, arena's Python, its own file or folder, the read-only paths its bot.toml
+  names, a private size-bounded /tmp, a minimal /dev, its own /proc), no network, its own PID namespace.
+- no privilege: started by root, a bot runs as an unprivileged user id of its own (bubblewrap sets up the
+  sandbox as root, then `setpriv` drops every capability, sets no-new-privileges and changes to that uid
+  before the bot's program runs); started by an ordinary user, it is that user with no capabilities.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -33,12 +42,13 @@ _CGROUP_FS = Path("/sys/fs/cgroup")
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
-    """What every bot of a tournament may use. `sandbox` is only true once `resolve` found bwrap working."""
+    """What every bot of a tournament may use. `sandbox` and `drop_root` are only true once `capabilities`
+    found that this machine can do them."""
 
     memory_mb: int = 1024
     max_procs: int = 64
     sandbox: bool = False
-    hidden: tuple[str, ...] = ()  # folders no bot may see (the bots folder, the tournament's folder)
+    drop_root: bool = False  # arena runs as root: each bot runs as an unprivileged uid of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,36 +60,110 @@ class Capabilities:
     notes: tuple[str, ...]
 
 
-def _python_paths() -> list[str]:
-    """Where arena's Python and arena itself live: bots need them (a .py bot runs on this Python,
-    alphabeta imports arena), even when they sit under /tmp, which the sandbox replaces."""
+UID_BASE = 1_000_000_000  # bots started by root run as uids from here: far above any real user's
+# The system's programs, libraries and configuration: what a runtime (Python, a JVM, node, libc) needs.
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_PATH = "/usr/local/bin:/usr/bin:/bin"
+_SETPRIV = "setpriv"
+
+
+def _arena_paths() -> list[str]:
+    """Where arena's Python and arena itself live: a .py bot runs on this Python, and bots may import arena
+    (botkit, the rules engine). Only the package folder, not the folder holding it (a source checkout also
+    holds bots/ and reports/)."""
     paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    paths.add(str(Path(__file__).resolve().parents[2]))  # the folder holding the arena package
-    return sorted(p for p in paths if Path(p).resolve().is_relative_to("/tmp"))
+    paths.add(str(Path(__file__).resolve().parents[1]))  # the arena package
+    return sorted(paths)
 
 
-def _bwrap_base() -> list[str]:
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in _python_paths():
-        args += ["--ro-bind", path, path]
-    return args + [
-        "--unshare-all",
-        "--die-with-parent",
-        "--setenv",
-        "TMPDIR",
-        "/tmp",
-        "--setenv",
-        "HOME",
-        "/tmp",
+def _system_binds() -> list[str]:
+    """The system's program and library folders, read-only; merged-/usr links stay links."""
+    args: list[str] = []
+    for path in _SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def environment(memory_mb: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """A bot's whole environment: fixed basics, the runtimes' memory flags, and arena's ARENA_* variables."""
+    heap = max(16, memory_mb * 3 // 4)  # room for the runtime's own memory beside the heap
+    env = {k: v for k, v in (base if base is not None else os.environ).items() if k.startswith("ARENA_")}
+    env |= {
+        "PATH": _PATH,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "JAVA_TOOL_OPTIONS": f"-XX:MaxRAM={memory_mb}m -XX:MaxRAMPercentage=75",
+        "NODE_OPTIONS": f"--max-old-space-size={heap}",
+        "ARENA_MEMORY_MB": str(memory_mb),
+    }
+    return env
+
+
+def _ro_bind(path: str, made: set[str]) -> list[str]:
+    """Bind `path` read-only at the same place, its folders above made searchable by anyone first:
+    bubblewrap would copy their modes, and a bot's own uid could not pass through a root-only /root."""
+    args: list[str] = []
+    for parent in reversed(Path(path).parents[:-1]):  # from the top down, without "/"
+        if str(parent) not in made and not any(Path(parent).is_relative_to(s) for s in _SYSTEM):
+            made.add(str(parent))
+            args += ["--perms", "0755", "--dir", str(parent)]
+    return [*args, "--ro-bind", path, path]
+
+
+def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> list[str]:
+    """bubblewrap's part of every sandbox: namespaces, the allowlisted filesystem and the private /tmp."""
+    size = str(memory_mb * MiB)
+    # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
+    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    # Root keeps no user namespace: bubblewrap mounts as root, then setpriv takes a real unprivileged uid
+    # (a uid mapped in a user namespace would still be root outside it, and read what root reads).
+    args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    if not as_root:
+        args += ["--unshare-user", "--cap-drop", "ALL"]
+    args += _system_binds()
+    made = made if made is not None else set()
+    for path in _arena_paths():
+        args += _ro_bind(path, made)
+    args += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    args += ["--size", size, "--tmpfs", "/tmp"]
+    return args
+
+
+def _drop_to(uid: int) -> list[str]:
+    """The command prefix that leaves root for good before the bot's program runs."""
+    return [
+        _SETPRIV,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
     ]
+
+
+# The sandbox hands the bot its pipes as extra descriptors, and this moves them to 0, 1 and 2 inside: so no
+# process of bubblewrap's holds the bot's stdout, and a bot that closes it is seen to close it at once.
+# bash, not sh: dash takes no descriptor above 9 in a redirection.
+_STDIO = 'exec 0<&{0} 1>&{1} 2>&{2} {0}<&- {1}>&- {2}>&-; exec "$@"'
+_SHELL = "/bin/bash"
 
 
 def sandbox_problem() -> str | None:
     """None if bubblewrap runs here, else why not (in words for the terminal and the report)."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed: bots run without a sandbox (apt-get install bubblewrap)"
+    if not os.path.exists(_SHELL):
+        return f"{_SHELL} is not installed: bots run without a sandbox (it hands a sandboxed bot its pipes)"
     try:
-        done = subprocess.run([*_bwrap_base(), "true"], capture_output=True, timeout=10)
+        root = os.geteuid() == 0
+        probe = [*_bwrap_base(64, root), *(_drop_to(UID_BASE) if root else []), "true"]
+        done = subprocess.run(probe, capture_output=True, timeout=10, env=environment(64))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap does not run here ({e}): bots run without a sandbox"
     if done.returncode != 0:
@@ -87,6 +171,12 @@ def sandbox_problem() -> str | None:
         reason = why[-1] if why else f"exit code {done.returncode}"
         return f"bubblewrap does not work here ({reason}): bots run without a sandbox"
     return None
+
+
+def _reachable_by_others(path: str) -> bool:
+    """Whether a user of no group could reach and run `path`: every folder above it searchable."""
+    target = Path(os.path.realpath(path))
+    return all(os.stat(p).st_mode & 0o001 for p in target.parents) and bool(os.stat(target).st_mode & 0o005)
 
 
 # --- cgroups --------------------------------------------------------------------------------------------
@@ -108,7 +198,7 @@ def _own_cgroups() -> dict[str, Path]:
                     found["unified"] = mount / rel
                     break
         for controller in controllers.split(","):
-            if controller in ("memory", "pids") and (_CGROUP_FS / controller).is_dir():
+            if controller in ("memory", "pids", "freezer") and (_CGROUP_FS / controller).is_dir():
                 found[controller] = _CGROUP_FS / controller / rel
     return found
 
@@ -123,6 +213,7 @@ class Cgroups:
         # pread, not a path lookup, an open and a close (~40 us for both files, twice a game and on every
         # wake-up of a waiting referee). None: the file does not exist here.
         self._events: dict[str, int | None] = {}
+        self._controls: dict[str, int | None] = {}  # the freezer's control file, kept open likewise
 
     @classmethod
     def parent(cls, tag: str) -> Cgroups | None:
@@ -134,7 +225,8 @@ class Cgroups:
             if {"memory", "pids"} <= set(enabled):
                 return cls._make([unified / tag], v2=True)
         if "memory" in own and "pids" in own:
-            return cls._make([own["memory"] / tag, own["pids"] / tag], v2=False)
+            folders = [own[c] / tag for c in ("memory", "pids", "freezer") if c in own]
+            return cls._make(folders, v2=False)
         return None
 
     @classmethod
@@ -199,11 +291,36 @@ class Cgroups:
             return ""
 
     def _close_events(self) -> None:
-        for fd in self._events.values():
+        for fd in [*self._events.values(), *self._controls.values()]:
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._events.clear()
+        self._controls.clear()
+
+    def freeze(self, frozen: bool) -> bool:
+        """Freeze (or thaw) every process of the bot at once; False where this machine has no freezer."""
+        if self.v2:
+            name, value = "cgroup.freeze", "1" if frozen else "0"
+        else:
+            name, value = "freezer.state", "FROZEN" if frozen else "THAWED"
+        if name not in self._controls:
+            self._controls[name] = next(
+                (os.open(f / name, os.O_WRONLY | os.O_CLOEXEC) for f in self.folders if (f / name).exists()),
+                None,
+            )
+        fd = self._controls[name]
+        if fd is None:
+            return False
+        try:
+            os.pwrite(fd, value.encode(), 0)
+        except OSError:
+            return False
+        return True
+
+    @property
+    def can_freeze(self) -> bool:
+        return any((f / ("cgroup.freeze" if self.v2 else "freezer.state")).exists() for f in self.folders)
 
     def procs_files(self) -> list[str]:
         return [str(f / "cgroup.procs") for f in self.folders]
@@ -225,6 +342,7 @@ class Cgroups:
         return any(line.split() and line.split()[-1] != "0" for line in text.splitlines())
 
     def kill(self) -> None:
+        self.freeze(False)  # a frozen process does not die of SIGKILL until it is thawed
         for pid in self.pids():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -263,33 +381,44 @@ class Cgroups:
 
 
 class Jail:
-    """The confinement of one bot process: its command line, what the child does before exec, and its
-    processes. Made by a `Warden`, which owns the parent cgroup."""
+    """The confinement of one bot process: its command line and environment, what the child does before
+    exec, pausing, and its processes. Made by a `Warden`, which owns the parent cgroup."""
 
-    def __init__(self, conf: Confinement, cgroups: Cgroups | None) -> None:
+    def __init__(
+        self, conf: Confinement, cgroups: Cgroups | None, own: Path, extra: tuple[str, ...] = ()
+    ) -> None:
         self.conf = conf
         self.cgroups = cgroups
+        self.own = own  # the bot's file or folder: the one part of the bots folder it sees
+        self.extra = extra  # read-only paths its bot.toml asks for
+        # A uid of its own: a bot that is not root cannot read root's files, change a mount or a cgroup,
+        # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
+        self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
 
-    def command(self, argv: tuple[str, ...], own: Path, cwd: Path) -> list[str]:
-        """`argv` wrapped in bubblewrap when the sandbox is on: `own` (the bot's file or folder) is the only
-        part of the hidden folders it sees, read-only."""
+    def command(self, argv: Sequence[str], cwd: Path, stdio: tuple[int, int, int]) -> list[str]:
+        """The command that runs `argv` confined, the bot's stdin, stdout and stderr being the descriptors
+        `stdio` when sandboxed (bubblewrap's own processes then never hold them)."""
+        prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
-            return list(argv)
-        args = _bwrap_base()
-        for folder in self.conf.hidden:  # an empty folder in place of each hidden one ...
-            args += ["--tmpfs", folder]
-        args += ["--ro-bind", str(own), str(own)]  # ... with only the bot's own file or folder in it
-        for folder in self.conf.hidden:
-            args += ["--remount-ro", folder]
-        return [*args, "--chdir", str(cwd), *argv]
+            return [*prefix, *argv]
+        made: set[str] = set()
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made)
+        for path in (str(self.own), *self.extra):
+            args += _ro_bind(path, made)
+        shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
+        return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
+
+    def environment(self) -> dict[str, str]:
+        return environment(self.conf.memory_mb)
 
     def preexec(self) -> None:
-        """Runs in the child between fork and exec: limits, then into the bot's cgroups."""
+        """Runs in the child between fork and exec: limits, no new privileges, then into the bot's cgroups
+        (frozen or not, as the bot is at that moment)."""
         memory = self.conf.memory_mb * MiB
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if os.geteuid() != 0:  # root ignores RLIMIT_NPROC; there the cgroup bounds processes
-            resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
+        # Root ignores RLIMIT_NPROC; the bot's own uid, once setpriv has changed to it, does not.
+        resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
         if self.cgroups is not None:
             pid = str(os.getpid()).encode()
             for path in self.cgroups.procs_files():
@@ -298,6 +427,10 @@ class Jail:
                     os.write(fd, pid)
                 finally:
                     os.close(fd)
+
+    def freeze(self, frozen: bool) -> bool:
+        """Pause (or resume) every process of the bot; False where only signals can (no freezer here)."""
+        return self.cgroups.freeze(frozen) if self.cgroups is not None else False
 
     def pids(self) -> list[int]:
         return self.cgroups.pids() if self.cgroups else []
@@ -342,13 +475,18 @@ class Warden:
     def has_cgroups(self) -> bool:
         return self._parent is not None
 
-    def jail(self) -> Jail:
+    def jail(self, own: Path, extra: tuple[str, ...] = ()) -> Jail:
+        """A jail for one process of the bot at `own`, which may also read the paths `extra`."""
         cgroups = None
         if self._parent is not None:
             cgroups = self._parent.child(
                 f"bot-{next(self._names)}", self.conf.memory_mb * MiB, self.conf.max_procs
             )
-        return Jail(self.conf, cgroups)
+        return Jail(self.conf, cgroups, own, extra)
+
+    @property
+    def can_freeze(self) -> bool:
+        return self._parent is not None and self._parent.can_freeze
 
     def close(self) -> None:
         if self._parent is not None:
@@ -359,6 +497,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
     """Resolve what is asked against what the machine can do, and say plainly what is missing."""
     notes = []
     sandbox = False
+    root = os.geteuid() == 0
     if want_sandbox:
         problem = sandbox_problem()
         sandbox = problem is None
@@ -366,14 +505,32 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             notes.append(problem)
     else:
         notes.append("sandbox off (--no-sandbox): bots can read other bots' files and use the network")
+    drop_root = False
+    if root:
+        # Without the sandbox a bot's own uid must reach arena's Python by the ordinary file permissions.
+        reachable = sandbox or all(_reachable_by_others(p) for p in (sys.executable, __file__))
+        drop_root = shutil.which(_SETPRIV) is not None and reachable
+        if not drop_root:
+            why = "setpriv (util-linux) is not installed"
+            if not reachable:
+                why = "arena's Python is not readable by other users"
+            notes.append(f"arena runs as root and {why}: bots run as root, with root's privileges")
     probe = Warden(conf)
-    cgroups = probe.has_cgroups
+    cgroups, freezer = probe.has_cgroups, probe.can_freeze
     probe.close()
     if not cgroups:
         notes.append(
-            "no cgroups available: memory is limited per process (RLIMIT_DATA), not per bot, and processes "
-            "that leave a bot's process group may outlive it"
-            + ("" if os.geteuid() != 0 else "; running as root, the process bound is not enforced")
+            "no cgroups available: memory is limited per process (RLIMIT_DATA), not per bot; a paused bot's "
+            "processes that left its session are not paused; processes that leave a bot's process group may "
+            "outlive it"
+            + (
+                "; arena runs as an ordinary user, so both bots' processes count against one per-user "
+                "process limit (one bot can keep the other from starting)"
+                if not root
+                else ""
+            )
         )
-    resolved = Confinement(conf.memory_mb, conf.max_procs, sandbox, conf.hidden)
+    elif not freezer:
+        notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")
+    resolved = Confinement(conf.memory_mb, conf.max_procs, sandbox, drop_root)
     return resolved, Capabilities(sandbox, cgroups, tuple(notes))

@@ -52,15 +52,18 @@ class BotProcess:
     """A running bot. Create with `BotProcess.start(...)`; always `kill()` it when done."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], jail: Jail | None = None, stderr_cap: int = STDERR_CAP
+        self,
+        popen: subprocess.Popen[bytes],
+        pipes: tuple[int, int, int],
+        jail: Jail | None = None,
+        stderr_cap: int = STDERR_CAP,
     ) -> None:
-        assert popen.stdin and popen.stdout and popen.stderr
         self._popen = popen
         self._jail = jail
         self._paused = False
-        self._in = popen.stdin.fileno()
-        self._out = popen.stdout.fileno()
-        self._err: int | None = popen.stderr.fileno()
+        self._pipes: tuple[int, ...] = pipes  # our ends: the bot's stdin, stdout and stderr
+        self._in, self._out = pipes[0], pipes[1]
+        self._err: int | None = pipes[2]
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._buffer = bytearray()
@@ -83,26 +86,38 @@ class BotProcess:
         env: Mapping[str, str] | None = None,
         jail: Jail | None = None,
     ) -> BotProcess:
-        """Start `argv` in a new session (its own process group), confined by `jail`, or raise
-        Fault('crash')."""
+        """Start `argv` in a new session (its own process group), confined by `jail` (which also gives it its
+        environment), or raise Fault('crash')."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        theirs = (stdin_r, stdout_w, stderr_w)
+        sandboxed = jail is not None and jail.conf.sandbox
         try:
+            command = jail.command(argv, Path(cwd or "."), theirs) if jail else list(argv)
             popen = subprocess.Popen(
-                list(argv),
+                command,
                 cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
+                env=jail.environment() if jail else (dict(env) if env is not None else None),
+                # In the sandbox the pipes go in as extra descriptors: see confine._STDIO.
+                stdin=subprocess.DEVNULL if sandboxed else stdin_r,
+                stdout=subprocess.DEVNULL if sandboxed else stdout_w,
+                stderr=stderr_w,
+                pass_fds=theirs if sandboxed else (),
                 start_new_session=True,
                 preexec_fn=jail.preexec if jail else None,
             )
         except (OSError, subprocess.SubprocessError) as e:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                os.close(fd)
             if jail:
                 jail.release()
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise Fault("crash", f"could not be started: {reason} ({argv[0]})") from e
-        return cls(popen, jail)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        return cls(popen, (stdin_w, stdout_r, stderr_r), jail)
 
     @property
     def pid(self) -> int:
@@ -289,14 +304,17 @@ class BotProcess:
     # --- fair CPU -------------------------------------------------------------------------------------
 
     def pause(self) -> None:
-        """Stop the bot's process group (SIGSTOP): no thinking on the opponent's time."""
+        """Stop the bot: no thinking on the opponent's time. The cgroup freezer stops every process of it
+        (a child that left its session, one started since); without one, SIGSTOP to its process group."""
         if not self._paused:
-            self._signal_group(signal.SIGSTOP)
+            if not (self._jail and self._jail.freeze(True)):
+                self._signal_group(signal.SIGSTOP)
             self._paused = True
 
     def resume(self) -> None:
         if self._paused:
-            self._signal_group(signal.SIGCONT)
+            if not (self._jail and self._jail.freeze(False)):
+                self._signal_group(signal.SIGCONT)
             self._paused = False
 
     def _signal_group(self, sig: int) -> None:
@@ -309,6 +327,7 @@ class BotProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole process group (grandchildren included) and reap the bot."""
+        self.resume()  # a frozen process dies of SIGKILL only once thawed
         try:
             os.killpg(self._popen.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -320,12 +339,15 @@ class BotProcess:
         if self._jail:
             self._jail.release()  # also the processes that left the group
         self._drain_stderr_to_end(limit=0.2)
-        for stream in (self._popen.stdin, self._popen.stdout, self._popen.stderr):
-            if stream:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        if self._err is not None:
+            self._poll_out.unregister(self._err)
+            self._poll_in.unregister(self._err)
+        for fd in self._pipes:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._pipes = ()
         self._err = None
 
     def quit(self, line: str, grace: float) -> None:

@@ -73,9 +73,9 @@ class Player:
     def start(self) -> Wire:
         """Start the bot's process, confined by the warden, unless it runs already."""
         if self._wire is None:
-            jail = self.warden.jail() if self.warden else None
-            argv = jail.command(self.bot.argv, self.bot.path, self.bot.cwd) if jail else self.bot.argv
-            self._wire = WIRES[self.bot.protocol](BotProcess.start(argv, cwd=self.bot.cwd, jail=jail))
+            jail = self.warden.jail(self.bot.path, self.bot.paths) if self.warden else None
+            proc = BotProcess.start(self.bot.argv, cwd=self.bot.cwd, jail=jail)
+            self._wire = WIRES[self.bot.protocol](proc)
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -111,8 +111,9 @@ class Player:
         wire.new_game(rules, side, time.monotonic() + 5.0)
 
     def pause(self) -> None:
-        """Stop the bot's processes while the opponent thinks; a new process may still start up."""
-        if self._wire and not self._fresh:
+        """Stop the bot's processes while the opponent thinks, a process still starting up too: its startup
+        allowance is for its own first move."""
+        if self._wire:
             self._wire.proc.pause()
 
     def move(

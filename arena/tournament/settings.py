@@ -47,9 +47,9 @@ class Settings:
             move_ms=self.move_ms, startup_ms=self.startup_ms, ponder=self.ponder, bank_ms=self.bank_ms
         )
 
-    def confinement(self, hidden: tuple[str, ...] = ()) -> Confinement:
+    def confinement(self) -> Confinement:
         """The limits as asked; `confine.capabilities` then says which of them this machine can enforce."""
-        return Confinement(self.memory_mb, self.max_procs, self.sandbox, hidden)
+        return Confinement(self.memory_mb, self.max_procs, self.sandbox)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
