@@ -73,7 +73,7 @@ def _arena_paths() -> list[str]:
     holds bots/ and reports/)."""
     paths = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     paths.add(str(Path(__file__).resolve().parents[1]))  # the arena package
-    return sorted(paths)
+    return sorted(p for p in paths if not any(p != q and Path(p).is_relative_to(q) for q in paths))
 
 
 def _system_binds() -> list[str]:
@@ -115,21 +115,26 @@ def _ro_bind(path: str, made: set[str]) -> list[str]:
 
 
 def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> list[str]:
-    """bubblewrap's part of every sandbox: namespaces, the allowlisted filesystem and the private /tmp."""
+    """bubblewrap's part of every sandbox: namespaces, a clean environment, the private /tmp, /dev and
+    /proc, and the allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
     size = str(memory_mb * MiB)
     # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in environment(memory_mb).items():
+        args += ["--setenv", key, value]
     # Root keeps no user namespace: bubblewrap mounts as root, then setpriv takes a real unprivileged uid
     # (a uid mapped in a user namespace would still be root outside it, and read what root reads).
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not as_root:
         args += ["--unshare-user", "--cap-drop", "ALL"]
+    # /tmp and /dev/shm as on any system: writable by all, sticky, and bounded by the memory limit.
+    args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
     args += _system_binds()
     made = made if made is not None else set()
+    made |= {"/tmp", "/dev", "/proc"}  # mounted above: not to be made again (or their modes changed)
     for path in _arena_paths():
         args += _ro_bind(path, made)
-    args += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
-    args += ["--size", size, "--tmpfs", "/tmp"]
     return args
 
 

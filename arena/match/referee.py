@@ -274,6 +274,8 @@ def play_game(
         other.end_game("win", pos.store(side), pos.store(_other(side)), reason)
     for player in (south, north):
         player.finish(limits)
+        if not limits.ponder:
+            player.pause()  # between its games a bot rests too: it must not take the CPU of other games
     return GameRecord(
         rules=rules.spec,
         south=south.name,
