@@ -186,6 +186,8 @@ class Tournament:
         fresh: bool = False,
         progress: Progress | None = None,
         bench_after: int = BENCH_AFTER,
+        live: bool = False,
+        on_page: Callable[[Path], None] | None = None,
     ) -> RunResult:
         """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores).
 
@@ -193,9 +195,13 @@ class Tournament:
         alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
         cleanly: the result says `interrupted`, and every finished game is stored. A bot with no first
         answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run tries it
-        again."""
+        again. `live` rewrites the page (FOLDER/index.html) every few seconds while games finish, showing
+        the progress and the standings so far and reloading itself in the browser; `on_page` is called
+        with the page's path once it is first written (to open it). The caller writes the final page."""
         from arena.tournament import scheduler
 
+        if live:
+            progress = self._live(progress, on_page)
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
         conf, caps = _confine(self.settings)
@@ -213,6 +219,12 @@ class Tournament:
             progress=progress,
             bench_after=bench_after,
         )
+
+    def _live(self, progress: Progress | None, on_page: Callable[[Path], None] | None) -> Progress:
+        """The progress callback that keeps the page current, then calls `progress`."""
+        from arena.report.live import LivePage
+
+        return LivePage(self.store, self.folder, then=progress, opened=on_page)
 
     def plan(
         self, bots: Sequence[Bot] | Path | str = "bots", rounds: int = 1, gauntlet: str | None = None
@@ -255,7 +267,8 @@ class Tournament:
         return self.standings().board
 
     def report(self, standings: Standings | None = None) -> Path:
-        """Write the page, FOLDER/index.html, from the store alone; returns its path."""
+        """Write the page, FOLDER/index.html, and its game data (FOLDER/games/) from the store alone;
+        returns the page's path."""
         from arena.report import page as report
 
         return report.write_report(self.store, self.folder, standings)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from arena.game.openings import BookError
-from arena.game.rules import RulesError, board_text, parse_rules
+from arena.game.rules import RulesError, parse_rules
 from arena.match.bots import BotError, find_bot
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import StoreError
@@ -155,16 +155,15 @@ def play(  # type: ignore[no-untyped-def]
     with Match(bot_a, bot_b, resolve(None, asked)) as match:
         first, second = (p.name for p in match.players)
 
-        def draw(pos, move, player) -> None:  # type: ignore[no-untyped-def]
-            click.echo(f"{player.name} plays {move}", file=out)
-            click.echo(board_text(pos, *names) + "\n", file=out)
-
         for game in range(games):
             south, north = (first, second) if game % 2 == 0 else (second, first)
-            names = [f"South ({south})", f"North ({north})"]
+            watch = None
             if show:
-                click.echo(board_text(match.rules.initial(), *names) + "\n", file=out)
-            record = match.play(on_move=draw if show else None)
+                from arena.report.terminal import Watch
+
+                watch = Watch(match.rules, south, north, lambda text: click.echo(text, file=out))
+                watch.start()
+            record = match.play(on_move=watch)
             if as_json:
                 click.echo(json.dumps(record.to_dict()))
             else:
@@ -264,6 +263,12 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
 @click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
+@click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Open the tournament's page in the default browser; it updates itself while the games run.",
+)
 @_confinement_options
 def run(  # type: ignore[no-untyped-def]
     rounds,
@@ -281,6 +286,7 @@ def run(  # type: ignore[no-untyped-def]
     name,
     out,
     quiet,
+    open_page,
     memory_mb,
     max_procs,
     sandbox,
@@ -301,7 +307,15 @@ def run(  # type: ignore[no-untyped-def]
             click.echo(cup.plan(bots, rounds, hero).summary())
         progress = _Progress(quiet)
         result = cup.run(
-            bots, rounds, jobs=jobs, gauntlet=hero, fresh=fresh, progress=progress, bench_after=bench_after
+            bots,
+            rounds,
+            jobs=jobs,
+            gauntlet=hero,
+            fresh=fresh,
+            progress=progress,
+            bench_after=bench_after,
+            live=True,
+            on_page=_open_in_browser if open_page else None,
         )
         progress.close()
         standings = cup.standings()
@@ -321,6 +335,14 @@ def run(  # type: ignore[no-untyped-def]
             click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         click.echo(ratings.format_table(standings.board))
     click.echo(f"report: {page}")
+
+
+def _open_in_browser(page: Path) -> None:
+    """Open the page without waiting for the browser: the games go on meanwhile."""
+    import threading
+    import webbrowser
+
+    threading.Thread(target=webbrowser.open, args=(page.as_uri(),), daemon=True).start()
 
 
 class _Progress:
@@ -365,6 +387,22 @@ def report_cmd(name, out):  # type: ignore[no-untyped-def]
 
     with Tournament.open(Path(out) / name) as cup:
         click.echo(f"report: {cup.report()}")
+
+
+@cli.command("replay")
+@click.argument("game", type=click.IntRange(1))
+@_tournament_options
+def replay_cmd(game, name, out):  # type: ignore[no-untyped-def]
+    """Print stored game GAME (its number on the page, `id` in `arena export`) move by move with the board,
+    marking extra turns, captures and swaps; a forfeit ends with the lines that reproduce it."""
+    from arena.api import Tournament
+    from arena.report.terminal import stored_game
+
+    with Tournament.open(Path(out) / name) as cup:
+        text = stored_game(cup.store, game)
+    if text is None:
+        raise click.ClickException(f"tournament {name!r} has no game {game} (see 'arena export' for the ids)")
+    click.echo(text)
 
 
 @cli.command()

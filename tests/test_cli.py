@@ -52,9 +52,9 @@ def test_play_text_summary_and_show():
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[-1].startswith("greedy ") and "greedy-2" in lines[-1] and "after 1 game " in lines[-1]
-    assert "South (greedy) store: 0" in run.stdout and "North (greedy-2) store: 0" in run.stdout
+    assert "South: greedy  <- to move" in run.stdout and "North: greedy-2" in run.stdout
     assert any(line.startswith("game 1: greedy (south) vs greedy-2 (north)") for line in lines)
-    assert "greedy plays" in run.stdout
+    assert "1. south (greedy) plays" in run.stdout
 
 
 def test_play_a_bot_given_by_path(tmp_path):

@@ -1,27 +1,36 @@
-"""The HTML report: one self-contained page written from the store alone.
+"""The HTML report: a page written from the store alone, with its game data beside it.
 
-The page opens from file:// on a classroom machine with no network: CSS is inline, nothing is fetched. It is
-rendered by jinja2 with autoescaping, because bot names, details and above all stderr come from students'
-programs and may hold HTML. Every number on it is computed here or in ratings; the templates only lay out.
+The page opens from file:// on a classroom machine with no network: CSS and script are inline, charts are
+SVG drawn here (arena/report/charts.py), and the games' list and replays are files beside it loaded by
+<script> tags (arena/report/games.py). It is rendered by jinja2 with autoescaping, because bot names,
+details and above all stderr come from students' programs and may hold HTML; the page's script puts them
+on the page as text, never as markup. Every number on it is computed here, in ratings or in the replays;
+the templates only lay out and the script only draws.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 import pandas as pd
 
+from arena.report import charts
+from arena.report.botpages import bot_pages
+from arena.report.games import Games, write_games
 from arena.tournament import ratings
 from arena.tournament import store as st
 from arena.tournament.settings import Settings
 from arena.tournament.store import Store
 
 PAGE = "index.html"
+LIVE = "live.js"  # rewritten with every page: a live page reloads itself when the stamp in it changes
 FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
 LONG_TAIL_LINES = 8  # stderr tails longer than this are collapsed
 LONG_TAIL_CHARS = 800
@@ -48,16 +57,29 @@ class Place:
     elo: str
     close_above: bool
     close_below: bool
+    colour: str  # the bot's colour on the charts
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One head-to-head cell: the row bot's record against the column bot, and its colour."""
+    """One head-to-head cell: the row bot's record against the column bot, its colour, and the link to
+    those games in the game list."""
 
     wdl: str
     score: str
     colour: str
     title: str
+    href: str
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """A tournament in progress, for the banner of a page rewritten while it runs."""
+
+    done: int
+    total: int
+    left: str  # the time left, in words
+    updated: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +139,20 @@ def _when(iso: object) -> str:
 
 
 def _colour(score: float) -> str:
-    """Red below 50%, white at 50%, green above: how the row bot fared against the column bot."""
+    """Vermillion below 50%, white at 50%, blue above: how the row bot fared against the column bot. Blue
+    and orange stay apart for readers with any common colour-vision deficiency, as red and green do not."""
     strength = min(abs(score - 0.5) * 2.0, 1.0)
-    hue = 130 if score >= 0.5 else 0
-    return f"hsl({hue}, {round(20 + 50 * strength)}%, {round(97 - 27 * strength)}%)"
+    hue = 205 if score >= 0.5 else 25
+    return f"hsl({hue}, {round(25 + 55 * strength)}%, {round(97 - 25 * strength)}%)"
 
 
-def _places(board: pd.DataFrame) -> list[Place]:
+def games_href(bot: str, opp: str | None = None) -> str:
+    """The game list's fragment for a bot's games (against `opp`): what a head-to-head cell links to."""
+    href = f"#games?bot={quote(bot, safe='')}"
+    return href + (f"&opp={quote(opp, safe='')}" if opp else "")
+
+
+def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
     return [
         Place(
             rank=int(r.rank),
@@ -145,6 +174,7 @@ def _places(board: pd.DataFrame) -> list[Place]:
             elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
             close_above=bool(r.close_above),
             close_below=bool(r.close_below),
+            colour=styles[int(r.id)].colour,
         )
         for r in board.itertuples(index=False)
     ]
@@ -179,7 +209,7 @@ def _matrix(
             if a == b:
                 cells.append(None)
             elif r is None or not r.games:
-                cells.append(Cell("", "", "transparent", f"{names[a]} has not met {names[b]}"))
+                cells.append(Cell("", "", "transparent", f"{names[a]} has not met {names[b]}", ""))
             else:
                 score = (r.wins + 0.5 * r.draws) / r.games
                 wdl = f"{r.wins}-{r.draws}-{r.losses}"
@@ -187,7 +217,8 @@ def _matrix(
                     f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
                     f"distinct), {score:.0%}"
                 )
-                cells.append(Cell(wdl, f"{100 * score:.0f}%", _colour(score), title))
+                href = games_href(names[a], names[b])
+                cells.append(Cell(wdl, f"{100 * score:.0f}%", _colour(score), title, href))
         rows.append((names[a], cells))
     return rows
 
@@ -287,14 +318,30 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     return rows
 
 
-def render(store: Store, generated: str | None = None, standings: ratings.Standings | None = None) -> str:
+def render(
+    store: Store,
+    generated: str | None = None,
+    standings: ratings.Standings | None = None,
+    games: Games | None = None,
+    live: Live | None = None,
+    stamp: str = "",
+) -> str:
     """The report page as a string; `generated` fixes the 'report written' time (tests), and `standings`
-    saves computing them again when the caller already has them."""
+    saves computing them again when the caller already has them. `games` are the data files written beside
+    the page (without them the page has no think times); `live` makes it the page of a tournament still
+    running, which reloads itself when `live.js` no longer holds its `stamp`."""
     generated = generated or st.now()
     standings = standings or ratings.standings(store)
     board = standings.board
     retired = st.retired_bots(store, standings.field)
     variety = st.pair_variety(store, standings.field)
+    ids = [int(i) for i in board["id"]]
+    styles = {bot: charts.style(k) for k, bot in enumerate(ids)}
+    history = ratings.rating_history(store, standings.field)
+    names = dict(zip(ids, board["bot"], strict=True))
+    series = [
+        charts.Series(names[b], styles[b], history.mu[b], history.sigma[b]) for b in ids if b in history.mu
+    ]
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("arena.report", "templates"),
         autoescape=True,
@@ -304,7 +351,7 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
     )
     return env.get_template("report.html").render(
         title=store.path.parent.name,
-        places=_places(board),
+        places=_places(board, styles),
         any_close=bool(board["close_above"].any()),
         matrix=_matrix(board, standings.pairs, variety),
         repeats=_repeats(board, variety),
@@ -317,20 +364,38 @@ def render(store: Store, generated: str | None = None, standings: ratings.Standi
             for r in retired.itertuples(index=False)
         ],
         games=int(board["games"].sum()) // 2,
+        rating_chart=charts.rating_chart(history.games, series, "TrueSkill mu ± sigma of every bot"),
+        bots=bot_pages(store, standings, history, games.think if games else {}, styles),
+        games_href=games_href,
+        list_src=f"games/list.js?v={games.stamp}" if games else "",
+        stored_games=games.count if games else 0,
+        live=live,
+        stamp=stamp,
+        live_src=LIVE,
     )
 
 
-def write_report(store: Store, folder: Path, standings: ratings.Standings | None = None) -> Path:
-    """Write FOLDER/index.html from the store and return its absolute path.
+def write_report(
+    store: Store, folder: Path, standings: ratings.Standings | None = None, live: Live | None = None
+) -> Path:
+    """Write FOLDER/index.html and its game data (FOLDER/games/) from the store; return the page's path.
 
-    The page is written beside its final name and renamed into place, so a browser that reloads it while
-    a tournament runs never sees half a page.
+    Every file is written beside its final name and renamed into place, the game data before the page that
+    points to it, so a browser that reloads while a tournament runs never sees half a page. `live` marks
+    the page of a tournament still running: it reloads itself when the next one is written.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     page = folder / PAGE
-    html = render(store, standings=standings)
-    part = folder / f".{PAGE}.{os.getpid()}.part"
-    part.write_text(html, encoding="utf-8")
-    part.replace(page)
+    games = write_games(store, folder)
+    stamp = f"{time.time_ns():x}"
+    html = render(store, standings=standings, games=games, live=live, stamp=stamp)
+    _replace(page, html)
+    _replace(folder / LIVE, f"arenaLive({json.dumps(stamp)});\n")
     return page.absolute()
+
+
+def _replace(path: Path, text: str) -> None:
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)

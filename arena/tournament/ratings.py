@@ -127,6 +127,64 @@ def trueskill_ratings(
 
 
 @dataclass(frozen=True, slots=True)
+class History:
+    """TrueSkill of every bot as the tournament went on: after `games[k]` games (schedule order), bot b
+    stood at `mu[b][k]` ± `sigma[b][k]`. Sampled at most a few hundred times, so a chart of 100,000 games
+    is as small as one of 1,000."""
+
+    games: tuple[int, ...]
+    mu: dict[int, tuple[float, ...]]
+    sigma: dict[int, tuple[float, ...]]
+
+
+def history(
+    games: Iterable[tuple[int, int, int | None]],
+    bots: Iterable[int],
+    total: int,
+    points: int = 300,
+    model: Model | None = None,
+) -> History:
+    """The same ratings as `trueskill_ratings`, sampled every ceil(total / points) games and after the
+    last; `total` is how many games `games` yields (known from the store before streaming them)."""
+    model = model or Model.of()
+    start = model.initial()
+    ids = list(bots)
+    mu = dict.fromkeys(ids, start.mu)
+    sigma = dict.fromkeys(ids, start.sigma)
+    every = max(1, -(-total // points))
+    xs: list[int] = [0]
+    mus: dict[int, list[float]] = {i: [start.mu] for i in ids}
+    sigmas: dict[int, list[float]] = {i: [start.sigma] for i in ids}
+    update = model.update
+    done = 0
+    for south, north, winner in games:
+        if winner is None:
+            a, b = south, north
+        else:
+            a, b = (south, north) if winner == south else (north, south)
+        mu[a], sigma[a], mu[b], sigma[b] = update(mu[a], sigma[a], mu[b], sigma[b], winner is None)
+        done += 1
+        if done % every == 0:
+            xs.append(done)
+            for i in ids:
+                mus[i].append(mu[i])
+                sigmas[i].append(sigma[i])
+    if xs[-1] != done:
+        xs.append(done)
+        for i in ids:
+            mus[i].append(mu[i])
+            sigmas[i].append(sigma[i])
+    return History(tuple(xs), {i: tuple(v) for i, v in mus.items()}, {i: tuple(v) for i, v in sigmas.items()})
+
+
+def rating_history(store: Store, field: Iterable[int], points: int = 300) -> History:
+    """`history` of the field's games in the store, in schedule order."""
+    ids = list(field)
+    total = int(st.game_facts(store, ids).iloc[0]["field_games"] or 0)
+    return history(st.rating_games(store, ids), ids, total, points)
+
+
+@dataclass(frozen=True, slots=True)
 class Strength:
     """A Bradley-Terry strength on the Elo scale with the half-width of its 95% interval."""
 

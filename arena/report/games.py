@@ -1,0 +1,289 @@
+"""Every game for the page, as data files it loads on demand: the list of games, and their replays.
+
+A page of 100,000 games cannot hold 100,000 replays and still open quickly, so the page itself holds the
+leaderboard and the tables, and beside it, in FOLDER/games/:
+
+- `list.js`: every game in a few small numbers (who, result, reason, length), columns of JSON arrays, loaded
+  by a <script> tag once the leaderboard is drawn: the game list, its filters and the head-to-head links
+  run on it;
+- `bNNN.js`: the replays of the games with ids BLOCK*NNN .. BLOCK*NNN+BLOCK-1, loaded by a <script> tag
+  when one of them is opened. A <script> tag, not fetch(): it works from file:// with no server.
+
+Every board of a replay is the rules engine's (arena/report/replay.py), computed here; the page's script
+only draws. Replaying is the costly part (a few microseconds a ply), and a stored game never changes, so a
+block file is rewritten only when its games did (its first line keeps a signature of them), which keeps the
+live page's rewrites during a tournament cheap. The same pass collects each bot's think time per move,
+kept in the block's first line too, so an unchanged block is never replayed again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arena.game.rules import SWAP, Rules, parse_rules
+from arena.match.record import GameRecord
+from arena.report.replay import Ply, Replay, replay
+from arena.tournament import store as st
+from arena.tournament.settings import Settings
+from arena.tournament.store import Store
+
+FOLDER = "games"
+BLOCK = 250  # games per replay file: ~250 KB of Kalah(6,6); one file is what opening a game costs
+FORMAT = 1  # bump when the encoding changes: every block is written again
+HEADER = "// arena replays "
+# Think time is kept as a histogram per bot over the move's share of the time limit, 8 bins a decade from
+# 0.01% of the limit up to 10 times it (past the limit: the startup allowance of a first move, or a timeout).
+BINS_PER_DECADE = 8
+LIMIT_BIN = 32  # bins below it are under the limit
+BINS = 41
+# Board values travel as one character each (code 48 + value, plain ASCII up to 79 seeds) so a Kalah(6,6)
+# position is 14 bytes; bigger boards fall back to arrays of numbers.
+CHAR_MAX = 79
+REASON_ORDER = ("normal", "early", "timeout", "crash", "illegal", "garbled", "benched")
+
+
+@dataclass(slots=True)
+class Think:
+    """One bot's think times per move: a histogram (see BINS), how many, their sum and the longest."""
+
+    bins: list[int] = field(default_factory=lambda: [0] * BINS)
+    moves: int = 0
+    total_ms: float = 0.0
+    max_ms: float = 0.0
+
+    def add(self, ms: float, limit_ms: float) -> None:
+        share = ms / limit_ms if limit_ms > 0 else 0.0
+        k = math.floor(BINS_PER_DECADE * math.log10(share)) + LIMIT_BIN if share > 0 else 0
+        self.bins[min(max(k, 0), BINS - 1)] += 1
+        self.moves += 1
+        self.total_ms += ms
+        self.max_ms = max(self.max_ms, ms)
+
+    def merge(self, other: Think) -> None:
+        self.bins = [a + b for a, b in zip(self.bins, other.bins, strict=True)]
+        self.moves += other.moves
+        self.total_ms += other.total_ms
+        self.max_ms = max(self.max_ms, other.max_ms)
+
+    def plain(self) -> list[Any]:
+        return [
+            self.moves,
+            round(self.total_ms, 2),
+            self.max_ms,
+            {k: c for k, c in enumerate(self.bins) if c},
+        ]
+
+    @classmethod
+    def of(cls, data: list[Any]) -> Think:
+        bins = [0] * BINS
+        for k, c in data[3].items():
+            bins[int(k)] = int(c)
+        return cls(bins, int(data[0]), float(data[1]), float(data[2]))
+
+    def percentile(self, q: float, limit_ms: float) -> float:
+        """The q-quantile (0..1) in ms, to the resolution of a bin (its upper edge)."""
+        if not self.moves:
+            return math.nan
+        wanted, seen = q * self.moves, 0
+        for k, c in enumerate(self.bins):
+            seen += c
+            if seen >= wanted and c:
+                return min(self.max_ms, bin_edge(k + 1) * limit_ms)
+        return self.max_ms
+
+
+def bin_edge(k: int) -> float:
+    """The lower edge of think-time bin k as a share of the limit."""
+    return float(10.0 ** ((k - LIMIT_BIN) / BINS_PER_DECADE))
+
+
+@dataclass(frozen=True, slots=True)
+class Games:
+    """What the page needs from the data files: where they are and the think times they counted."""
+
+    stamp: str  # changes whenever the list does: the page asks for list.js?v=STAMP
+    count: int
+    think: dict[int, Think]  # by bot version id
+
+
+def _chars(values: Iterable[int]) -> str:
+    return "".join(chr(48 + v) for v in values)
+
+
+def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
+    """One game's replay, compact: moves and flags one character a ply, boards one character a hole."""
+    plies = game.plies
+    biggest = max((max(p.board) for p in plies), default=0)
+    data: dict[str, Any] = {
+        "o": game.opening,
+        "m": "".join("S" if p.move == SWAP else chr(48 + int(p.move)) for p in plies),
+        "f": _chars(_flags(p) for p in plies),
+        "n": plies[-1].to_move if plies else game.start.to_move,
+        "t": [round(ms, 1) for ms in record.move_ms],
+    }
+    if biggest <= CHAR_MAX:
+        data["b"] = "".join(_chars(p.board) for p in plies)
+    else:
+        data["B"] = [list(p.board) for p in plies]
+    captures = {str(k): [p.captured, *p.capture_pits] for k, p in enumerate(plies) if p.captured}
+    if captures:
+        data["c"] = captures
+    if game.error:
+        data["e"] = game.error
+    if game.fault:
+        f = game.fault
+        data["x"] = {
+            "bot": f.bot,
+            "reason": f.reason,
+            "detail": f.detail,
+            "stderr": f.stderr,
+            "ply": f.plies,
+            "lines": list(f.lines),
+            "cmd": f.command,
+            "note": f.bank_note,
+        }
+    elif record.faulty:  # a record that does not replay still says who forfeited and why
+        data["x"] = {"bot": record.faulty, "reason": record.reason, "detail": record.detail,
+                     "stderr": record.stderr.get(record.faulty, ""), "ply": len(plies), "lines": [],
+                     "cmd": "", "note": ""}  # fmt: skip
+    return data
+
+
+def _flags(p: Ply) -> int:
+    """The page's bits of a ply: 1 North moved, 2 extra turn, 4 capture, 8 swap, 16 relay, 32 game over."""
+    return p.mover | 2 * p.extra | 4 * bool(p.captured) | 8 * p.swap | 16 * p.relay | 32 * p.ended
+
+
+def _write(path: Path, text: str) -> None:
+    """Beside, then renamed: a page loading the file never reads half of it."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open(encoding="utf-8") as f:
+            line = f.readline()
+    except OSError:
+        return None
+    if not line.startswith(HEADER):
+        return None
+    try:
+        data = json.loads(line[len(HEADER) :])
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _block(
+    store: Store, rules: Rules, settings: Settings | None, block: int
+) -> tuple[dict[str, Any], dict[int, Think]]:
+    """Replay one block's games: their encoded replays by id, and think times by bot version."""
+    move_ms = settings.move_ms if settings else None
+    bank_ms = settings.bank_ms if settings else None
+    limit = float(move_ms or 1000)
+    games: dict[str, Any] = {}
+    think: dict[int, Think] = {}
+    for row in st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1):
+        record = GameRecord.from_dict(row)
+        game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None)
+        games[str(row["id"])] = encode(game, record)
+        ids = {record.south: int(row["south_id"]), record.north: int(row["north_id"])}
+        owners = [record.south, record.north]
+        times = iter(record.move_ms)
+        for ply in game.plies:
+            if not ply.opening:
+                ms = next(times, None)
+                if ms is not None:
+                    think.setdefault(ids[owners[ply.mover]], Think()).add(ms, limit)
+            if ply.swap:
+                owners.reverse()
+    return games, think
+
+
+def write_games(store: Store, folder: Path) -> Games:
+    """Write FOLDER/games/: every block whose games changed since it was written, and the list."""
+    out = Path(folder) / FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    settings = store.settings()
+    rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
+    think: dict[int, Think] = {}
+    wanted = set()
+    count = 0
+    for block, games, id_sum, finished in st.id_blocks(store, BLOCK):
+        count += games
+        path = out / f"b{block}.js"
+        wanted.add(path.name)
+        sig = [FORMAT, games, id_sum, finished, rules.spec, settings.move_ms if settings else None]
+        header = _header(path)
+        if header is not None and header.get("sig") == sig:
+            stats = {int(b): Think.of(v) for b, v in header["think"].items()}
+        else:
+            data, stats = _block(store, rules, settings, block)
+            head = {"sig": sig, "think": {str(b): t.plain() for b, t in stats.items()}}
+            body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+            _write(path, f"{HEADER}{json.dumps(head, separators=(',', ':'))}\narenaBlock({block},{body});\n")
+        for bot, t in stats.items():
+            think.setdefault(bot, Think()).merge(t)
+    for stale in out.glob("b*.js"):
+        if stale.name not in wanted:
+            stale.unlink()
+    stamp = _write_list(store, out, rules)
+    return Games(stamp, count, think)
+
+
+def _write_list(store: Store, out: Path, rules: Rules) -> str:
+    """games/list.js: every game as columns of small numbers, and the names to read them with."""
+    current = set(store.current_ids())
+    versions = st.bot_versions(store)
+    shared = Counter(n for _, n, _ in versions)
+    index: dict[int, int] = {}
+    bots: list[dict[str, Any]] = []
+    for i, name, digest in sorted(versions, key=lambda v: (v[0] not in current, v[1], v[0])):
+        index[i] = len(bots)
+        # a name with several versions: the current one keeps the plain name, older ones show their digest
+        label = f"{name}@{digest[:7]}" if shared[name] > 1 and i not in current else name
+        bots.append({"id": i, "name": name, "label": label, "current": i in current})
+    reasons: dict[str, int] = {r: k for k, r in enumerate(REASON_ORDER)}
+    cols: dict[str, list[int]] = {
+        k: [] for k in ("id", "round", "s", "n", "w", "x", "r", "ss", "ns", "p", "o", "sw")
+    }
+    last_id = last_round = 0
+    for gid, rnd, s, n, w, x, reason, ss, ns, p, o, sw in st.game_list(store):
+        cols["id"].append(gid - last_id)
+        cols["round"].append(rnd - last_round)
+        last_id, last_round = gid, rnd
+        cols["s"].append(index[s])
+        cols["n"].append(index[n])
+        cols["w"].append(2 if not w else (0 if w == s else 1))  # 0 South's starter won, 1 North's, 2 draw
+        cols["x"].append(0 if not x else (1 if x == s else 2))  # who forfeited, likewise
+        cols["r"].append(reasons.setdefault(str(reason), len(reasons)))
+        cols["ss"].append(int(ss))
+        cols["ns"].append(int(ns))
+        cols["p"].append(int(p or 0))
+        cols["o"].append(int(o or 0))
+        cols["sw"].append(int(bool(sw)))
+    start = rules.initial()
+    data = {
+        "block": BLOCK,
+        "pits": rules.pits,
+        "rules": rules.spec,
+        "start": list(start.board),
+        "bots": bots,
+        "reasons": list(reasons),
+        "count": len(cols["id"]),
+        **cols,
+    }
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    stamp = f"{len(cols['id'])}-{zlib.crc32(body.encode()):08x}"
+    _write(out / "list.js", f"arenaList({body});\n")
+    return stamp

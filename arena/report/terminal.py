@@ -1,0 +1,157 @@
+"""The board in a terminal: `arena replay` and `arena play --show` draw with these, from replayed plies.
+
+Drawn as protocol.md draws it: North's row on top numbered from North's own left (so n..1 as South looks),
+South's row below numbered 1..n, North's store on the left, South's on the right. Each side is labelled
+with the bot that owns it at that moment, so after a SWAP the names change sides and the rows do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
+from arena.match.record import GameRecord
+from arena.report.replay import Ply, Replay, marks, replay
+from arena.tournament import store as st
+from arena.tournament.store import Store
+
+
+def board(pos: Position, south: str, north: str, ply: Ply | None = None) -> str:
+    """The position with its owners; `ply` (the one that led here) marks the pit it sowed with ( ) and the
+    holes a capture emptied with x."""
+    n = pos.pits
+    width = max(2, *(len(str(v)) for v in pos.board))
+    sown = -1
+    if ply is not None and isinstance(ply.move, int):
+        sown = ply.mover * (n + 1) + ply.move - 1
+
+    def hole(k: int) -> str:
+        text = str(pos.board[k]).rjust(width)
+        if k == sown:
+            return f"({text})"
+        if ply is not None and k in ply.capture_pits:
+            return f"x{text} "
+        return f" {text} "
+
+    cell = width + 2
+    rule = "+" + "+".join("-" * cell for _ in range(n + 2)) + "+"
+    north_row = "|" + " " * cell + "|" + "|".join(hole(NORTH * (n + 1) + k) for k in reversed(range(n)))
+    south_row = "|" + " " * cell + "|" + "|".join(hole(k) for k in range(n))
+    stores = (
+        "|" + str(pos.store(NORTH)).center(cell) + "+" + "+".join("-" * cell for _ in range(n)) + "+"
+        + str(pos.store(SOUTH)).center(cell) + "|"
+    )  # fmt: skip
+    mover = None if pos.ended else pos.to_move
+    to_move = "  <- to move"
+    return "\n".join(
+        [
+            " " * (cell + 1) + f"North: {north}" + (to_move if mover == NORTH else ""),
+            " " * (cell + 1) + "".join(str(k).center(cell + 1) for k in range(n, 0, -1)),
+            rule,
+            north_row + "|" + " " * cell + "|",
+            stores,
+            south_row + "|" + " " * cell + "|",
+            rule,
+            " " * (cell + 1) + "".join(str(k).center(cell + 1) for k in range(1, n + 1)),
+            " " * (cell + 1) + f"South: {south}" + (to_move if mover == SOUTH else ""),
+        ]
+    )
+
+
+def what(ply: Ply, mover_name: str) -> str:
+    """One line saying what a ply did: 'south (greedy) plays 3: extra turn'."""
+    side = SIDE_NAMES[ply.mover]
+    if ply.move == SWAP:
+        return f"{side} ({mover_name}) plays SWAP: {mover_name} takes over south, its opponent plays north"
+    notes = []
+    if ply.opening:
+        notes.append("opening")
+    if ply.relay:
+        notes.append("relay sowing")
+    if ply.captured > 0:
+        notes.append(f"captures {ply.captured}")
+    elif ply.captured < 0 or (ply.capture_pits and not ply.captured):
+        notes.append("captures")
+    if ply.extra:
+        notes.append("extra turn")
+    if ply.ended:
+        notes.append("game over")
+    return f"{side} ({mover_name}) plays {ply.move}" + (": " + ", ".join(notes) if notes else "")
+
+
+def replay_text(game: Replay, title: str, result: str) -> str:
+    """A whole game, move by move with the board after each, then its result and any fault."""
+    south, north = game.owners(0)
+    out = [
+        title,
+        "",
+        "start" + (f" (then {game.opening} opening ply{'s' * (game.opening != 1)})" if game.opening else ""),
+        "",
+    ]
+    out += [board(game.start, south, north), ""]
+    for k, ply in enumerate(game.plies):
+        before = game.owners(k)
+        after = game.owners(k + 1)
+        pos = game.position(k + 1)
+        assert pos is not None
+        out.append(f"{k + 1}. " + what(ply, before[ply.mover]))
+        out += [board(pos, *after, ply=ply), ""]
+    if game.error:
+        out.append(f"(the record stops replaying here: {game.error})")
+    out.append(result)
+    if game.fault:
+        f = game.fault
+        out += ["", f"{f.bot} forfeited ({f.reason}) after ply {f.plies}: {f.detail}"]
+        if f.stderr:
+            out += ["its stderr (tail):", *("    " + line for line in f.stderr.rstrip("\n").splitlines())]
+        out += ["reproduce it: feed the bot the referee's lines of this game", f"    {f.command} | YOUR-BOT"]
+        if f.bank_note:
+            out.append(f"    ({f.bank_note})")
+    return "\n".join(out)
+
+
+class Watch:
+    """Draws a game as it is played (`arena play --show`): the board after every move with what the move
+    did, each side labelled by the bot that owns it now, so after a SWAP the labels change sides."""
+
+    def __init__(self, rules: Rules, south: str, north: str, echo: Callable[[str], None]) -> None:
+        self.rules = rules
+        self.owners = [south, north]
+        self.echo = echo
+        self.pos = rules.initial()
+        self.plies = 0
+
+    def start(self, pos: Position | None = None) -> None:
+        self.pos = pos or self.rules.initial()
+        self.echo(board(self.pos, self.owners[0], self.owners[1]) + "\n")
+
+    def __call__(self, pos: Position, move: Move, player: object = None) -> None:
+        """The referee's on_move: `pos` is the position after `move`."""
+        ply = marks(self.rules, self.pos, move, pos)
+        self.plies += 1
+        line = f"{self.plies}. " + what(ply, self.owners[ply.mover])
+        if ply.swap:
+            self.owners.reverse()
+        self.pos = pos
+        self.echo(line + "\n" + board(pos, self.owners[0], self.owners[1], ply=ply) + "\n")
+
+
+def stored_game(store: Store, game: int) -> str | None:
+    """`arena replay`: a stored game as text, or None if the store has no game `game`."""
+    row = st.game_record(store, game)
+    if row is None:
+        return None
+    record = GameRecord.from_dict(row)
+    settings = store.settings()
+    played = replay(record, settings.move_ms if settings else None, settings.bank_ms if settings else None)
+    title = (
+        f"game {game}, round {row['round']}: {record.south} (south) vs {record.north} (north), "
+        f"{record.rules}, finished {row['finished_at']}"
+    )
+    if record.faulty:
+        result = f"{record.winner} wins: {record.faulty} forfeits ({record.reason})"
+    elif record.winner is None:
+        result = f"draw {record.south_store}-{record.north_store}"
+    else:
+        result = f"{record.winner} wins {record.south_store}-{record.north_store} (south-north stores)"
+    return replay_text(played, title, result)
