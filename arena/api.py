@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from arena.tournament.ratings import Standings
-    from arena.tournament.scheduler import RunResult
+    from arena.tournament.scheduler import Backend, RunResult
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -188,8 +188,11 @@ class Tournament:
         bench_after: int = BENCH_AFTER,
         live: bool = False,
         on_page: Callable[[Path], None] | None = None,
+        cluster: str | Backend | None = None,
     ) -> RunResult:
-        """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores).
+        """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores), or on
+        the workers of the Dask cluster `cluster` (its scheduler's address, 'tcp://HOST:8786', or a back end:
+        arena/tournament/cluster.py).
 
         `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
         alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
@@ -204,9 +207,13 @@ class Tournament:
             progress = self._live(progress, on_page)
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
-        conf, caps = _confine(self.settings)
-        state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
-        self.store.set_meta("confinement", json.dumps(state))
+        back = scheduler.backend(jobs, cluster)
+        if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
+            conf = self.settings.confinement()
+        else:
+            conf, caps = _confine(self.settings)
+            state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
+            self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
             self.store,
             field,
@@ -218,6 +225,7 @@ class Tournament:
             hero=hero,
             progress=progress,
             bench_after=bench_after,
+            backend=back,
         )
 
     def _live(self, progress: Progress | None, on_page: Callable[[Path], None] | None) -> Progress:

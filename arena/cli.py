@@ -16,6 +16,7 @@ import click
 from arena.game.openings import BookError
 from arena.game.rules import RulesError, parse_rules
 from arena.match.bots import BotError, find_bot
+from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import StoreError
 
@@ -260,6 +261,13 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     "this many games in a row; 0: never. The next run tries it again.",
 )
 @click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
+@click.option(
+    "--cluster",
+    metavar="tcp://HOST:8786",
+    envvar="ARENA_CLUSTER",
+    help="Play the games on the workers of this Dask cluster's scheduler, not on this machine's cores "
+    '(--jobs); needs pip install "arena[cluster]" [env: ARENA_CLUSTER].',
+)
 @click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
 @_tournament_options
 @click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
@@ -282,6 +290,7 @@ def run(  # type: ignore[no-untyped-def]
     openings,
     bench_after,
     fresh,
+    cluster,
     bots_dir,
     name,
     out,
@@ -316,6 +325,7 @@ def run(  # type: ignore[no-untyped-def]
             bench_after=bench_after,
             live=True,
             on_page=_open_in_browser if open_page else None,
+            cluster=cluster or None,
         )
         progress.close()
         standings = cup.standings()
@@ -487,7 +497,7 @@ def main() -> None:
             hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"arena: error: {e.format_message()}{hint}", err=True)
         sys.exit(e.exit_code)
-    except (BotError, BookError, RulesError, StoreError) as e:
+    except (BotError, BookError, ClusterError, RulesError, StoreError) as e:
         click.echo(f"arena: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

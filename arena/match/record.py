@@ -26,7 +26,8 @@ class GameRecord:
     `south`/`north` are the bots that started on each side; after a SWAP they own the other side, so
     `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round: ask
     `store_of(name)` for a bot's own. `opening` holds the plies played before the bots took over (empty:
-    the game began at the start position); `moves` are the bots' own, `move_ms` their times.
+    the game began at the start position); `moves` are the bots' own, `move_ms` their times. `worker` says
+    where it was played: "" on the machine that ran the tournament, else the cluster worker's address.
     """
 
     rules: str
@@ -44,6 +45,7 @@ class GameRecord:
     moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
     stderr: dict[str, str] = field(default_factory=dict)
     opening: tuple[Move, ...] = ()
+    worker: str = ""  # address of the Dask worker that played it; "" where the tournament ran
 
     @property
     def swapped(self) -> bool:

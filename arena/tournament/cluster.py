@@ -1,0 +1,208 @@
+"""Playing a tournament's games on the workers of a Dask cluster: `arena run --cluster tcp://HOST:8786`.
+
+The machine that runs `arena run` keeps the schedule, the store (its one writer) and the page; the workers
+only play. Each game is one Dask task that needs one game slot of its worker (the worker resource `games`:
+`dask worker tcp://HOST:8786 --resources games=N`, N its cores), so a worker plays at most one game per core
+and a move's time means the same on every machine. The worker's side, a plugin that keeps the bots'
+processes alive across games and confines them as `arena run` does locally, is arena/tournament/workers.py.
+
+Bots travel by content: each bot's files are scattered to the workers once (a worker that joins later gets
+them from another worker), and the workers keep them on disk by digest. A game whose worker died or left is
+played again elsewhere (Dask does so by itself; this side submits it again should Dask give up on it), and a
+game is stored when its result reaches this side, once. Dask is imported only here, only when it is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arena.match.bots import Bot
+    from arena.tournament.scheduler import Games, Instead, Machine, OnGame
+    from arena.tournament.store import Slot
+
+INSTALL = 'the cluster back end needs Dask, which is not installed here: pip install "arena[cluster]"'
+
+
+class ClusterError(RuntimeError):
+    """A cluster that cannot play the games as asked; the message is one line saying why and what to do."""
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError(INSTALL) from None
+    return distributed
+
+
+class Cluster:
+    """The back end of a Dask cluster, reached through its scheduler at `address` ('tcp://HOST:8786').
+
+    `connect_s` bounds the wait for the scheduler, `workers_s` the wait for a worker with game slots;
+    `idle_s` is how long a worker keeps a bot process that has no game; a game is tried on at most `tries`
+    workers that died under it before the run stops."""
+
+    remote = True
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        connect_s: float = 10.0,
+        workers_s: float = 60.0,
+        idle_s: float = 30.0,
+        tries: int = 5,
+    ) -> None:
+        self.address = address
+        self.connect_s = connect_s
+        self.workers_s = workers_s
+        self.idle_s = idle_s
+        self.tries = tries
+        self.machines: dict[str, Machine] = {}  # every worker that reported a game, by address
+
+    def play(
+        self,
+        slots: Sequence[Slot],
+        games: Games,
+        on_game: OnGame,
+        instead: Instead | None = None,
+        on_machine: Callable[[Machine], None] | None = None,
+    ) -> None:
+        if not slots:
+            return
+        distributed = _distributed()
+        from arena.tournament import workers
+
+        client = self._connect(distributed)
+        plugin = f"arena-{games.tag or 'run'}"
+        futures: dict[Any, int] = {}  # games on the cluster: Dask future -> index in `slots`
+        shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files on the workers
+        tries: Counter[int] = Counter()
+        try:
+            capacity = _Capacity(client, self._slots(client))
+            client.register_plugin(workers.Arena(games, self.idle_s), name=plugin)
+            done = distributed.as_completed([], loop=client.loop, with_results=True, raise_errors=False)
+            pending = iter(range(len(slots)))
+            exhausted = False
+
+            def ship(bot: Bot) -> Any:
+                key = (bot.name, bot.digest)
+                if key not in shipped or shipped[key].status != "finished":
+                    shipped[key] = client.scatter(workers.pack(bot), broadcast=True, hash=False)
+                return shipped[key]
+
+            def submit(i: int) -> None:
+                slot = slots[i]
+                tries[i] += 1
+                future = client.submit(
+                    workers.play,
+                    plugin,
+                    ship(slot.south),
+                    ship(slot.north),
+                    slot.opening,
+                    key=f"arena-game-{games.tag}-r{slot.round}-{slot.south.name}-{slot.north.name}-{tries[i]}",
+                    resources={workers.RESOURCE: 1},
+                    pure=False,
+                )
+                futures[future] = i
+                done.add(future)
+
+            def feed() -> None:
+                nonlocal exhausted
+                while not exhausted and len(futures) < capacity.target():
+                    i = next(pending, None)
+                    if i is None:
+                        exhausted = True
+                        return
+                    record = instead(slots[i]) if instead else None
+                    if record is not None:
+                        on_game(slots[i], record)
+                    else:
+                        submit(i)
+
+            feed()
+            while futures:
+                future, result = next(done)
+                i = futures.pop(future)
+                if future.status == "finished":
+                    record, machine = result
+                    if machine.address not in self.machines:
+                        self.machines[machine.address] = machine
+                        if on_machine:
+                            on_machine(machine)
+                    on_game(slots[i], record)
+                elif isinstance(result, workers.Refused):
+                    raise ClusterError(str(result))
+                elif tries[i] >= self.tries:
+                    slot = slots[i]
+                    raise ClusterError(
+                        f"the game of round {slot.round}, {slot.south.name} (south) against "
+                        f"{slot.north.name}, failed on {tries[i]} workers, the last time with "
+                        f"{type(result).__name__}: {result}"
+                    )
+                else:
+                    submit(i)  # its worker died or left: another one plays it
+                feed()
+        finally:
+            try:
+                if futures:
+                    client.cancel(list(futures), force=True)
+                with contextlib.suppress(Exception):  # clean-up must not hide why the run stopped
+                    client.unregister_worker_plugin(plugin)  # each worker ends its bots
+            finally:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=10)
+
+    def _connect(self, distributed: Any) -> Any:
+        try:
+            return distributed.Client(self.address, timeout=self.connect_s, set_as_default=False)
+        except Exception as e:  # OSError, TimeoutError, ValueError for a bad address: all one line
+            raise ClusterError(
+                f"cannot reach the Dask scheduler at {self.address} ({type(e).__name__}: {e}); start it "
+                "there with 'dask scheduler', or give its address as tcp://HOST:8786"
+            ) from None
+
+    def _slots(self, client: Any) -> int:
+        """The game slots the cluster's workers offer, waiting up to `workers_s` for one to offer any."""
+        deadline = time.monotonic() + self.workers_s
+        while True:
+            slots = _game_slots(client)
+            if slots:
+                return slots
+            if time.monotonic() > deadline:
+                from arena.tournament.workers import RESOURCE
+
+                raise ClusterError(
+                    f"no worker of the cluster at {self.address} offers game slots after "
+                    f"{self.workers_s:g} s: start workers with 'dask worker {self.address} --nthreads N "
+                    f"--resources {RESOURCE}=N', N the machine's cores"
+                )
+            time.sleep(0.5)
+
+
+def _game_slots(client: Any) -> int:
+    from arena.tournament.workers import RESOURCE
+
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    return int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers.values()))
+
+
+class _Capacity:
+    """How many games to keep on the cluster: twice its game slots, so that a worker that finishes a game
+    finds the next one waiting; asked again every few seconds, as workers come and go."""
+
+    def __init__(self, client: Any, slots: int) -> None:
+        self.client = client
+        self.slots = slots
+        self.asked = time.monotonic()
+
+    def target(self) -> int:
+        if time.monotonic() - self.asked > 5.0:
+            self.asked = time.monotonic()
+            self.slots = _game_slots(self.client) or self.slots
+        return 2 * max(1, self.slots)

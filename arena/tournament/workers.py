@@ -1,0 +1,218 @@
+"""A Dask worker's side of a tournament played on a cluster (arena/tournament/cluster.py is the other side).
+
+For each run the coordinator registers an `Arena` worker plugin: it tells every worker, present or joining
+later, what the run's games are played under, resolves the run's limits against what this machine can
+enforce (`confine.capabilities`, reported back as a `Machine` with every game), and keeps a `Pool` of bot
+processes alive across games, ended after a fault, after `idle_s` without a game, and all at once when the
+run ends. Games are played on the plugin's own threads, one per game slot: a process started from a thread
+is ended with it (the sandbox's --die-with-parent), so that thread must live as long as the bot may.
+
+Bots come by content (`Shipment`) and are kept on disk by digest under ARENA_CACHE (default
+~/.cache/arena/bots): DIGEST/NAME.py or DIGEST/NAME/. Before a bot's process starts, its cached files are
+hashed again; a copy that does not hash to the tournament's digest never runs: it is replaced by the shipped
+files, and if those do not hash to it either (the bot changed after the run read it) the game is `Refused`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import secrets
+import shutil
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+
+from arena.game.rules import Move, parse_rules
+from arena.match.bots import Bot, BotError, load_bot
+from arena.match.confine import Warden, capabilities
+from arena.match.record import GameRecord
+from arena.match.referee import Player, play_game
+from arena.tournament.scheduler import Games, Machine, Pool
+
+CACHE_ENV = "ARENA_CACHE"
+RESOURCE = "games"  # the Dask worker resource that counts game slots: dask worker ... --resources games=N
+log = logging.getLogger("arena")
+Played = tuple[GameRecord, Machine]  # what a game task returns: the record, and where it was played
+
+
+class Refused(Exception):
+    """A worker will not play a game: one line saying which bot, where, and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shipment:
+    """A bot's files as the coordinator ships them: `entry` is the bot's file or folder name, and `files`
+    (path relative to the folder holding the bot, mode, content) are every file its digest covers."""
+
+    name: str
+    digest: str
+    entry: str
+    files: tuple[tuple[str, int, bytes], ...]
+
+
+def pack(bot: Bot) -> Shipment:
+    """The files of `bot`, read now (a bot changed since its digest was taken is refused by the workers)."""
+    path = bot.path
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return Shipment(
+        bot.name,
+        bot.digest,
+        path.name,
+        tuple(
+            (str(f.relative_to(path.parent)), f.stat().st_mode & 0o777, f.read_bytes())
+            for f in files
+            if "__pycache__" not in f.relative_to(path.parent).parts
+        ),
+    )
+
+
+def cache_root() -> Path:
+    """Where this machine keeps the bots it was shipped: $ARENA_CACHE, else ~/.cache/arena/bots."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "arena" / "bots"
+
+
+class Cache:
+    """Bots on this machine's disk by digest; every look at one hashes its files again."""
+
+    def __init__(self, root: Path, where: str) -> None:
+        self.root = root
+        self.where = where  # this worker, for messages
+        self._lock = threading.Lock()
+
+    def bot(self, ship: Shipment) -> Bot:
+        """The bot of `ship` as this machine runs it, its cached files hashing to `ship.digest`; a cached
+        copy that does not is replaced first. Refused if the shipped files do not hash to it either."""
+        path = self.root / ship.digest / ship.entry
+        with self._lock:
+            if path.exists():
+                with contextlib.suppress(BotError):
+                    if (bot := load_bot(path)).digest == ship.digest:
+                        return bot
+                log.warning(f"{self.where}: the cached copy of bot {ship.name!r} at {path} differs from the "
+                            "tournament's; replaced by the shipped files")  # fmt: skip
+            self._write(ship)
+            try:
+                bot = load_bot(path)
+            except BotError as e:
+                raise Refused(f"{self.where} cannot run bot {ship.name!r}: {e}") from None
+            if bot.digest != ship.digest:
+                raise Refused(
+                    f"{self.where} refused bot {ship.name!r}: its files hash to {bot.digest}, not to the "
+                    f"tournament's {ship.digest} (did it change after the run began? run again to play the "
+                    "version there is now)"
+                )
+            return bot
+
+    def _write(self, ship: Shipment) -> None:
+        """Put the shipped files in place whole: written aside, then renamed into place."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        aside = self.root / f".{ship.digest}.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            for rel, mode, data in ship.files:
+                target = aside / rel
+                target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+                target.write_bytes(data)
+                # readable by the unprivileged user a sandboxed bot may run as; executables stay executable
+                target.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+            aside.chmod(0o755)
+            entry = self.root / ship.digest
+            if entry.exists():
+                shutil.rmtree(entry, ignore_errors=True)
+            with contextlib.suppress(OSError):  # another worker on this machine may have put it there
+                os.rename(aside, entry)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+class Arena(WorkerPlugin):
+    """What one run's games need on a worker: the rules, the limits as this machine enforces them, the bot
+    cache, the bots' processes and the threads that play. Registered by the coordinator for the run (by
+    name, so a later run of the same tournament replaces what a killed one left) and torn down after it."""
+
+    def __init__(self, games: Games, idle_s: float = 30.0) -> None:
+        self.games = games
+        self.idle_s = idle_s
+
+    def setup(self, worker: Any) -> None:
+        self.address = str(worker.address)
+        self.rules = parse_rules(self.games.spec)
+        asked = self.games.conf
+        if asked is None:
+            raise ValueError("a cluster run needs the limits as asked (Games.conf)")
+        conf, caps = capabilities(asked, asked.sandbox)
+        slots = int(worker.state.total_resources.get(RESOURCE, 0))
+        cores = os.cpu_count() or 1
+        notes = list(caps.notes)
+        if slots > cores:
+            notes.append(
+                f"{slots} game slots on {cores} cores: bots there think slower than on the other machines; "
+                f"start it with --resources {RESOURCE}={cores}"
+            )
+        host = socket.gethostname()
+        self.machine = Machine(self.address, host, cores, slots, caps.sandbox, caps.cgroups, tuple(notes))
+        self.cache = Cache(cache_root(), f"worker {host} ({self.address})")
+        self.warden = Warden(conf)
+        self.pool = Pool(self.warden, self.games.limits.quit_grace_ms, keep=16 * max(1, slots))
+        self.threads = ThreadPoolExecutor(max(1, slots), thread_name_prefix="arena-game")
+        self._bots: dict[str, Bot] = {}  # by digest, as this machine runs them
+        self._stop = threading.Event()
+        threading.Thread(target=self._end_idle, name="arena-idle", daemon=True).start()
+
+    def teardown(self, worker: Any) -> None:
+        self._stop.set()
+        self.pool.kill()
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.warden.close()
+
+    def _end_idle(self) -> None:
+        """End bot processes that waited `idle_s` for a game: all of them once a run's coordinator is gone
+        without a word (kill -9), whose plugin then lingers until the tournament runs again."""
+        while not self._stop.wait(max(0.1, self.idle_s / 4)):
+            self.pool.end_idle(self.idle_s)
+
+    def play(self, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
+        return self.threads.submit(self._game, south, north, opening).result()
+
+    def _player(self, ship: Shipment) -> Player:
+        """A player of the shipped bot; whenever its process is about to start, its files are hashed again."""
+        known = self._bots.get(ship.digest)
+        bot = known or self.cache.bot(ship)
+        self._bots[ship.digest] = bot
+        player = self.pool.take(bot)
+        if known is not None and not player.running:
+            try:
+                self.cache.bot(ship)
+            except BaseException:
+                self.pool.give(player, keep=False)
+                raise
+        return player
+
+    def _game(self, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
+        players: list[Player] = []
+        kept = False
+        try:
+            for ship in (south, north):
+                players.append(self._player(ship))
+            record = play_game(self.rules, players[0], players[1], self.games.limits, opening=opening)
+            kept = not self.games.fresh
+        finally:
+            for player in players:
+                self.pool.give(player, keep=kept)
+        return dataclasses.replace(record, worker=self.address), self.machine
+
+
+def play(plugin: str, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
+    """The task of one game, run by Dask on a worker with a free game slot."""
+    arena = get_worker().plugins[plugin]
+    assert isinstance(arena, Arena), plugin
+    return arena.play(south, north, opening)

@@ -1,0 +1,284 @@
+"""Tournaments on a Dask cluster: a `distributed.LocalCluster` of two worker processes on this machine, each
+with one game slot, playing real games of real bot processes, confined as locally.
+
+The same seed gives the same stored games as a run on this machine's cores; a worker killed mid-tournament
+(SIGKILL to its process) loses nothing and no game is stored twice; Ctrl-C and kill -9 of `arena run
+--cluster` resume like a local run; a bot whose files differ from the tournament's digest never runs on a
+worker; and without Dask arena works as before, while `--cluster` says in one line what to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_tournament import (
+    ALPHABETA_2,
+    GREEDY,
+    RULES,
+    STEADY,
+    count_games,
+    db_file,
+    first_legal,
+    game_keys,
+    left_after,
+    records,
+    resumed,
+    run_args,
+    schedule,
+    start_tournament,
+    tournament,
+    wait_for_games,
+    write_bots,
+)
+
+from arena.api import Tournament
+from arena.match.bots import discover
+from arena.tournament.cluster import Cluster, ClusterError
+from arena.tournament.settings import Settings
+
+distributed = pytest.importorskip("distributed")
+
+# What differs between two runs of the same games: where and when they were played, and how long moves took.
+NOISE = {"id", "finished_at", "move_ms", "think_ms", "stderr", "worker"}
+
+
+@contextlib.contextmanager
+def local_cluster(cache: Path, workers: int = 2) -> Iterator[Any]:
+    """A cluster on this machine: `workers` worker processes (each under a nanny, which starts it again if it
+    dies), one game slot each, keeping shipped bots under `cache`."""
+    with distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        resources={"games": 1},
+        dashboard_address=None,
+        host="127.0.0.1",
+        env={"ARENA_CACHE": str(cache)},
+    ) as cluster:
+        yield cluster
+
+
+def field(folder: Path, delay: float = 0.0) -> Path:
+    """Three deterministic bots; `delay` seconds a move for 'first', so that a tournament lasts a while."""
+    return write_bots(folder, greedy=GREEDY, first=first_legal(delay=delay), alphabeta=ALPHABETA_2)
+
+
+def games(base: Path) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in NOISE} for r in records(base)]
+
+
+def library_run(base: Path, bots: Path | list, rounds: int, cluster: str | None = None) -> Any:
+    with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=7)) as cup:
+        return cup.run(bots, rounds, jobs=2, cluster=cluster)
+
+
+def worker_pids(address: str) -> dict[str, int]:
+    with distributed.Client(address, set_as_default=False) as client:
+        return dict(client.run(os.getpid))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The games of a 3-round tournament of `field` played on this machine's cores (seed 7)."""
+    base = tmp_path_factory.mktemp("local")
+    result = library_run(base, field(base / "bots"), 3)
+    assert result.played == result.scheduled == 18
+    return games(base)
+
+
+def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(tmp_path: Path, reference) -> None:
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache") as cluster:
+        addresses = set(worker_pids(cluster.scheduler_address))
+        result = library_run(base, bots, 3, cluster.scheduler_address)
+    assert (result.scheduled, result.played, result.interrupted) == (18, 18, False)
+    assert games(base) == reference  # the same games in schedule order, wherever each was played
+    played_on = {r["worker"] for r in records(base)}
+    assert played_on == addresses, "both workers played, and every game says which"
+
+    with Tournament.open(db_file(base).parent) as cup:
+        meta = cup.store.meta()
+        board = cup.leaderboard()[["bot", "mu", "sigma", "games", "wins", "draws", "losses"]]
+    workers = __import__("json").loads(meta["workers"])
+    assert set(workers) == addresses
+    for address, worker in workers.items():
+        assert worker["slots"] == 1 and worker["cores"] == os.cpu_count()
+        assert worker["summary"].endswith(
+            f"({address}): 1 game slot on {os.cpu_count()} cores; sandbox "
+            f"{'on' if worker['sandbox'] else 'off'}, cgroups {'on' if worker['cgroups'] else 'off'}"
+        )
+    confinement = __import__("json").loads(meta["confinement"])
+    assert confinement["sandbox"] == all(w["sandbox"] for w in workers.values())
+    assert len(confinement["notes"]) == sum(len(w["notes"]) for w in workers.values())
+
+    local = tmp_path / "local"
+    library_run(local, field(local / "bots"), 3)
+    with Tournament.open(db_file(local).parent) as cup:
+        assert board.to_dict("records") == cup.leaderboard()[list(board.columns)].to_dict("records")
+
+
+def test_a_worker_killed_mid_game_loses_nothing_and_no_game_is_stored_twice(
+    tmp_path: Path, reference
+) -> None:
+    base = tmp_path / "cluster"
+    bots = field(base / "bots", delay=0.05)  # ~0.5 s a game: a worker is almost always in the middle of one
+    cache = tmp_path / "cache"
+    outcome: list[Any] = []
+    with local_cluster(cache) as cluster, distributed.Client(cluster.scheduler_address) as client:
+        pids = dict(client.run(os.getpid))
+        run = threading.Thread(
+            target=lambda: outcome.append(library_run(base, bots, 3, cluster.scheduler_address))
+        )
+        run.start()
+        try:
+            deadline = time.monotonic() + 60
+            victim = sorted(pids)[0]
+            while count_games(db_file(base)) < 4 or not (
+                playing := client.processing(workers=[victim])[victim]
+            ):
+                assert time.monotonic() < deadline and run.is_alive(), "the tournament did not get going"
+                time.sleep(0.02)
+            os.kill(pids[victim], signal.SIGKILL)  # the worker process itself: no goodbye to anyone
+            killed_at = count_games(db_file(base))
+        finally:
+            run.join(timeout=120)
+        assert not run.is_alive(), "the tournament did not finish after the kill"
+        assert left_after(str(cache)) == [], "bot processes outlived the run"
+    (result,) = outcome
+    assert (result.scheduled, result.played) == (18, 18)
+    assert killed_at < 18, "the kill came after the tournament ended"
+    stored = records(base)
+    assert game_keys(stored) == schedule(bots, 3, seed=7)  # every game once: none lost, none twice
+    assert games(base) == reference
+    assert victim in {r["worker"] for r in stored}
+    # The games the victim had when it died (the one it was playing, and those Dask had queued for it) were
+    # played again on another worker (unless one had just finished, on its way to the store as the kill came).
+    for key in playing:
+        rnd, south, north = key.split("-r")[1].split("-")[:3]
+        (again,) = [r for r in stored if (r["round"], r["south"], r["north"]) == (int(rnd), south, north)]
+        assert again["worker"] != victim or again["id"] <= killed_at, (key, again["worker"])
+
+
+def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
+    tmp_path: Path, reference
+) -> None:
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    cache = tmp_path / "cache"
+    first = next(b for b in discover(bots) if b.name == "first")
+    # A copy in a worker's cache that is not the tournament's 'first' (it plays the last pit, not the first),
+    # under the tournament's digest: it must never play. The worker replaces it by the shipped files.
+    poisoned = cache / first.digest / "first.py"
+    poisoned.parent.mkdir(parents=True)
+    poisoned.write_text(first_legal(pick="last"), encoding="utf-8")
+    with local_cluster(cache) as cluster:
+        library_run(base, bots, 3, cluster.scheduler_address)
+        assert games(base) == reference
+        assert poisoned.read_text(encoding="utf-8") == first.path.read_text(encoding="utf-8")
+
+        # A bot changes after the run has read the folder: its files no longer hash to the digest the
+        # tournament knows it by, no worker has that version cached, and every worker refuses the new files.
+        other = tmp_path / "other"
+        stale = discover(write_bots(other / "bots", greedy=GREEDY, changing=first_legal()))
+        (other / "bots" / "changing.py").write_text(first_legal(pick="last"), encoding="utf-8")
+        refused = (
+            r"worker \S+ \(tcp://127.0.0.1:\d+\) refused bot 'changing': its files hash to \w+, not to the"
+        )
+        with pytest.raises(ClusterError, match=refused):
+            library_run(other, stale, 1, cluster.scheduler_address)
+        assert records(other) == []
+
+
+def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(tmp_path: Path, reference) -> None:
+    """Ctrl-C, then kill -9, of `arena run --cluster`; each time the same command resumes, and the bots on
+    the workers end with the run (after a kill -9, when the tournament runs again)."""
+    base = tmp_path / "cluster"
+    bots = field(base / "bots", delay=0.02)
+    cache = tmp_path / "cache"
+    args = ("--rounds", 3, "--seed", 7, "--jobs", 2, *STEADY)
+    with local_cluster(cache) as cluster:
+        flag = ("--cluster", cluster.scheduler_address)
+        proc = start_tournament(base, bots, *args, *flag)
+        try:
+            wait_for_games(proc, db_file(base), 3)
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 130, err
+        assert "run the same command again to resume" in err and "Traceback" not in err
+        assert left_after(str(cache)) == [], "Ctrl-C left bot processes on the workers"
+        after_ctrl_c = count_games(db_file(base))
+
+        proc = start_tournament(base, bots, *args, *flag)
+        try:
+            wait_for_games(proc, db_file(base), after_ctrl_c + 3)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        stored = count_games(db_file(base))
+        assert stored < 18, "the kill came after the tournament ended"
+
+        out = subprocess.run(
+            [sys.executable, "-m", "arena", *map(str, run_args(base, bots, *args))],
+            cwd=base,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "ARENA_CLUSTER": cluster.scheduler_address},  # the variable, not the flag
+        )
+        assert out.returncode == 0, out.stderr
+        assert resumed(out) == (stored, 18 - stored)
+        assert left_after(str(cache)) == [], "bot processes outlived the run"
+    assert games(base) == reference
+    assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in records(base))
+
+
+def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path) -> None:
+    bots = field(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9")  # nothing listens on 9
+    assert out.returncode == 2
+    assert out.stderr.startswith("arena: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+    # Without Dask: the command starts and plays locally as ever, and --cluster names what to install.
+    no_dask = (
+        "import runpy, sys\n"
+        "sys.modules['distributed'] = sys.modules['dask'] = None  # as if not installed: import fails\n"
+        "sys.argv = ['arena', *sys.argv[1:]]\n"
+        "runpy.run_module('arena', run_name='__main__')\n"
+    )
+    args = [sys.executable, "-c", no_dask, *map(str, run_args(tmp_path, bots, *STEADY))]
+    out = subprocess.run(
+        [*args, "--cluster", "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith("arena: error: the cluster back end needs Dask, which is not installed")
+    assert out.stderr.endswith(': pip install "arena[cluster]"\n')
+    out = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert count_games(db_file(tmp_path)) == 6
+
+
+def test_the_command_and_the_library_do_not_import_dask_until_a_cluster_is_used() -> None:
+    code = (
+        "import sys, arena.cli, arena.api, arena.tournament.scheduler, arena.tournament.cluster\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert Cluster("tcp://127.0.0.1:9").remote  # a back end object is made without Dask too
