@@ -12,10 +12,12 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -74,10 +76,10 @@ def attack():
     attempt("list home", lambda: os.listdir("/home"))
     attempt("cgroupfs", lambda: os.listdir("/sys/fs/cgroup"))
     attempt("unix socket", lambda: __import__("socket").socket(1).connect({sock!r}))
-    attempt("secret env", lambda: os.environ["ARENA_REDTEAM_SECRET_NOT_ARENA"])
     attempt("token env", lambda: os.environ["REDTEAM_TOKEN"])
     attempt("pid1 cmdline", lambda: {reports!r} in open("/proc/1/cmdline").read() or 1 / 0)
     log("PATH", os.environ.get("PATH"), "UID", os.getuid(), "EUID", os.geteuid())
+    log("ARENA_REDTEAM", os.environ.get("ARENA_REDTEAM"))
     log("CAPS", [l for l in open("/proc/self/status").read().splitlines() if l.startswith("CapEff")])
 """
 
@@ -109,7 +111,7 @@ def attack():
 # SIGSTOP to the bot's process group, this stole the opponent's time. Started before the first MOVE, while
 # the bot is still new (a process starting up used to be left running during the opponent's first move).
 HOG_SETUP = """
-for _ in range(3):
+for _ in range(5):
     if os.fork() == 0:
         os.setsid()
         parent = os.getppid()
@@ -122,7 +124,7 @@ def attack():
     log("HOG", os.getuid())
 """
 
-# Needs `CPU_MS` of CPU time a move: on a core shared with three busy children it would need four times that.
+# Needs `CPU_MS` of CPU time a move: on a core shared with five busy children it would need six times that.
 VICTIM = """import os, sys, time
 def first_legal(words):
     board = [int(w) for w in words[2:]]
@@ -139,8 +141,8 @@ for line in sys.stdin:
     elif words and words[0] == "QUIT":
         break
 """
-CPU_MS = 120
-MOVE_MS = 300  # enough for the victim alone (120 ms), far from enough beside three busy children (~480 ms)
+CPU_MS = 100
+MOVE_MS = 400  # ample for the victim alone (100 ms), not enough beside five busy children (~600 ms)
 
 
 def digest(path: Path) -> str:
@@ -171,11 +173,49 @@ def tail(games: list[dict], bot: str) -> str:
     return "\n".join(g["stderr"].get(bot, "") for g in games)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="this run is the root one (CI, Docker, lab machines)")
-@pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
-def test_a_tournament_of_attackers_run_as_root_changes_nothing(tmp_path: Path) -> None:
+NOBODY = 65534
+
+
+def as_nobody(argv: list[str], keep: list[Path]) -> list[str]:
+    """`argv` run by uid 65534, as an ordinary user runs arena: in a mount namespace where /root (which root
+    keeps to itself, and where this machine may keep its Python) shows only the folders in `keep` below it."""
+    wrap = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root"]
+    tops = {
+        Path("/root", path.relative_to("/root").parts[0]) for path in keep if path.is_relative_to("/root")
+    }
+    for top in sorted(tops):  # whole, so that no folder between is made with a mode of bubblewrap's choice
+        wrap += ["--ro-bind", str(top), str(top)]
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all"]
+    return [*wrap, "--", *drop, "--bounding-set=-all", "--", *argv]
+
+
+@pytest.fixture(params=["root", "user"])
+def mode(request: pytest.FixtureRequest) -> str:
+    if os.geteuid() != 0:
+        pytest.skip("run as root: the test runs arena as root and, dropping privileges, as an ordinary user")
+    if sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    return str(request.param)
+
+
+@pytest.fixture
+def workdir(mode: str) -> Iterator[Path]:
+    """A folder both root and the ordinary user can use (pytest's own tmp folders are root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="arena-redteam-", dir="/tmp"))
+    folder.chmod(0o777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> None:
+    """As root, every attack fails. As an ordinary user without cgroups (none can be made), every attack on
+    files, privileges, the network and the environment fails; what such a host cannot give (pausing a child
+    that left its session, per-bot memory and process limits) arena says on the terminal and the page."""
+    root = mode == "root"
     marker = uuid.uuid4().hex[:8]
-    bots, out = tmp_path / "bots", tmp_path / "reports"
+    bots, out = workdir / "bots", workdir / "reports"
     bots.mkdir()
     store = out / "default" / "arena.sqlite"
     sock = Path(f"/var/tmp/arena-redteam-{marker}.sock")
@@ -192,20 +232,30 @@ def test_a_tournament_of_attackers_run_as_root_changes_nothing(tmp_path: Path) -
         else "",
     )
     (bots / "escape.py").write_text(PRELUDE + escape + LOOP, encoding="utf-8")
-    (bots / "hog.py").write_text(PRELUDE + HOG_SETUP + LOOP, encoding="utf-8")
     (bots / "filler.py").write_text(PRELUDE + FILLER + LOOP, encoding="utf-8")
+    if root:  # without cgroups nothing pauses a child that left its session: said, not tested as held
+        (bots / "hog.py").write_text(PRELUDE + HOG_SETUP + LOOP, encoding="utf-8")
+    for path in bots.iterdir():
+        path.chmod(0o644)
     template_before = digest(TEMPLATE)
-    env = {**os.environ, "REDTEAM_TOKEN": "hunter2", "ARENA_REDTEAM_SECRET_NOT_ARENA": "x"}
-    env.pop("ARENA_REDTEAM_SECRET_NOT_ARENA")  # only the ARENA_ variables arena itself has reach bots
+    env = {**os.environ, "REDTEAM_TOKEN": "hunter2", "ARENA_REDTEAM": "passed on"}
     argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rounds", "1"]
     argv += ["--rules", "kalah,pits=4,seeds=3", "--move-time", str(MOVE_MS), "--memory", "256", "--jobs", "1"]
+    if not root:
+        keep = [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]]
+        argv = as_nobody(argv, keep)
     with listening(sock) as accepted:
-        # One core for everything: the hog's children would take three quarters of the victim's time.
+        # One core for everything: the hog's children would take five sixths of the victim's time.
         done = subprocess.run(
             ["taskset", "-c", "0", *argv], capture_output=True, text=True, env=env, timeout=300
         )
     assert done.returncode == 0, done.stderr
-    assert "warning" not in done.stderr, done.stderr  # nothing this machine could not enforce
+    page_text = (out / "default" / "index.html").read_text(encoding="utf-8")
+    if root:
+        assert "warning" not in done.stderr, done.stderr  # nothing this machine could not enforce
+    else:  # what an ordinary user's host cannot give is said plainly, in the terminal and on the page
+        for words in ("no cgroups available", "not paused", "one per-user process limit"):
+            assert words in done.stderr and words in page_text, (words, done.stderr)
 
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -213,42 +263,51 @@ def test_a_tournament_of_attackers_run_as_root_changes_nothing(tmp_path: Path) -
     export = [sys.executable, "-m", "arena", "export", "--out", str(out)]
     lines = subprocess.run(export, capture_output=True, text=True, check=True).stdout.splitlines()
     games = [json.loads(line) for line in lines]
-    assert len(games) == 12
+    assert len(games) == (12 if root else 6)
     assert digest(TEMPLATE) == template_before
     assert accepted == [0]
 
-    # Every game ended by the rules, but the filler's: no attack cost the victim (or anyone else) a game,
-    # and the filler lost for memory (its /tmp and /dev/shm are bounded by, and count against, its limit).
+    # Every game ended by the rules: no attack cost the victim (or anyone) a game. The filler's /tmp and
+    # /dev/shm are bounded by shares of its memory limit (a half and a quarter; with cgroups they count
+    # against the limit too): it may only lose for memory, and never wrote more than those shares.
     for g in games:
         if g["faulty"] == "filler":
             assert g["reason"] in ("crash", "benched") and "memory limit of 256 MiB" in g["detail"], g
         else:
             assert (g["reason"], g["faulty"]) in {("normal", None), ("early", None)}, g
-    assert any(g["faulty"] == "filler" for g in games)
+    filled = tail(games, "filler")
+    for folder, share in (("/tmp", 128), ("/dev/shm", 64)):
+        for written in filled.split(f"ALLOWED fill {folder} MiB: ")[1:]:
+            assert int(written.split()[0]) <= share, filled
+    assert "FILLER child for /tmp" in filled, filled
 
     log = tail(games, "escape")
     for what in (
         "remount", "unmount", "cgroup mount", "read store", "write template", "read opponent", "read shadow",
-        "list home", "cgroupfs", "unix socket", "secret env", "token env", "pid1 cmdline",
+        "list home", "cgroupfs", "unix socket", "token env", "pid1 cmdline",
     ):  # fmt: skip
         assert f"DENIED {what}:" in log, (what, log)
     # Of the bots folder it sees itself alone; of /root, at most the folder of arena's Python (which lives
     # there on some machines and which bots run on), nothing of root's own.
     assert "ALLOWED list bots: True" in log and "DENIED list root: ZeroDivisionError" in log, log
-    assert "PATH /usr/local/bin:/usr/bin:/bin" in log
-    uid = int(log.split("UID ", 1)[1].split()[0])
-    assert uid >= 1_000_000_000, log  # an unprivileged uid of its own, not root
+    assert "PATH /usr/local/bin:/usr/bin:/bin" in log and "ARENA_REDTEAM passed on" in log, log
     assert "CapEff:\\t0000000000000000" in log, log
-
-    # Pausing held: the hog's children (own sessions, started before its first move) were frozen while the
-    # victim thought, so the victim never needed much more than its CPU time.
+    uid = int(log.split("UID ", 1)[1].split()[0])
     victim = tail(games, "victim")
-    walls = [int(w) for w in victim.split("wall ms ")[1:] for w in [w.split()[0]]]
-    assert walls and max(walls) < 2 * CPU_MS + 60, victim
     uids = {int(v.split()[0]) for v in victim.split("VICTIM uid ")[1:]}
-    assert uid not in uids and min(uids) >= 1_000_000_000  # a different uid from the attacker's
+    if not root:
+        assert uid == NOBODY and uids == {NOBODY}  # an ordinary user's bots are that user, no more
+        return
+    assert uid >= 1_000_000_000, log  # an unprivileged uid of its own, not root
+    assert uid not in uids and min(uids) >= 1_000_000_000  # and not the victim's
     hog_uid = int(tail(games, "hog").split("HOG ", 1)[1].split()[0])
     assert hog_uid not in uids | {uid}
+
+    # Pausing held: the hog's children (own sessions, started before its first move) were frozen while the
+    # victim thought and between the hog's games: the victim, which would need some 600 ms beside them, lost
+    # no game on its 400 ms clock (checked above with every game's result).
+    walls = [int(w) for w in victim.split("wall ms ")[1:] for w in [w.split()[0]]]
+    assert walls and max(walls) < MOVE_MS, victim
     time.sleep(0.2)
     leftover = subprocess.run(["pgrep", "-f", str(bots)], capture_output=True, text=True).stdout.split()
     assert leftover == [], leftover  # the hog's setsid children ended with their bot

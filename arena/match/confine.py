@@ -117,7 +117,7 @@ def _ro_bind(path: str, made: set[str]) -> list[str]:
 def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> list[str]:
     """bubblewrap's part of every sandbox: namespaces, a clean environment, the private /tmp, /dev and
     /proc, and the allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
-    size = str(memory_mb * MiB)
+    tmp, shm = str(memory_mb * MiB // 2), str(memory_mb * MiB // 4)  # files count as memory: a share
     # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
     args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
     for key, value in environment(memory_mb).items():
@@ -127,9 +127,10 @@ def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> 
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not as_root:
         args += ["--unshare-user", "--cap-drop", "ALL"]
-    # /tmp and /dev/shm as on any system: writable by all, sticky, and bounded by the memory limit.
-    args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    # /tmp and /dev/shm as on any system, writable by all and sticky, bounded by shares of the memory limit
+    # (with cgroups their pages count against it too; without, these bounds are all that holds them).
+    args += ["--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", shm, "--tmpfs", "/dev/shm", "--proc", "/proc"]
     args += _system_binds()
     made = made if made is not None else set()
     made |= {"/tmp", "/dev", "/proc"}  # mounted above: not to be made again (or their modes changed)
