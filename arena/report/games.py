@@ -25,11 +25,12 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from arena.game.rules import SWAP, Rules, parse_rules
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.tournament import store as st
 from arena.tournament.settings import Settings
@@ -114,8 +115,18 @@ class Games:
     think: dict[int, Think]  # by bot version id
 
 
+_CHAR = [chr(48 + v) for v in range(CHAR_MAX + 1)]
+_FIELDS = record_fields()  # asked once: working out the record's types costs more than a game's replay
+
+
 def _chars(values: Iterable[int]) -> str:
-    return "".join(chr(48 + v) for v in values)
+    return "".join(map(_CHAR.__getitem__, values))
+
+
+def _record(row: dict[str, Any]) -> GameRecord:
+    """`GameRecord.from_dict` with the field types worked out once, not once per game."""
+    fields: dict[str, Any] = {n: tuple(row[n]) if isinstance(row[n], list) else row[n] for n, _ in _FIELDS}
+    return GameRecord(**fields)
 
 
 def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
@@ -130,7 +141,7 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
         "t": [round(ms, 1) for ms in record.move_ms],
     }
     if biggest <= CHAR_MAX:
-        data["b"] = "".join(_chars(p.board) for p in plies)
+        data["b"] = _chars(chain.from_iterable(p.board for p in plies))
     else:
         data["B"] = [list(p.board) for p in plies]
     captures = {str(k): [p.captured, *p.capture_pits] for k, p in enumerate(plies) if p.captured}
@@ -194,7 +205,7 @@ def _block(
     games: dict[str, Any] = {}
     think: dict[int, Think] = {}
     for row in st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1):
-        record = GameRecord.from_dict(row)
+        record = _record(row)
         game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None)
         games[str(row["id"])] = encode(game, record)
         ids = {record.south: int(row["south_id"]), record.north: int(row["north_id"])}

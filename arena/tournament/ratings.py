@@ -129,8 +129,8 @@ def trueskill_ratings(
 @dataclass(frozen=True, slots=True)
 class History:
     """TrueSkill of every bot as the tournament went on: after `games[k]` games (schedule order), bot b
-    stood at `mu[b][k]` ± `sigma[b][k]`. Sampled at most a few hundred times, so a chart of 100,000 games
-    is as small as one of 1,000."""
+    stood at `mu[b][k]` ± `sigma[b][k]`. Sampled ~120 times (a chart is 720 px wide), so a chart of
+    100,000 games is as small as one of 1,000."""
 
     games: tuple[int, ...]
     mu: dict[int, tuple[float, ...]]
@@ -141,7 +141,7 @@ def history(
     games: Iterable[tuple[int, int, int | None]],
     bots: Iterable[int],
     total: int,
-    points: int = 300,
+    points: int = 120,
     model: Model | None = None,
 ) -> History:
     """The same ratings as `trueskill_ratings`, sampled every ceil(total / points) games and after the
@@ -177,7 +177,7 @@ def history(
     return History(tuple(xs), {i: tuple(v) for i, v in mus.items()}, {i: tuple(v) for i, v in sigmas.items()})
 
 
-def rating_history(store: Store, field: Iterable[int], points: int = 300) -> History:
+def rating_history(store: Store, field: Iterable[int], points: int = 120) -> History:
     """`history` of the field's games in the store, in schedule order."""
     ids = list(field)
     total = int(st.game_facts(store, ids).iloc[0]["field_games"] or 0)
