@@ -90,6 +90,17 @@ class RawPair:
             p.wait()
 
 
+def pause_cost(pair: ArenaPair, times: int = 200) -> float:
+    """Microseconds for one pause and resume of a live bot process, as the referee does them."""
+    player = pair.players[0]
+    proc = player.start().proc
+    start = time.perf_counter()
+    for _ in range(times):
+        proc.pause()
+        proc.resume()
+    return (time.perf_counter() - start) / times * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=300, help="games of each kind in all")
@@ -97,7 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     per_batch = max(1, args.games // args.batches)
     rules = parse_rules("kalah")
-    conf, caps = capabilities(Confinement(hidden=(str(ROOT / "bots"),)), want_sandbox=True)
+    conf, caps = capabilities(Confinement(), want_sandbox=True)
     warden = Warden(conf)
     print("confinement:", "sandbox" if caps.sandbox else "no sandbox", "+ cgroups" * caps.cgroups)
     for note in caps.notes:
@@ -105,6 +116,7 @@ def main() -> None:
     bare, confined, raw = ArenaPair(rules, None), ArenaPair(rules, warden), RawPair(rules)
     us: dict[str, list[float]] = {"raw": [], "bare": [], "confined": []}
     moves = 0
+    pauses: dict[str, float] = {}
     try:
         for b in range(args.batches):
             order = ["bare", "confined"] if b % 2 == 0 else ["confined", "bare"]
@@ -116,6 +128,7 @@ def main() -> None:
                     confined_records = records
             seconds, n = raw.batch(confined_records)
             us["raw"].append(seconds / n * 1e6)
+        pauses = {"freezer": pause_cost(confined), "SIGSTOP": pause_cost(bare)}
     finally:
         bare.close()
         confined.close()
@@ -141,6 +154,11 @@ def main() -> None:
         f"{ratio('confined'):.2f}x raw"
     )
     print("target: confined within 1.5x of raw")
+    print(
+        f"pausing a bot and resuming it: {pauses['freezer']:.1f} us with the cgroup freezer (confined), "
+        f"{pauses['SIGSTOP']:.1f} us with SIGSTOP/SIGCONT (unconfined); paid twice a game (between games) "
+        "and once a move only when the opponent thinks over 5 ms"
+    )
     per_game = moves / (2 * args.batches * per_batch)
     print(f"one referee thread, confined: {1e6 / (med['confined'] * per_game):.1f} games/s")
 
