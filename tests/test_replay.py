@@ -1,0 +1,181 @@
+"""Replays: the marks read off the engine's boards, the reproduce lines, the terminal drawing, `arena replay`,
+and the live page's writer."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.game.rules import SWAP, Kalah, Position, parse_rules
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.report import terminal
+from arena.report.live import LivePage
+from arena.report.replay import marks, replay
+from arena.tournament.settings import Settings
+from arena.tournament.store import Slot, Store
+
+
+def _oracle(rules: Kalah, pos: Position, move: int) -> tuple[bool, int]:
+    """Extra turn and seeds captured, by sowing seed by seed the textbook way (no laps, no shortcuts)."""
+    n, side = rules.pits, pos.to_move
+    board = list(pos.board)
+    store, skip = side * (n + 1) + n, (1 - side) * (n + 1) + n
+    i = side * (n + 1) + move - 1
+    seeds, board[i] = board[i], 0
+    while seeds:
+        i = (i + 1) % len(board)
+        if i != skip:
+            board[i] += 1
+            seeds -= 1
+    if i == store and not (rules.no_first_extra and pos.turn == 0):
+        return True, 0
+    if side * (n + 1) <= i < store and board[i] == 1 and (board[2 * n - i] or rules.empty_capture):
+        return False, board[2 * n - i] + 1
+    return False, 0
+
+
+@pytest.mark.parametrize("spec", ["kalah", "kalah,pits=3,seeds=2,pie", "kalah,pits=4,seeds=9,empty-capture",
+                                  "kalah,seeds=1,end=mover-empty", "mankalah"])  # fmt: skip
+def test_marks_agree_with_a_seed_by_seed_sowing(spec):
+    rules = parse_rules(spec)
+    assert isinstance(rules, Kalah)
+    rng = random.Random(5)
+    seen = {"extra": 0, "capture": 0, "swap": 0}
+    for _ in range(150):
+        pos = rules.initial()
+        while not pos.ended:
+            move = rng.choice(rules.legal_moves(pos))
+            after = rules.play(pos, move)
+            ply = marks(rules, pos, move, after)
+            if move == SWAP:
+                assert ply.swap and not ply.extra and not ply.captured
+                seen["swap"] += 1
+            else:
+                assert isinstance(move, int)
+                extra, captured = _oracle(rules, pos, move)
+                assert ply.extra == (extra and after.ended is None), (pos, move)
+                # a capture that also ends the game by emptying a row is told only when seeds were opposite
+                if captured and (after.ended is None or captured > 1):
+                    assert ply.captured == captured, (pos, move, after)
+                    assert len(ply.capture_pits) == 2
+                elif not captured:
+                    assert ply.captured == 0 and not ply.capture_pits, (pos, move, after)
+                seen["extra"] += extra
+                seen["capture"] += bool(captured)
+            pos = after
+    assert seen["extra"] and seen["capture"] and (seen["swap"] or not rules.pie)
+
+
+def test_relay_sowing_is_marked():
+    rules = parse_rules("relay,pits=4,seeds=3")
+    rng = random.Random(2)
+    relays = captures = 0
+    for _ in range(100):
+        pos = rules.initial()
+        while not pos.ended:
+            move = rng.choice(rules.legal_moves(pos))
+            after = rules.play(pos, move)
+            ply = marks(rules, pos, move, after)
+            assert not ply.extra  # relay has no extra turns
+            relays += ply.relay
+            captures += bool(ply.captured)
+            pos = after
+    assert relays > 10 and captures > 10
+
+
+def _record(**kw: object) -> GameRecord:
+    fields: dict[str, object] = dict(
+        rules="kalah,pits=3,seeds=2,pie", south="alice", north="bob", moves=(3, SWAP, 2, 1), south_store=0,
+        north_store=0, winner="bob", reason="normal", faulty=None, detail="", move_ms=(1.0, 2.0, 3.0, 4.0),
+    )  # fmt: skip
+    fields.update(kw)
+    return GameRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_the_reproduce_lines_are_the_referees_after_a_swap():
+    # protocol.md's pie example: Alice 3, Bob SWAP, Alice (now north) 2, then Alice times out on her next
+    record = _record(moves=(3, SWAP, 2), faulty="alice", reason="timeout", detail="no reply within 500 ms",
+                     winner="bob", move_ms=(1.0, 2.0, 3.0))  # fmt: skip
+    game = replay(record, move_ms=1000)
+    assert game.fault is not None and game.owners(3) == ("bob", "alice")
+    assert game.fault.lines == (
+        "NEWGAME 3 2 south kalah,pits=3,seeds=2,pie",
+        "MOVE 1000 2 2 2 0 2 2 2 0",
+        "MOVE 1000 3 2 2 0 2 2 0 1",
+        "MOVE 1000 3 0 3 1 2 2 0 1",  # her 2 ended in her store: her move again, unanswered
+    )
+    assert (
+        game.fault.command.startswith("printf 'NEWGAME 3 2 south")
+        and "\\nMOVE 1000 3 0 3 1" in game.fault.command
+    )
+
+
+def test_terminal_board_follows_the_swap():
+    rules = parse_rules("kalah,pits=3,seeds=2,pie")
+    shown: list[str] = []
+    watch = terminal.Watch(rules, "alice", "bob", shown.append)
+    watch.start()
+    pos = rules.initial()
+    for move in (3, SWAP):
+        pos = rules.play(pos, move)
+        watch(pos, move)
+    assert "South: alice  <- to move" in shown[0]
+    assert shown[1].startswith("1. south (alice) plays 3") and "North: bob  <- to move" in shown[1]
+    assert shown[2].startswith("2. north (bob) plays SWAP") and "South: bob" in shown[2]
+    assert "North: alice  <- to move" in shown[2]
+
+
+def _store(folder: Path) -> Store:
+    store = Store(folder / "arena.sqlite")
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    bots = [Bot(n, ("true",), folder, folder / f"{n}.py", f"{n}-v1") for n in ("alice", "bob")]
+    store.add_game(Slot(1, "a", bots[0], bots[1]), _record(faulty="alice", reason="crash", detail="exited",
+                                                        moves=(3, SWAP, 2), move_ms=(1.0, 2.0, 3.0),
+                                                        stderr={"alice": "oops <b>\n"}))  # fmt: skip
+    store.set_current(bots)
+    return store
+
+
+def test_arena_replay_prints_a_stored_game(tmp_path):
+    _store(tmp_path / "cup").close()
+    argv = [sys.executable, "-m", "arena", "replay", "1", "--out", str(tmp_path), "--name", "cup"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    text = run.stdout
+    assert "2. north (bob) plays SWAP" in text and "3. north (alice) plays 2: extra turn" in text
+    assert "alice forfeited (crash) after ply 3: exited" in text and "    oops <b>" in text
+    assert "printf 'NEWGAME 3 2 south kalah,pits=3,seeds=2,pie\\nMOVE 250 2 2 2 0 2 2 2 0\\n" in text
+    missing = subprocess.run([sys.executable, "-m", "arena", "replay", "9", "--out", str(tmp_path), "--name",
+                              "cup"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert missing.returncode != 0 and "has no game 9" in missing.stderr
+
+
+def test_the_live_page_is_rewritten_now_and_then_and_says_how_far(tmp_path, monkeypatch):
+    store = _store(tmp_path)
+    clock = [100.0]
+    monkeypatch.setattr("arena.report.live.time.monotonic", lambda: clock[0])
+    seen: list[tuple[int, int]] = []
+    opened: list[Path] = []
+    live = LivePage(store, tmp_path / "page", every=3.0, then=lambda d, t, r: seen.append((d, t)),
+                    opened=opened.append)  # fmt: skip
+    live(0, 10, None)
+    page = tmp_path / "page" / "index.html"
+    html = page.read_text()
+    assert 'id="live" data-done="0" data-total="10"' in html and opened == [page.absolute()]
+    stamp = (tmp_path / "page" / "live.js").read_text()
+    clock[0] += 1.0
+    live(1, 10, None)  # too soon: not rewritten
+    assert page.read_text() == html
+    clock[0] += 3.0
+    live(4, 10, None)
+    html = page.read_text()
+    assert 'data-done="4" data-total="10"' in html and "about 6 s left" in html  # 4 games in 4 s
+    assert (tmp_path / "page" / "live.js").read_text() != stamp  # the open page reloads itself
+    assert seen == [(0, 10), (1, 10), (4, 10)] and len(opened) == 1
+    assert not list((tmp_path / "page").glob(".*.part"))
+    store.close()
