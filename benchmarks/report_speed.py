@@ -1,12 +1,18 @@
-"""How long the leaderboard and the HTML report take on big stores, and how much memory they need.
+"""How long the leaderboard and the HTML report take on big stores, how big the page is, and how soon a
+browser draws it.
 
-    .venv/bin/python benchmarks/report_speed.py [--games 10000 100000] [--bots 20] [--keep DIR]
+    .venv/bin/python benchmarks/report_speed.py [--games 1000 10000 100000] [--bots 20] [--keep DIR]
 
-Builds a store per size with synthetic games among ~20 bots (straight into SQLite with executemany: no bots
-run), then measures, each in a fresh process so the figures are its own: `ratings.leaderboard` and
-`report.write_report` (what `arena run` does after a tournament), wall seconds, and peak memory: the rise of
-the process's max RSS over what it held before, and the peak of Python allocations under tracemalloc. Flat
-memory shows as the same peak for 10x the games. Prints figures; asserts nothing.
+Builds a store per size with synthetic games among ~20 bots (random legal games of Kalah(6,6) played through
+the rules engine, ~2% forfeits with stderr; stored straight into SQLite in one transaction: no bots run),
+then measures, each in a fresh process so the figures are its own: `ratings.leaderboard` and
+`report.write_report` (what `arena run` does after a tournament; the first write replays every game into
+games/bNNN.js, a second one finds them unchanged, as the live page's rewrites do), wall seconds, and peak
+memory: the rise of the process's max RSS over what it held before, and the peak of Python allocations under
+tracemalloc. Then the sizes: index.html, games/list.js and all of games/. Then headless Chromium (Selenium,
+Debian's chromium-driver) opens the page from disk, and the page's own performance marks give the time until
+the leaderboard is drawn ("leaderboard") and until the game list has loaded ("games-ready"), and the time to
+open a replay (#game-N until its board is drawn). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import json
 import math
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,58 +35,53 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot  # noqa: E402
+from arena.match.record import GameRecord  # noqa: E402
 from arena.report import page as report  # noqa: E402
 from arena.tournament import ratings  # noqa: E402
+from arena.tournament import store as st  # noqa: E402
 from arena.tournament.store import Settings, Store, now  # noqa: E402
 
 REASONS = ("timeout", "crash", "illegal", "garbled")
 
 
-def _games(ids: list[int], names: list[str], count: int, seed: int) -> Iterator[tuple[object, ...]]:
-    """`count` games in round-robin rounds; stronger bots win more; ~3% draws, ~2% forfeits with stderr."""
+def _games(field: list[Bot], count: int, seed: int) -> Iterator[tuple[int, Bot, Bot, GameRecord]]:
+    """`count` random legal games in round-robin rounds; ~2% end in a forfeit with a stderr tail."""
     rng = random.Random(seed)
-    strength = {i: rng.gauss(0.0, 1.0) for i in ids}
-    name = dict(zip(ids, names, strict=True))
+    rules = parse_rules("kalah")
     made, rnd = 0, 0
-    stamp = now()
     while made < count:
         rnd += 1
-        for south in ids:
-            for north in ids:
-                if south == north or made >= count:
+        for south in field:
+            for north in field:
+                if south is north or made >= count:
                     continue
                 made += 1
-                n_moves = rng.randint(20, 60)
-                moves = [rng.randint(1, 6) for _ in range(n_moves)]
-                ms = [round(rng.uniform(0.1, 30.0), 2) for _ in range(n_moves)]
-                ss = rng.randint(0, 48)
-                ns = 48 - ss
-                faulty = winner = None
-                reason, detail = "normal", ""
-                stderr = {name[south]: "", name[north]: ""}
-                roll = rng.random()
-                if roll < 0.02:
-                    faulty = rng.choice((south, north))
-                    winner = north if faulty == south else south
+                pos, moves = rules.initial(), []
+                stop = rng.randint(5, 40) if rng.random() < 0.02 else None
+                while not pos.ended and len(moves) != stop:
+                    move = rng.choice(rules.legal_moves(pos))
+                    moves.append(move)
+                    pos = rules.play(pos, move)
+                owners = {0: south.name, 1: north.name}
+                if stop is not None and not pos.ended:
+                    faulty = owners[pos.to_move]
+                    winner = owners[1 - pos.to_move]
                     reason = rng.choice(REASONS)
-                    detail = f"{reason}: synthetic fault in move {n_moves}"
-                    stderr[name[faulty]] = "".join(f"debug line {k} <tag> & more\n" for k in range(30))
-                elif roll < 0.05:
-                    ss = ns = 24
+                    detail = f"{reason}: synthetic fault at move {len(moves) + 1}"
+                    stderr = {faulty: "".join(f"debug line {k} <tag> & more\n" for k in range(30))}
                 else:
-                    p = 1.0 / (1.0 + math.exp(strength[north] - strength[south]))
-                    winner = south if rng.random() < p else north
-                    if (winner == south) != (ss > ns):
-                        ss, ns = ns, ss
-                    if ss == ns:
-                        ss, ns = (ss + 1, ns - 1) if winner == south else (ss - 1, ns + 1)
-                think_s, think_n = sum(ms[0::2]), sum(ms[1::2])
-                yield (
-                    rnd, f"{rng.getrandbits(64):016x}", south, north, "kalah", json.dumps(moves), ss, ns,
-                    winner, reason, faulty, detail, json.dumps(ms), json.dumps(stderr), 0,
-                    think_s, (n_moves + 1) // 2, think_n, n_moves // 2, stamp,
+                    faulty, reason, detail, stderr = None, "normal", "", {}
+                    outcome = rules.result(pos) if pos.ended else None
+                    winner = owners[outcome.winner] if outcome and outcome.winner is not None else None
+                ms = tuple(round(rng.uniform(0.1, 30.0), 2) for _ in moves)
+                record = GameRecord(
+                    "kalah", south.name, north.name, tuple(moves), pos.store(0), pos.store(1), winner, reason,
+                    faulty, detail, ms, {south.name: sum(ms[0::2]), north.name: sum(ms[1::2])},
+                    {south.name: (len(moves) + 1) // 2, north.name: len(moves) // 2}, stderr,
                 )  # fmt: skip
+                yield rnd, south, north, record
 
 
 def build(path: Path, games: int, bots: int, seed: int = 1) -> None:
@@ -89,15 +92,12 @@ def build(path: Path, games: int, bots: int, seed: int = 1) -> None:
             Bot(f"bot{k:02d}", ("true",), ROOT, ROOT / f"bot{k:02d}.py", f"{k:016x}") for k in range(bots)
         ]
         store.bot_id(Bot("bot00", ("true",), ROOT, ROOT / "bot00.py", "old-version"))  # retired, no games
-        ids = store.set_current(field)
-        rows = _games(ids, [b.name for b in field], games, seed)
+        store.set_current(field)
+        stamp = now()
         store.db.execute("BEGIN")
-        store.db.executemany(
-            "INSERT INTO games (round, ordinal, south_id, north_id, rules, moves, south_store, north_store, "
-            "winner_id, reason, faulty_id, detail, move_ms, stderr, swapped, south_think_ms, south_moves, "
-            "north_think_ms, north_moves, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            rows,
-        )
+        for k, (rnd, south, north, record) in enumerate(_games(field, games, seed)):
+            row = st._game_row(None, rnd, f"{k:09d}", store.bot_id(south), store.bot_id(north), record, stamp)
+            store.db.execute(st._INSERT, row)
         store.db.execute("COMMIT")
 
 
@@ -118,16 +118,61 @@ def measure(path: Path, trace: bool) -> dict[str, float]:
         t2 = time.perf_counter()
         peak = tracemalloc.get_traced_memory()[1] / 2**20 if trace else math.nan
         tracemalloc.stop()
+        t3 = time.perf_counter()
+        report.write_report(store, path.parent)  # again: the replays are unchanged, as on a live rewrite
+        t4 = time.perf_counter()
+        games = page.parent / "games"
         return {
             "leaderboard_s": t1 - t0,
             "report_s": t2 - t1,
+            "again_s": t4 - t3,
             "total_s": t2 - t0,
+            "list_kib": (games / "list.js").stat().st_size / 1024,
+            "games_mib": sum(f.stat().st_size for f in games.iterdir()) / 2**20,
             "rss_before_mib": before,
             "rss_rise_mib": _maxrss_mib() - before,
             "py_peak_mib": peak,
             "bots": len(board),
             "page_kib": page.stat().st_size / 1024,
         }
+
+
+def browse(page: Path, game: int, runs: int = 3) -> dict[str, float]:
+    """Median ms until the leaderboard is drawn, until the game list is loaded, and to open game `game`, in
+    headless Chromium opening the page from disk (a new browser each run: nothing cached)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    marks: dict[str, list[float]] = {"leaderboard_ms": [], "games_ready_ms": [], "open_game_ms": []}
+    for _ in range(runs):
+        options = Options()
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1000"):
+            options.add_argument(arg)
+        driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+        try:
+            driver.get(page.as_uri())
+            end = time.monotonic() + 120
+            while time.monotonic() < end:
+                got = driver.execute_script(
+                    "const m = n => (performance.getEntriesByName(n)[0] || {}).startTime;"
+                    "return [m('leaderboard'), m('games-ready')];"
+                )
+                if got[0] is not None and got[1] is not None:
+                    break
+                time.sleep(0.05)
+            marks["leaderboard_ms"].append(got[0])
+            marks["games_ready_ms"].append(got[1])
+            t0 = time.perf_counter()
+            driver.execute_script(f"location.hash = '#game-{game}'")
+            while not driver.execute_script(
+                "return document.getElementById('ply-counter').textContent.startsWith('ply 0')"
+            ):
+                time.sleep(0.01)
+            marks["open_game_ms"].append((time.perf_counter() - t0) * 1000)
+        finally:
+            driver.quit()
+    return {k: statistics.median(v) for k, v in marks.items()}
 
 
 def _child(path: Path, trace: bool) -> dict[str, float]:
@@ -150,8 +195,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         base = args.keep or Path(tmp)
-        print(f"{'games':>8} {'bots':>5} {'build s':>8} {'leaderboard s':>14} {'report s':>9} {'total s':>8} "
-              f"{'maxRSS rise MiB':>16} {'py peak MiB':>12} {'db MiB':>7} {'page KiB':>9}")  # fmt: skip
+        print(
+            f"{'games':>8} {'build s':>8} {'leaderboard s':>14} {'report s':>9} {'again s':>8} "
+            f"{'maxRSS rise MiB':>16} {'py peak MiB':>12} {'db MiB':>7} {'page KiB':>9} {'list KiB':>9} "
+            f"{'games/ MiB':>11} {'drawn ms':>9} {'list ms':>8} {'open ms':>8}"
+        )
         for games in args.games:
             path = base / f"g{games}" / "arena.sqlite"
             if path.exists():
@@ -161,13 +209,21 @@ def main() -> None:
             built = time.perf_counter() - t0
             timed = _child(path, trace=False)
             traced = _child(path, trace=True)
+            seen = browse(path.parent / "index.html", games // 2)
             print(
-                f"{games:>8} {timed['bots']:>5.0f} {built:>8.1f} {timed['leaderboard_s']:>14.2f} "
-                f"{timed['report_s']:>9.2f} {timed['total_s']:>8.2f} {timed['rss_rise_mib']:>16.1f} "
-                f"{traced['py_peak_mib']:>12.1f} {path.stat().st_size / 2**20:>7.1f} "
-                f"{timed['page_kib']:>9.0f}"
+                f"{games:>8} {built:>8.1f} {timed['leaderboard_s']:>14.2f} {timed['report_s']:>9.2f} "
+                f"{timed['again_s']:>8.2f} {timed['rss_rise_mib']:>16.1f} {traced['py_peak_mib']:>12.1f} "
+                f"{path.stat().st_size / 2**20:>7.1f} {timed['page_kib']:>9.0f} {timed['list_kib']:>9.0f} "
+                f"{timed['games_mib']:>11.1f} {seen['leaderboard_ms']:>9.0f} {seen['games_ready_ms']:>8.0f} "
+                f"{seen['open_game_ms']:>8.0f}",
+                flush=True,
             )
-        print("report s includes a second leaderboard (write_report computes its own, as `arena run` does).")
+        print(
+            "report s: the first write (every game replayed into games/bNNN.js; it includes a second "
+            "leaderboard, as arena run's does); again s: the same page written again, replays unchanged "
+            "(a live rewrite); drawn ms: until the leaderboard is drawn in headless Chromium, list ms: until "
+            "games/list.js is loaded, open ms: from #game-N to its board (medians of 3 fresh browsers)."
+        )
 
 
 if __name__ == "__main__":
