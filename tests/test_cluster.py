@@ -282,3 +282,13 @@ def test_the_command_and_the_library_do_not_import_dask_until_a_cluster_is_used(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert Cluster("tcp://127.0.0.1:9").remote  # a back end object is made without Dask too
+
+
+def test_a_cluster_whose_workers_offer_no_game_slots_is_one_line(tmp_path: Path) -> None:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        back = Cluster(cluster.scheduler_address, workers_s=0.5)  # a back end object, as a script may pass it
+        with pytest.raises(
+            ClusterError, match=r"no worker of the cluster at \S+ offers game slots after 0.5 s: "
+        ):
+            with Tournament(db_file(tmp_path).parent, Settings(RULES)) as cup:
+                cup.run(field(tmp_path / "bots"), 1, cluster=back)

@@ -15,7 +15,9 @@ game is stored when its result reaches this side, once. Dask is imported only he
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -80,9 +82,10 @@ class Cluster:
 
         client = self._connect(distributed)
         plugin = f"arena-{games.tag or 'run'}"
-        futures: dict[Any, int] = {}  # games on the cluster: Dask future -> index in `slots`
+        futures: dict[Any, tuple[int, ...]] = {}  # tasks on the cluster: Dask future -> their games' indices
         shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files on the workers
-        tries: Counter[int] = Counter()
+        tries: Counter[tuple[int, ...]] = Counter()
+        pace = _Pace()
         try:
             capacity = _Capacity(client, self._slots(client))
             client.register_plugin(workers.Arena(games, self.idle_s), name=plugin)
@@ -96,57 +99,67 @@ class Cluster:
                     shipped[key] = client.scatter(workers.pack(bot), broadcast=True, hash=False)
                 return shipped[key]
 
-            def submit(i: int) -> None:
-                slot = slots[i]
-                tries[i] += 1
+            def submit(batch: tuple[int, ...]) -> None:
+                tries[batch] += 1
+                first = slots[batch[0]]
+                bots = {b.digest: ship(b) for i in batch for b in (slots[i].south, slots[i].north)}
+                plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
+                name = f"r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}-t{tries[batch]}"
                 future = client.submit(
                     workers.play,
                     plugin,
-                    ship(slot.south),
-                    ship(slot.north),
-                    slot.opening,
-                    key=f"arena-game-{games.tag}-r{slot.round}-{slot.south.name}-{slot.north.name}-{tries[i]}",
+                    bots,
+                    plays,
+                    key=f"arena-games-{games.tag}-{name}",
                     resources={workers.RESOURCE: 1},
                     pure=False,
                 )
-                futures[future] = i
+                futures[future] = batch
                 done.add(future)
 
-            def feed() -> None:
+            def draw(count: int) -> tuple[int, ...]:
+                """The next `count` games to play, after recording those that `instead` says need no play."""
                 nonlocal exhausted
-                while not exhausted and len(futures) < capacity.target():
+                batch: list[int] = []
+                while len(batch) < count and not exhausted:
                     i = next(pending, None)
                     if i is None:
                         exhausted = True
-                        return
-                    record = instead(slots[i]) if instead else None
-                    if record is not None:
+                    elif instead is not None and (record := instead(slots[i])) is not None:
                         on_game(slots[i], record)
                     else:
-                        submit(i)
+                        batch.append(i)
+                return tuple(batch)
+
+            def feed() -> None:
+                while not exhausted and len(futures) < capacity.target():
+                    if batch := draw(pace.games()):
+                        submit(batch)
 
             feed()
             while futures:
                 future, result = next(done)
-                i = futures.pop(future)
+                batch = futures.pop(future)
                 if future.status == "finished":
-                    record, machine = result
+                    records, machine, seconds = result
+                    pace.see(seconds, len(records))
                     if machine.address not in self.machines:
                         self.machines[machine.address] = machine
                         if on_machine:
                             on_machine(machine)
-                    on_game(slots[i], record)
+                    for i, record in zip(batch, records, strict=True):
+                        on_game(slots[i], record)
                 elif isinstance(result, workers.Refused):
                     raise ClusterError(str(result))
-                elif tries[i] >= self.tries:
-                    slot = slots[i]
+                elif tries[batch] >= self.tries:
+                    slot = slots[batch[0]]
                     raise ClusterError(
                         f"the game of round {slot.round}, {slot.south.name} (south) against "
-                        f"{slot.north.name}, failed on {tries[i]} workers, the last time with "
+                        f"{slot.north.name}, failed on {tries[batch]} workers, the last time with "
                         f"{type(result).__name__}: {result}"
                     )
                 else:
-                    submit(i)  # its worker died or left: another one plays it
+                    submit(batch)  # its worker died or left: another one plays its games
                 feed()
         finally:
             try:
@@ -160,6 +173,7 @@ class Cluster:
 
     def _connect(self, distributed: Any) -> Any:
         try:
+            _knock(self.address, self.connect_s)  # a refused connection is said at once, not after retries
             return distributed.Client(self.address, timeout=self.connect_s, set_as_default=False)
         except Exception as e:  # OSError, TimeoutError, ValueError for a bad address: all one line
             raise ClusterError(
@@ -185,6 +199,13 @@ class Cluster:
             time.sleep(0.5)
 
 
+def _knock(address: str, seconds: float) -> None:
+    """Open and close a TCP connection to a tcp:// address (OSError if nobody listens there)."""
+    where = urllib.parse.urlsplit(address if "://" in address else f"tcp://{address}")
+    if where.scheme == "tcp" and where.hostname:
+        socket.create_connection((where.hostname, where.port or 8786), timeout=seconds).close()
+
+
 def _game_slots(client: Any) -> int:
     from arena.tournament.workers import RESOURCE
 
@@ -192,8 +213,30 @@ def _game_slots(client: Any) -> int:
     return int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers.values()))
 
 
+class _Pace:
+    """Games per task: Dask costs a few ms per task (~5 ms of wall time on a loaded 2-core machine), nothing
+    beside a real game of seconds, but most of a random bot's game of a few ms. So a task carries one game
+    until games have been timed, then as many as take about `seconds` (at most `most`): the cost is spread
+    over them, and a bench or a failure still acts within a fraction of a second."""
+
+    def __init__(self, seconds: float = 0.25, most: int = 32) -> None:
+        self.seconds = seconds
+        self.most = most
+        self.mean: float | None = None  # seconds a game, a moving average
+
+    def see(self, seconds: float, games: int) -> None:
+        if games:
+            each = seconds / games
+            self.mean = each if self.mean is None else 0.8 * self.mean + 0.2 * each
+
+    def games(self) -> int:
+        if self.mean is None:
+            return 1
+        return max(1, min(self.most, int(self.seconds / max(self.mean, 1e-6))))
+
+
 class _Capacity:
-    """How many games to keep on the cluster: twice its game slots, so that a worker that finishes a game
+    """How many tasks to keep on the cluster: twice its game slots, so that a worker that finishes a task
     finds the next one waiting; asked again every few seconds, as workers come and go."""
 
     def __init__(self, client: Any, slots: int) -> None:

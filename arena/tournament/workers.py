@@ -23,6 +23,8 @@ import secrets
 import shutil
 import socket
 import threading
+import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +42,8 @@ from arena.tournament.scheduler import Games, Machine, Pool
 CACHE_ENV = "ARENA_CACHE"
 RESOURCE = "games"  # the Dask worker resource that counts game slots: dask worker ... --resources games=N
 log = logging.getLogger("arena")
-Played = tuple[GameRecord, Machine]  # what a game task returns: the record, and where it was played
+Game = tuple[str, str, tuple[Move, ...]]  # one game of a task: the south and north bots' digests, the opening
+Played = tuple[list[GameRecord], Machine, float]  # what a task returns: its games' records, where, how long
 
 
 class Refused(Exception):
@@ -180,8 +183,9 @@ class Arena(WorkerPlugin):
         while not self._stop.wait(max(0.1, self.idle_s / 4)):
             self.pool.end_idle(self.idle_s)
 
-    def play(self, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
-        return self.threads.submit(self._game, south, north, opening).result()
+    def play(self, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
+        """Play `games` one after the other on one game slot (the plugin's own thread)."""
+        return self.threads.submit(self._games, bots, games).result()
 
     def _player(self, ship: Shipment) -> Player:
         """A player of the shipped bot; whenever its process is about to start, its files are hashed again."""
@@ -197,22 +201,27 @@ class Arena(WorkerPlugin):
                 raise
         return player
 
-    def _game(self, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
-        players: list[Player] = []
-        kept = False
-        try:
-            for ship in (south, north):
-                players.append(self._player(ship))
-            record = play_game(self.rules, players[0], players[1], self.games.limits, opening=opening)
-            kept = not self.games.fresh
-        finally:
-            for player in players:
-                self.pool.give(player, keep=kept)
-        return dataclasses.replace(record, worker=self.address), self.machine
+    def _games(self, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
+        start = time.monotonic()
+        records = []
+        for south, north, opening in games:
+            players: list[Player] = []
+            kept = False
+            try:
+                for digest in (south, north):
+                    players.append(self._player(bots[digest]))
+                record = play_game(self.rules, players[0], players[1], self.games.limits, opening=opening)
+                kept = not self.games.fresh
+            finally:
+                for player in players:
+                    self.pool.give(player, keep=kept)
+            records.append(dataclasses.replace(record, worker=self.address))
+        return records, self.machine, time.monotonic() - start
 
 
-def play(plugin: str, south: Shipment, north: Shipment, opening: tuple[Move, ...]) -> Played:
-    """The task of one game, run by Dask on a worker with a free game slot."""
+def play(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
+    """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
+    every bot they need, by digest."""
     arena = get_worker().plugins[plugin]
     assert isinstance(arena, Arena), plugin
-    return arena.play(south, north, opening)
+    return arena.play(bots, games)
