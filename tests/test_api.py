@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from botsrc import FIRST_LEGAL
 from procs import processes_mentioning
 
 from arena.api import Match, Tournament
@@ -279,15 +280,6 @@ def test_the_cli_imports_no_heavy_module_for_help_play_or_solve() -> None:
 # --- a tournament that knows its field -------------------------------------------------------------------
 
 
-FIRST = """import sys
-for line in sys.stdin:
-    words = line.split()
-    if words and words[0] == "MOVE":
-        board = [int(w) for w in words[2:]]
-        print(next(p for p in range(1, len(board) // 2) if board[p - 1]), flush=True)
-"""
-
-
 def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_the_page(
     tmp_path: Path,
 ) -> None:
@@ -312,7 +304,7 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
     (bots / "solver.py").unlink()
     with (bots / "greedy.py").open("a") as f:
         f.write("# a changed version\n")
-    (bots / "first.py").write_text(FIRST, encoding="utf-8")
+    (bots / "first.py").write_text(FIRST_LEGAL, encoding="utf-8")
     with Tournament(tmp_path / "reports" / "default") as cup:
         plan = cup.plan(bots, rounds=2)
     assert (plan.new, plan.changed, plan.left) == (("first",), ("greedy",), ("solver",))

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from botsrc import FIRST_LEGAL
 
 from arena.api import Tournament
 from arena.game.openings import (
@@ -124,16 +125,6 @@ def test_a_book_that_ends_the_game_is_refused() -> None:
 
 
 # --- end to end ------------------------------------------------------------------------------------------
-
-FIRST_LEGAL = """import sys
-for line in sys.stdin:
-    words = line.split()
-    if words and words[0] == "MOVE":
-        board = [int(w) for w in words[2:]]
-        print(next(p for p in range(1, len(board) // 2) if board[p - 1]), flush=True)
-    elif words and words[0] == "QUIT":
-        break
-"""
 
 
 def deterministic_bots(base: Path) -> Path:
