@@ -654,6 +654,7 @@ for line in sys.stdin:
         os.kill(os.getpid(), signal.SIGSEGV)
 """
 
+
 @pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandbox"])
 def test_a_bot_that_closes_stdout_is_a_crash_at_once(bots, jailer: Jailer, sandbox: bool) -> None:
     if sandbox:
