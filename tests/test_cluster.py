@@ -10,6 +10,7 @@ worker; and without Dask arena works as before, while `--cluster` says in one li
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -110,7 +111,8 @@ def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(tmp_path: P
     with Tournament.open(db_file(base).parent) as cup:
         meta = cup.store.meta()
         board = cup.leaderboard()[["bot", "mu", "sigma", "games", "wins", "draws", "losses"]]
-    workers = __import__("json").loads(meta["workers"])
+        page = cup.report().read_text(encoding="utf-8")
+    workers = json.loads(meta["workers"])
     assert set(workers) == addresses
     for address, worker in workers.items():
         assert worker["slots"] == 1 and worker["cores"] == os.cpu_count()
@@ -118,7 +120,8 @@ def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(tmp_path: P
             f"({address}): 1 game slot on {os.cpu_count()} cores; sandbox "
             f"{'on' if worker['sandbox'] else 'off'}, cgroups {'on' if worker['cgroups'] else 'off'}"
         )
-    confinement = __import__("json").loads(meta["confinement"])
+        assert worker["summary"] in page  # the page names every worker, with what it enforced
+    confinement = json.loads(meta["confinement"])
     assert confinement["sandbox"] == all(w["sandbox"] for w in workers.values())
     assert len(confinement["notes"]) == sum(len(w["notes"]) for w in workers.values())
 

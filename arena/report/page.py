@@ -315,6 +315,7 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         Fact("sandbox", sandbox),
     ]
     rows += [Fact("warning", note) for note in state.get("notes", [])]
+    rows += [Fact("worker", w["summary"]) for w in json.loads(store.meta().get("workers") or "{}").values()]
     return rows
 
 
