@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -21,6 +21,7 @@ from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import StoreError
 
 if TYPE_CHECKING:
+    from arena.api import Match
     from arena.match.record import GameRecord
 
 # The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
@@ -155,25 +156,38 @@ def play(  # type: ignore[no-untyped-def]
     out = sys.stderr if as_json else sys.stdout
     with Match(bot_a, bot_b, resolve(None, asked)) as match:
         first, second = (p.name for p in match.players)
-
-        for game in range(games):
-            south, north = (first, second) if game % 2 == 0 else (second, first)
-            watch = None
-            if show:
-                from arena.report.terminal import Watch
-
-                watch = Watch(match.rules, south, north, lambda text: click.echo(text, file=out))
-                watch.start()
-            record = match.play(on_move=watch)
-            if as_json:
-                click.echo(json.dumps(record.to_dict()))
-            else:
-                click.echo(describe(game + 1, record))
+        try:
+            _play_games(match, games, show, as_json, out)
+        except KeyboardInterrupt:
+            click.echo(
+                f"arena: interrupted after {match.games} game{'s' * (match.games != 1)}: "
+                f"{first} {match.score[first]:g} - {match.score[second]:g} {second} so far",
+                err=True,
+            )
+            sys.exit(130)
     click.echo(
         f"{first} {match.score[first]:g} - {match.score[second]:g} {second} "
         f"after {games} game{'s' * (games != 1)} ({match.rules.spec})",
         file=out,
     )
+
+
+def _play_games(match: Match, games: int, show: bool, as_json: bool, out: TextIO) -> None:
+    """`arena play`'s games, one line (or JSON record) each, the board after every move with `show`."""
+    first, second = (p.name for p in match.players)
+    for game in range(games):
+        south, north = (first, second) if game % 2 == 0 else (second, first)
+        watch = None
+        if show:
+            from arena.report.terminal import Watch
+
+            watch = Watch(match.rules, south, north, lambda text: click.echo(text, file=out))
+            watch.start()
+        record = match.play(on_move=watch)
+        if as_json:
+            click.echo(json.dumps(record.to_dict()))
+        else:
+            click.echo(describe(game + 1, record))
 
 
 def describe(number: int, r: GameRecord) -> str:
@@ -356,20 +370,36 @@ def _open_in_browser(page: Path) -> None:
 
 
 class _Progress:
-    """A progress bar on stderr while games finish, with the real games/s; none when quiet or not a tty."""
+    """Progress on stderr while games finish, with the real games/s: a bar on a terminal, else (a log file,
+    CI) a plain line every few seconds; nothing when quiet."""
+
+    EVERY = 5.0  # seconds between plain lines
 
     def __init__(self, quiet: bool) -> None:
-        self.show = not quiet and sys.stderr.isatty()
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
         self.bar: click._termui_impl.ProgressBar[object] | None = None
         self.started = time.monotonic()
+        self.said = self.started
         self.done = 0
 
-    def rate(self, _: object) -> str:
+    def rate(self, _: object = None) -> str:
         return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
 
     def __call__(self, done: int, total: int, record: GameRecord | None) -> None:
         self.done = done
-        if not self.show or total == 0:
+        if self.quiet or total == 0:
+            return
+        if not self.tty:
+            now = time.monotonic()
+            if done == 0:
+                click.echo(f"arena: playing {total} games", err=True)
+            elif now - self.said >= self.EVERY or done == total:
+                self.said = now
+                left = (total - done) * (now - self.started) / done
+                click.echo(
+                    f"arena: {done} of {total} games, {self.rate()}, about {left:.0f} s left", err=True
+                )
             return
         if self.bar is None:
             self.bar = click.progressbar(
@@ -426,6 +456,9 @@ def export(name, out, fmt):  # type: ignore[no-untyped-def]
         cup.export(sys.stdout, fmt)
 
 
+SOLVE_SECONDS = 60.0  # `arena solve` gives up after this long unless told otherwise
+
+
 @cli.command("solve")
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
@@ -433,16 +466,25 @@ def export(name, out, fmt):  # type: ignore[no-untyped-def]
     "--time-limit",
     "seconds",
     type=click.FloatRange(0, min_open=True),
+    default=SOLVE_SECONDS,
+    show_default=True,
     metavar="S",
-    help="Give up after S seconds [default: no limit].",
+    help="Give up after S seconds.",
 )
 def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
     """The perfect-play value of the start (the first player's final margin) and a best first move.
 
-    Only small boards finish: Kalah(4,4) and Kalah(6,2) take seconds, Kalah(6,6) would take ages.
-    Progress goes to stderr once a second."""
+    Only small boards finish: in a minute on one core about Kalah(4,5), Kalah(5,3), Kalah(6,2) and
+    Relay(4,4); Kalah(6,6) would take ages. Progress goes to stderr once a second."""
 
     from arena.game import solver
+
+    if not as_json:
+        click.echo(
+            f"solving {rules.spec} for up to {seconds:g} s (boards that finish in a minute: up to about "
+            "Kalah(4,5), Kalah(5,3), Kalah(6,2), Relay(4,4))",
+            err=True,
+        )
 
     def progress(p: solver.Progress) -> None:
         rate = p.nodes / max(p.seconds, 1e-9)

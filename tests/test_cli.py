@@ -1,6 +1,8 @@
 """The `arena` command end to end: real processes, and one clear line for every mistake a user can make."""
 
 import json
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -105,3 +107,37 @@ def test_broken_bot_is_a_forfeit_not_an_error(tmp_path):
     assert run.stdout.count("broken forfeits (crash: exited with code 1") == 2
     assert "cannot find my weights file" in run.stdout
     assert "broken 0 - 2 random" in run.stdout
+
+
+def test_ctrl_c_in_play_prints_the_score_so_far():
+    argv = [sys.executable, "-m", "arena", "play", "greedy", "random", "--games", "1000"]
+    play = subprocess.Popen([*argv, "--rules", "kalah,pits=4,seeds=3"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert play.stdout is not None
+    first = play.stdout.readline()  # a game has been played
+    assert first.startswith("game 1: greedy (south) vs random (north)"), first
+    play.send_signal(signal.SIGINT)
+    out, err = play.communicate(timeout=30)
+    assert play.returncode == 130
+    (line,) = err.strip().splitlines()
+    games = 1 + len(out.splitlines())
+    found = re.fullmatch(r"arena: interrupted after (\d+) games?: greedy (\S+) - (\S+) random so far", line)
+    assert found, line
+    assert int(found[1]) in (games, games + 1) and float(found[2]) + float(found[3]) == int(found[1])
+
+
+def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path):
+    run = arena("run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2", "--move-time", "200")
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert lines[0] == "arena: playing 12 games"  # at once, not only when the first lines are due
+    assert re.fullmatch(r"arena: 12 of 12 games, [0-9.]+ games/s, about 0 s left", lines[-1]), lines
+
+
+def test_solve_has_a_time_limit_by_default_and_says_what_it_can_solve():
+    done = arena("solve", "--rules", "kalah,pits=3,seeds=2")
+    assert done.returncode == 0, done.stderr
+    assert "for up to 60 s" in done.stderr and "Kalah(4,5)" in done.stderr
+    assert "a win by 4 for the first player" in done.stdout
+    slow = arena("solve", "--rules", "kalah", "--time-limit", "1")
+    assert slow.returncode == 1 and "not solved within 1 s" in slow.stderr
