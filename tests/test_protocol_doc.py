@@ -1,5 +1,5 @@
-"""protocol.md's own bots must work: the first ```python and ```c blocks, and the botkit bot of the section
-on arena's rules engine, are run through the real referee."""
+"""protocol.md's own bots must work: the first ```python and ```c blocks, the Java and JavaScript bots, and
+the botkit bot of the section on arena's rules engine, are run through the real referee."""
 
 import re
 import shutil
@@ -66,6 +66,27 @@ def test_the_c_bot_in_the_doc_compiles_and_plays_clean_games(tmp_path):
     (folder / "bot.c").write_text(first_block("c"))
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", "bot", "bot.c"], cwd=folder, check=True)
     (folder / "bot.toml").write_text('command = "./bot"\nauthor = "protocol.md"\n')
+    play_both_sides(folder, "kalah")
+    play_both_sides(folder, "kalah,pits=7,seeds=7,pie")
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK (javac) installed")
+def test_the_java_bot_in_the_doc_compiles_and_plays_clean_games(tmp_path):
+    folder = tmp_path / "doc_java"
+    folder.mkdir()
+    (folder / "Bot.java").write_text(block_in_section("A minimal Java bot", "java"))
+    (folder / "bot.toml").write_text(block_in_section("A minimal Java bot", "toml"))
+    subprocess.run(["javac", "Bot.java"], cwd=folder, check=True)
+    play_both_sides(folder, "kalah")
+    play_both_sides(folder, "kalah,pits=4,seeds=3,pie")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_javascript_bot_in_the_doc_plays_clean_games(tmp_path):
+    folder = tmp_path / "doc_js"
+    folder.mkdir()
+    (folder / "bot.js").write_text(block_in_section("A minimal JavaScript bot", "javascript"))
+    (folder / "bot.toml").write_text('command = "node bot.js"\n')
     play_both_sides(folder, "kalah")
     play_both_sides(folder, "kalah,pits=7,seeds=7,pie")
 
