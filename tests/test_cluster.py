@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -44,10 +45,14 @@ from test_tournament import (
 
 from arena.api import Tournament
 from arena.match.bots import discover
+from arena.match.confine import Confinement
+from arena.match.referee import Limits
 from arena.tournament.cluster import Cluster, ClusterError
+from arena.tournament.scheduler import Games
 from arena.tournament.settings import Settings
 
 distributed = pytest.importorskip("distributed")
+from arena.tournament import workers  # noqa: E402 (needs Dask)
 
 # What differs between two runs of the same games: where and when they were played, and how long moves took.
 NOISE = {"id", "finished_at", "move_ms", "think_ms", "stderr", "worker"}
@@ -255,8 +260,9 @@ def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path) -> N
     bots = field(tmp_path / "bots")
     out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9")  # nothing listens on 9
     assert out.returncode == 2
-    assert out.stderr.startswith("arena: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    (error,) = [line for line in out.stderr.splitlines() if "error" in line]  # one line, the last one
+    assert error == out.stderr.splitlines()[-1], out.stderr
+    assert error.startswith("arena: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
     # Without Dask: the command starts and plays locally as ever, and --cluster names what to install.
     no_dask = (
@@ -270,8 +276,9 @@ def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path) -> N
         [*args, "--cluster", "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 2
-    assert out.stderr.startswith("arena: error: the cluster back end needs Dask, which is not installed")
-    assert out.stderr.endswith(': pip install "arena[cluster]"\n')
+    error = out.stderr.splitlines()[-1]
+    assert error.startswith("arena: error: the cluster back end needs Dask, which is not installed")
+    assert error.endswith(': pip install "arena[cluster]"')
     out = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert count_games(db_file(tmp_path)) == 6
@@ -295,3 +302,53 @@ def test_a_cluster_whose_workers_offer_no_game_slots_is_one_line(tmp_path: Path)
         ):
             with Tournament(db_file(tmp_path).parent, Settings(RULES)) as cup:
                 cup.run(field(tmp_path / "bots"), 1, cluster=back)
+
+
+MUTE = "import sys\nfor line in sys.stdin:\n    pass\n"  # reads every line, never answers: no first move
+
+
+def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path: Path, monkeypatch) -> None:
+    """A worker's task of several games stops playing a bot once it gave no first answer (a hang at start
+    costs a startup allowance each time); those games go back to the coordinator, whose bench decides."""
+    monkeypatch.setenv("ARENA_CACHE", str(tmp_path / "cache"))
+    bots = {
+        b.name: b
+        for b in discover(write_bots(tmp_path / "bots", mute=MUTE, first=first_legal(), greedy=GREEDY))
+    }
+    ships = {b.digest: workers.pack(b) for b in bots.values()}
+    mute, first, greedy = (bots[n].digest for n in ("mute", "first", "greedy"))
+    limits = Limits(move_ms=200, startup_ms=200)
+    arena = workers.Arena(Games(RULES, limits, Confinement(sandbox=True), tag="t"))
+    worker = SimpleNamespace(address="tcp://127.0.0.1:1", state=SimpleNamespace(total_resources={"games": 1}))
+    arena.setup(worker)
+    try:
+        plays = [
+            (greedy, first, ()),
+            (mute, greedy, ()),
+            (first, greedy, ()),
+            (first, mute, ()),
+            (greedy, first, ()),
+        ]
+        played, machine, _ = arena.play(ships, plays)
+    finally:
+        arena.teardown(worker)
+    assert [k for k, _ in played] == [0, 1, 2, 4]  # not 3: the mute bot's second game is left
+    assert played[1][1].faulty == "mute" and played[1][1].reason == "timeout"
+    assert all(r.worker == "tcp://127.0.0.1:1" for _, r in played) and machine.slots == 1
+    assert left_after(str(tmp_path / "cache")) == []
+
+
+def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path: Path) -> None:
+    bots = write_bots(tmp_path / "bots", mute=MUTE, first=first_legal(), greedy=GREEDY)
+    with local_cluster(tmp_path / "cache") as cluster:
+        with Tournament(db_file(tmp_path).parent, Settings(RULES, move_ms=200, startup_ms=200)) as cup:
+            result = cup.run(bots, 4, cluster=cluster.scheduler_address)
+    stored = records(tmp_path)
+    assert result.scheduled == len(stored) == 24  # benched games are stored as forfeits, not as played
+    mine = [r for r in stored if "mute" in (r["south"], r["north"])]
+    played = [r for r in mine if r["reason"] != "benched"]
+    assert all(r["faulty"] == "mute" for r in mine)
+    assert 3 <= len(played) <= 3 + 2 * 2, played  # benched after 3; at most one more per task on the cluster
+    assert len(mine) == 16 and all(
+        "benched for the rest of this run" in r["detail"] for r in mine if r not in played
+    )

@@ -18,7 +18,7 @@ import contextlib
 import socket
 import time
 import urllib.parse
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +90,8 @@ class Cluster:
             capacity = _Capacity(client, self._slots(client))
             client.register_plugin(workers.Arena(games, self.idle_s), name=plugin)
             done = distributed.as_completed([], loop=client.loop, with_results=True, raise_errors=False)
-            pending = iter(range(len(slots)))
-            exhausted = False
+            # Games not yet sent, in schedule order; games a task left unplayed go back to its front.
+            waiting = deque(range(len(slots)))
 
             def ship(bot: Bot) -> Any:
                 key = (bot.name, bot.digest)
@@ -119,36 +119,34 @@ class Cluster:
 
             def draw(count: int) -> tuple[int, ...]:
                 """The next `count` games to play, after recording those that `instead` says need no play."""
-                nonlocal exhausted
                 batch: list[int] = []
-                while len(batch) < count and not exhausted:
-                    i = next(pending, None)
-                    if i is None:
-                        exhausted = True
-                    elif instead is not None and (record := instead(slots[i])) is not None:
+                while len(batch) < count and waiting:
+                    i = waiting.popleft()
+                    if instead is not None and (record := instead(slots[i])) is not None:
                         on_game(slots[i], record)
                     else:
                         batch.append(i)
                 return tuple(batch)
 
             def feed() -> None:
-                while not exhausted and len(futures) < capacity.target():
-                    if batch := draw(pace.games()):
-                        submit(batch)
+                while len(futures) < capacity.target() and (batch := draw(pace.games())):
+                    submit(batch)
 
             feed()
             while futures:
                 future, result = next(done)
                 batch = futures.pop(future)
                 if future.status == "finished":
-                    records, machine, seconds = result
-                    pace.see(seconds, len(records))
+                    played, machine, seconds = result
+                    pace.see(seconds, len(played))
                     if machine.address not in self.machines:
                         self.machines[machine.address] = machine
                         if on_machine:
                             on_machine(machine)
-                    for i, record in zip(batch, records, strict=True):
-                        on_game(slots[i], record)
+                    for k, record in played:
+                        on_game(slots[batch[k]], record)
+                    unplayed = sorted(set(range(len(batch))) - {k for k, _ in played})
+                    waiting.extendleft(batch[k] for k in reversed(unplayed))
                 elif isinstance(result, workers.Refused):
                     raise ClusterError(str(result))
                 elif tries[batch] >= self.tries:

@@ -43,7 +43,8 @@ CACHE_ENV = "ARENA_CACHE"
 RESOURCE = "games"  # the Dask worker resource that counts game slots: dask worker ... --resources games=N
 log = logging.getLogger("arena")
 Game = tuple[str, str, tuple[Move, ...]]  # one game of a task: the south and north bots' digests, the opening
-Played = tuple[list[GameRecord], Machine, float]  # what a task returns: its games' records, where, how long
+# What a task returns: (place in the task, record) of the games it played, where, and how long it took.
+Played = tuple[list[tuple[int, GameRecord]], Machine, float]
 
 
 class Refused(Exception):
@@ -202,9 +203,14 @@ class Arena(WorkerPlugin):
         return player
 
     def _games(self, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
+        """Play the task's games in order, but none after a bot's game in which it gave no first answer
+        (a hang or a crash at start): those go back to the coordinator, whose bench decides about them."""
         start = time.monotonic()
-        records = []
-        for south, north, opening in games:
+        played: list[tuple[int, GameRecord]] = []
+        silent: set[str] = set()  # digests of bots that gave no first answer in this task
+        for k, (south, north, opening) in enumerate(games):
+            if south in silent or north in silent:
+                continue
             players: list[Player] = []
             kept = False
             try:
@@ -215,8 +221,11 @@ class Arena(WorkerPlugin):
             finally:
                 for player in players:
                     self.pool.give(player, keep=kept)
-            records.append(dataclasses.replace(record, worker=self.address))
-        return records, self.machine, time.monotonic() - start
+            played.append((k, dataclasses.replace(record, worker=self.address)))
+            culprit = record.faulty
+            if culprit and record.reason in ("timeout", "crash") and not record.moves_made.get(culprit, 0):
+                silent.add(south if culprit == record.south else north)
+        return played, self.machine, time.monotonic() - start
 
 
 def play(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
