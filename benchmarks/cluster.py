@@ -71,6 +71,7 @@ def main() -> None:
     from distributed import LocalCluster
 
     large, small = args.games, max(2, args.games // 5)
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for name in ("random_a", "random_b"):
@@ -112,6 +113,7 @@ def main() -> None:
     print(
         f"confined here: sandbox {'on' if caps.sandbox else 'off'}, cgroups {'on' if caps.cgroups else 'off'}"
     )
+    print(f"load average before the runs {load:.2f}: other work on these cores moves the figures")
     print(f"the LocalCluster took {started:.2f} s to start (not counted); its workers: ")
     for m in machines:
         print(f"  {m.summary()}")
@@ -121,10 +123,12 @@ def main() -> None:
         fixed = med(name, small, 0) - slope * small
         marginal[name] = slope
         rate = large / med(name, large, 0)
+        rates = sorted(large / run[0] for run in runs[(name, large)])
         cpu = 1000 * med(name, large, 1) / large
         label = "Local, --jobs 2" if name == "local" else "Cluster, 2 workers x 1 slot"
         print(
-            f"{label:28} {rate:7.1f} games/s ({large} games in {med(name, large, 0):.2f} s); "
+            f"{label:28} {rate:6.1f} games/s ({rates[0]:.0f}..{rates[-1]:.0f}; {large} games in "
+            f"{med(name, large, 0):.2f} s); "
             f"fixed cost per run {fixed:.2f} s; this process {cpu:.2f} ms CPU a game"
         )
     overhead = SLOTS * (marginal["cluster"] - marginal["local"]) * 1000
