@@ -10,6 +10,7 @@ worker; and without Dask arena works as before, while `--cluster` says in one li
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -352,3 +353,21 @@ def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path:
     assert len(mine) == 16 and all(
         "benched for the rest of this run" in r["detail"] for r in mine if r not in played
     )
+
+
+def test_games_stored_before_the_worker_field_existed_read_as_played_here(tmp_path: Path) -> None:
+    """GameRecord.worker was added by the record's own rule (the field and nothing else): a store from before
+    it gets the column, holding "" (played where the tournament ran) for the games it had."""
+    from arena.match.bots import Bot
+    from arena.match.record import GameRecord
+    from arena.tournament.store import Slot, Store
+
+    ann, bob = (Bot(n, ("true",), tmp_path, tmp_path / n, n * 8) for n in ("ann", "bob"))
+    record = GameRecord(RULES, "ann", "bob", (1,), 10, 2, "ann", "normal", None, "", (1.0,))
+    with Store(tmp_path / "s.sqlite") as store:
+        store.add_game(Slot(1, "00", ann, bob), record)
+        store.db.execute("DROP INDEX IF EXISTS games_order")
+        store.db.execute("ALTER TABLE games DROP COLUMN worker")  # as a store written before the field
+    with Store(tmp_path / "s.sqlite", create=False) as store:
+        store.add_game(Slot(1, "01", bob, ann), dataclasses.replace(record, worker="tcp://10.0.0.5:4001"))
+        assert [r["worker"] for r in store.records()] == ["", "tcp://10.0.0.5:4001"]
