@@ -154,6 +154,8 @@ class Pool:
     def take(self, bot: Bot) -> Player:
         """An idle player of this bot version (its process may have ended after a fault), else a new one."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the bot processes of this worker have been ended: it plays no more games")
             found = next((i for i, (p, _) in enumerate(self._idle) if p.bot == bot), None)
             player = self._idle.pop(found)[0] if found is not None else Player(bot, warden=self.warden)
             self._busy.add(player)

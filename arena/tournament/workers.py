@@ -209,6 +209,8 @@ class Arena(WorkerPlugin):
         played: list[tuple[int, GameRecord]] = []
         silent: set[str] = set()  # digests of bots that gave no first answer in this task
         for k, (south, north, opening) in enumerate(games):
+            if self._stop.is_set():  # the run is over: nobody waits for the rest
+                break
             if south in silent or north in silent:
                 continue
             players: list[Player] = []
