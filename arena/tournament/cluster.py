@@ -15,6 +15,7 @@ game is stored when its result reaches this side, once. Dask is imported only he
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import time
 import urllib.parse
@@ -86,6 +87,7 @@ class Cluster:
         shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files on the workers
         tries: Counter[tuple[int, ...]] = Counter()
         pace = _Pace()
+        serial = itertools.count(1)
         try:
             capacity = _Capacity(client, self._slots(client))
             client.register_plugin(workers.Arena(games, self.idle_s), name=plugin)
@@ -104,7 +106,9 @@ class Cluster:
                 first = slots[batch[0]]
                 bots = {b.digest: ship(b) for i in batch for b in (slots[i].south, slots[i].north)}
                 plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
-                name = f"r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}-t{tries[batch]}"
+                # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key
+                # it still knows); it names the task's first game and how many it carries.
+                name = f"{next(serial)}-r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}"
                 future = client.submit(
                     workers.play,
                     plugin,
