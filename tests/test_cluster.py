@@ -371,3 +371,13 @@ def test_games_stored_before_the_worker_field_existed_read_as_played_here(tmp_pa
     with Store(tmp_path / "s.sqlite", create=False) as store:
         store.add_game(Slot(1, "01", bob, ann), dataclasses.replace(record, worker="tcp://10.0.0.5:4001"))
         assert [r["worker"] for r in store.records()] == ["", "tcp://10.0.0.5:4001"]
+
+
+def test_a_worker_that_cannot_keep_bots_says_where_and_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the cache would go\n")
+    (bot,) = discover(write_bots(tmp_path / "bots", first=first_legal()))
+    cache = workers.Cache(tmp_path / "taken" / "bots", "worker lab-03 (tcp://10.0.0.3:4001)")
+    with pytest.raises(
+        workers.Refused, match=r"^worker lab-03 \(tcp://10.0.0.3:4001\) cannot keep bots in .*ARENA_CACHE$"
+    ):
+        cache.bot(workers.pack(bot))

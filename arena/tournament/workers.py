@@ -104,7 +104,13 @@ class Cache:
                         return bot
                 log.warning(f"{self.where}: the cached copy of bot {ship.name!r} at {path} differs from the "
                             "tournament's; replaced by the shipped files")  # fmt: skip
-            self._write(ship)
+            try:
+                self._write(ship)
+            except OSError as e:
+                raise Refused(
+                    f"{self.where} cannot keep bots in {self.root} ({e.strerror}): give it a writable folder "
+                    f"in ${CACHE_ENV}"
+                ) from None
             try:
                 bot = load_bot(path)
             except BotError as e:
