@@ -213,6 +213,8 @@ class Tournament:
         else:
             conf, caps = _confine(self.settings)
             state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
+            # Bots with a memory allowance of their own (bot.toml `memory`), for the page to show.
+            state["memory"] = {b.name: b.memory_mb for b in field if b.memory_mb is not None}
             self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
             self.store,

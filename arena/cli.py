@@ -63,7 +63,7 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
         "memory_mb",
         type=click.IntRange(16, 1_048_576),
         metavar="MIB",
-        help="Memory per bot in MiB [default: 1024].",
+        help=f"Memory per bot in MiB [default: {Settings().memory_mb}; a bot's bot.toml may set its own].",
     )(f)
     return f
 
@@ -96,7 +96,7 @@ def _time_options(f):  # type: ignore[no-untyped-def]
         type=click.IntRange(1, 3_600_000),
         metavar="MS",
         help=f"Milliseconds a bot has for each move [default: {Settings().move_ms}; with --time-bank: no "
-        "limit but the bank].",
+        "limit but the bank; under --rules mankalah without either: their engine's bank of an hour].",
     )(f)
     return f
 
@@ -247,7 +247,7 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     type=TIME_BANK,
     metavar="S",
     help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what is "
-    "left) [default: none, or the tournament's].",
+    "left) [default: none; 3600 and no --move-time under --rules mankalah; or the tournament's].",
 )
 @click.option(
     "--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's]."

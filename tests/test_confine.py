@@ -8,6 +8,7 @@ except under CI (env CI set), which installs it, where it is a failure.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
@@ -96,8 +97,9 @@ class RlimitsOnly:
     def __init__(self, conf: Confinement) -> None:
         self.conf = conf
 
-    def jail(self, own: Path, extra: tuple[str, ...] = ()) -> Jail:
-        return Jail(self.conf, None, own, extra)
+    def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
+        conf = self.conf if memory_mb is None else dataclasses.replace(self.conf, memory_mb=memory_mb)
+        return Jail(conf, None, own, extra, allowance=memory_mb is not None)
 
 
 class Jailer:
@@ -322,7 +324,8 @@ def test_the_cgroup_oom_killer_charges_the_bot(bots, jailer: Jailer) -> None:
     record = play_game(SMALL, family, good, FAST)
     assert_forfeit(record, "family", "crash")
     # Charged while it lived on (a dead bot's detail would begin with how it died): its children were killed.
-    assert record.detail.startswith("it went over the memory limit of 256 MiB"), record.detail
+    assert record.detail.startswith("out of memory: it went over the memory limit of 256 MiB"), record.detail
+    assert "and the kernel killed it; it held " in record.detail, record.detail  # the cgroup's peak
     children = [int(line.split()[1]) for line in bots.log(family_bot) if line.startswith("child ")]
     assert len(children) >= 2, bots.log(family_bot)
     assert wait_for(lambda: [pid for pid in children if is_running(pid)]) == []

@@ -25,6 +25,7 @@ from arena.match.mankalah import change_line, parse_reply, start_line, state_tex
 from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, check_rules, play_game
+from arena.tournament.settings import MANKALAH_BANK_MS, Settings, resolve
 from arena.tournament.store import store_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +41,7 @@ import os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else "first"
 os.write(2, f"pid {os.getpid()}\\n".encode())
 side, board, changes, turns = None, [7] * 7 + [0] + [7] * 7 + [0], 0, 0
+skip = False  # it answered its next turn before it was asked
 
 
 def send(text):
@@ -78,6 +80,14 @@ def answer():
         sys.exit(3)
     if mode == "chatty":
         return f"MOVE;{hole}\\nthanks\\n"
+    if mode == "eager":  # a move into its own store: its next turn is sure, so it answers that one unasked
+        for h in range(1, 7):
+            if row[h - 1] == 8 - h:
+                after = row[:h - 1] + [0] + [seeds + 1 for seeds in row[h:]]
+                global skip
+                skip = True
+                os.write(2, b"early reply\\n")
+                return f"MOVE;{h}\\nMOVE;{next(i + 1 for i in range(7) if after[i])}\\n"
     return f"MOVE;{hole}\\n"
 
 
@@ -97,7 +107,9 @@ for line in sys.stdin:
         break
     else:
         mine = False
-    if mine:
+    if mine and skip:
+        skip = False
+    elif mine:
         send(answer())
 '''
 
@@ -105,12 +117,31 @@ JAVA_AGENT = """\
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.util.ArrayList;
 
 /** A Manchester-protocol agent: a hole that ends in its store if there is one, else its fullest hole;
- *  "swap" as the argument makes it swap whenever it may. Every line it reads goes to stderr. */
+ *  "swap" as the first argument makes it swap whenever it may, "hog" makes it allocate without end on its
+ *  second turn. A second argument N makes it hold N MiB of live objects (a search's table) all game, and say
+ *  on stderr how much the JVM may hold ("max heap MiB"). Every line it reads goes to stderr. */
 public class Agent {
+    static ArrayList<long[]> table = new ArrayList<>();
+
+    static void hold(int mib) {
+        for (int i = 0; i < mib * 16; i++) {  // blocks of 64 KiB, each written, so each is really held
+            long[] block = new long[8192];
+            for (int j = 0; j < block.length; j += 512) block[j] = i + j;
+            table.add(block);
+        }
+    }
+
     public static void main(String[] args) throws IOException {
-        boolean swapper = args.length > 0 && args[0].equals("swap");
+        String mode = args.length > 0 ? args[0] : "first";
+        System.err.print("max heap MiB " + Runtime.getRuntime().maxMemory() / (1 << 20) + "\\n");
+        if (args.length > 1) {
+            hold(Integer.parseInt(args[1]));
+            System.err.print("holds MiB " + table.size() / 16 + "\\n");
+        }
+        boolean swapper = mode.equals("swap");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         int[] board = {7, 7, 7, 7, 7, 7, 7, 0, 7, 7, 7, 7, 7, 7, 7, 0};
         boolean north = false;
@@ -134,6 +165,9 @@ public class Agent {
             }
             if (!mine) continue;
             turns++;
+            if (mode.equals("hog") && turns == 2) {
+                while (true) hold(64);
+            }
             String reply;
             if (swapper && north && turns == 1 && changes == 1) {
                 reply = "SWAP";
@@ -174,12 +208,14 @@ def java_missing() -> str | None:
     return "javac is not installed: the Java Manchester agent is not tested (install a JDK 17)"
 
 
-def java_agent(folder: Path, name: str, mode: str = "swap") -> Bot:
+def java_agent(folder: Path, name: str, mode: str = "swap", toml: str = "", java: str = "java") -> Bot:
+    """A bot folder NAME with the Java agent built in it; `mode` (and a MiB to hold) are its arguments,
+    `toml` more lines of its bot.toml, `java` the start of its command (e.g. "java -Xmx1g")."""
     path = folder / name
     path.mkdir(parents=True, exist_ok=True)
     (path / "Agent.java").write_text(JAVA_AGENT, encoding="utf-8")
     subprocess.run(["javac", "-d", ".", "Agent.java"], cwd=path, check=True, timeout=120)
-    (path / "bot.toml").write_text(f'command = "java -cp . Agent {mode}"\nprotocol = "mankalah"\n')
+    (path / "bot.toml").write_text(f'command = "{java} -cp . Agent {mode}"\nprotocol = "mankalah"\n{toml}')
     return load_bot(path)
 
 
@@ -326,6 +362,18 @@ def test_two_agents_play_and_hear_every_move(tmp_path: Path, mode: str) -> None:
     assert heard(record, "opener")[-2].endswith(";END")
 
 
+def test_an_agent_that_answers_before_it_is_asked_plays_on(tmp_path: Path) -> None:
+    """Their engine reads an agent's line only when it waits for one, so a reply written early is the next
+    reply: an agent that knows its extra turn is coming answers it at once, and plays the game out."""
+    eager, other = py_agent(tmp_path, "eager", "eager"), py_agent(tmp_path, "other")
+    for south, north in ((eager, other), (other, eager)):
+        record = game(south, north)
+        assert (record.reason, record.faulty) == ("normal", None), record
+        assert "early reply" in record.stderr["eager"], record.stderr["eager"]
+        replays(record)
+        assert heard(record, "eager") == transcript(record, "eager")
+
+
 def test_a_player_starts_a_new_agent_process_for_every_game(tmp_path: Path, bots) -> None:
     agent = Player(py_agent(tmp_path, "agent"))
     other = bots.player(bots.make("good"))
@@ -354,7 +402,7 @@ FAULTS = [
     ("lateswap", NORTH, "garbled", ["SWAP", "North's first reply"]),  # swaps, then SWAP again as South
     ("hang", NORTH, "timeout", ["no reply within 300 ms"]),
     ("crash", SOUTH, "crash", ["exited with code 3", "giving up"]),
-    ("chatty", NORTH, "garbled", ["'thanks'", "not its turn"]),
+    ("chatty", NORTH, "garbled", ["answered 'thanks'", "invalid message"]),  # an early line is a reply
 ]
 
 
@@ -425,22 +473,26 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
         shutil.copy(ROOT / "bots" / f"{name}.py", folder / f"{name}.py")
     py_agent(folder, "mk_first")
     py_agent(folder, "mk_swap", "swap")
-    agents = ["mk_first", "mk_swap"]
-    if java_missing() is None:
-        java_agent(folder, "mk_java")
+    py_agent(folder, "mk_eager", "eager")  # writes a reply before it is asked, as their engine allows
+    agents = ["mk_eager", "mk_first", "mk_swap"]
+    if java_missing() is None:  # holds a search table of 300 MiB, with a memory allowance of its own
+        java_agent(folder, "mk_java", "swap 300", toml="memory = 2048\n")
         agents.append("mk_java")
     out = tmp_path / "reports"
     args = ["run", "--bots", folder, "--out", out, "--name", "t", "--quiet"]
-    # Their engine's clock: an hour per agent per game, no limit per move.
-    run = arena(tmp_path, *args, "--rules", "mankalah", "--time-bank", "3600")
+    # No other flags: their rules bring their engine's clock, an hour per agent per game, no limit per move.
+    run = arena(tmp_path, *args, "--rules", "mankalah")
     assert run.returncode == 0, run.stderr
     assert "report: " in run.stdout
     with sqlite3.connect(store_path(out, "t")) as db:
         settings = json.loads(db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
     assert (settings["rules"], settings["bank_ms"], settings["move_ms"]) == ("mankalah", 3_600_000, 3_600_000)
+    assert settings["memory_mb"] == 4096
     page = (out / "t" / "index.html").read_text()
     assert "3600000 ms per bot per game" in page
     assert "cannot begin at an opening (Manchester agents)" in page
+    if "mk_java" in agents:
+        assert "4096 MiB; by their bot.toml: mk_java 2048 MiB" in page
     other = arena(tmp_path, *args, "--time-bank", "5")  # fixed for the tournament's life
     assert other.returncode == 2 and "bank_ms 3600000 (asked: 5000)" in other.stderr
     exported = arena(tmp_path, "export", "--out", out, "--name", "t", "--format", "jsonl")
@@ -462,6 +514,8 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     assert ("mk_swap", True) in swapped and ("mk_first", False) in swapped
     if "mk_java" in agents:
         assert ("mk_java", True) in swapped
+        java = [r["stderr"]["mk_java"] for r in records if "mk_java" in (r["south"], r["north"])]
+        assert all("max heap MiB 15" in log and "holds MiB 300" in log for log in java), java  # 3/4 of 2048
     for name in agents:  # each agent played both sides
         assert {name} <= {r["south"] for r in records} and {name} <= {r["north"] for r in records}
 
@@ -522,3 +576,19 @@ def test_agent_that_overspends_its_bank_times_out(tmp_path: Path) -> None:
     record = game(good, hostile, Limits(move_ms=5000, startup_ms=5000, bank_ms=400))
     assert (record.reason, record.faulty) == ("timeout", "hostile"), record
     assert "no reply within 400 ms: its time bank of 400 ms for the game ran out" in record.detail
+
+
+def test_their_rules_bring_their_engines_clock_unless_a_clock_is_asked() -> None:
+    hour = MANKALAH_BANK_MS
+    for asked, clock in [
+        ({"rules": "mankalah"}, (hour, hour)),  # a bank of an hour, no limit per move
+        ({"rules": "kalah,pits=7,seeds=7,pie,no-first-extra"}, (hour, hour)),  # the same game
+        ({"rules": "mankalah", "move_ms": 2000}, (None, 2000)),
+        ({"rules": "mankalah", "bank_ms": 60_000}, (60_000, 60_000)),
+        ({"rules": "mankalah", "move_ms": 500, "bank_ms": 60_000}, (60_000, 500)),
+        ({"rules": "kalah"}, (None, Settings().move_ms)),
+    ]:
+        settings = resolve(None, asked)
+        assert (settings.bank_ms, settings.move_ms) == clock, asked
+    stored = Settings(rules="mankalah", move_ms=700)  # a stored tournament keeps its clock
+    assert resolve(stored, {"rules": "mankalah"}) == stored

@@ -48,6 +48,7 @@ class Bot:
     author: str | None = None
     protocol: str = "v1"
     paths: tuple[str, ...] = ()  # read-only paths the sandbox shows it beside its own (bot.toml `paths`)
+    memory_mb: int | None = None  # its own memory allowance (bot.toml `memory`, MiB); None: the tournament's
 
 
 def _digest(path: Path) -> str:
@@ -77,11 +78,14 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol", "paths"}
+    unknown = set(data) - {"command", "author", "protocol", "paths", "memory"}
     if unknown:
         raise BotError(
-            f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol, paths"
+            f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol, paths, memory"
         )
+    memory = data.get("memory")
+    if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 16):
+        raise BotError(f"{manifest}: 'memory' is the bot's memory in MiB, a whole number of at least 16")
     paths = data.get("paths", [])
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise BotError(f"{manifest}: 'paths' must be a list of folders, e.g. paths = [\"/opt/conda\"]")
@@ -120,7 +124,7 @@ def _from_folder(path: Path) -> Bot:
     elif shutil.which(program) is None:
         raise BotError(f"{manifest}: program {program!r} is not installed on this machine")
     name = _check_name(path.name, path)
-    return Bot(name, tuple(argv), path, path, _digest(path), author, protocol, tuple(paths))
+    return Bot(name, tuple(argv), path, path, _digest(path), author, protocol, tuple(paths), memory)
 
 
 def load_bot(path: Path) -> Bot:

@@ -30,13 +30,26 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 
 MiB = 1024 * 1024
-# What runtimes print when an allocation fails (Python, the JVM, C++, C, Go, Rust).
-_OUT_OF_MEMORY = ("MemoryError", "OutOfMemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+# What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
+# exceptions, Python's, C++'s, C's, Go's and Rust's, and the JVM's warning when it cannot commit memory.
+_OUT_OF_MEMORY = (
+    "insufficient memory",
+    "OutOfMemoryError",
+    "MemoryError",
+    "bad_alloc",
+    "Cannot allocate memory",
+    "out of memory",
+    "error='Not enough space'",
+)
+# Memory per bot by default. Course agents peak at 1.08 GB (a JVM), 1.22 GB (C++) and about 2.0 GB (Python)
+# under their own engine: twice the largest leaves room for a deeper search, and a JVM's heap (three quarters)
+# is 3 GiB. A limit is a ceiling, not a reservation: 2 games at once use at most 4 such bots, 16 GiB.
+DEFAULT_MEMORY_MB = 4096
 _CGROUP_FS = Path("/sys/fs/cgroup")
 
 
@@ -45,7 +58,7 @@ class Confinement:
     """What every bot of a tournament may use. `sandbox` and `drop_root` are only true once `capabilities`
     found that this machine can do them."""
 
-    memory_mb: int = 1024
+    memory_mb: int = DEFAULT_MEMORY_MB
     max_procs: int = 64
     sandbox: bool = False
     drop_root: bool = False  # arena runs as root: each bot runs as an unprivileged uid of its own
@@ -343,6 +356,12 @@ class Cgroups:
                 return int(value)
         return 0
 
+    def peak_bytes(self) -> int | None:
+        """The most memory the bot's processes ever held together (v1 memory.max_usage_in_bytes, v2
+        memory.peak); None where the kernel does not keep it (v2 before Linux 5.19)."""
+        text = self._read("memory.peak" if self.v2 else "memory.max_usage_in_bytes").strip()
+        return int(text) if text.isdigit() else None
+
     def hit_process_limit(self) -> bool:
         text = self._read_event("pids.events")
         return any(line.split() and line.split()[-1] != "0" for line in text.splitlines())
@@ -391,12 +410,18 @@ class Jail:
     exec, pausing, and its processes. Made by a `Warden`, which owns the parent cgroup."""
 
     def __init__(
-        self, conf: Confinement, cgroups: Cgroups | None, own: Path, extra: tuple[str, ...] = ()
+        self,
+        conf: Confinement,
+        cgroups: Cgroups | None,
+        own: Path,
+        extra: tuple[str, ...] = (),
+        allowance: bool = False,
     ) -> None:
         self.conf = conf
         self.cgroups = cgroups
         self.own = own  # the bot's file or folder: the one part of the bots folder it sees
         self.extra = extra  # read-only paths its bot.toml asks for
+        self.allowance = allowance  # conf.memory_mb is the bot's own (bot.toml `memory`), not --memory
         # A uid of its own: a bot that is not root cannot read root's files, change a mount or a cgroup,
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
         self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
@@ -441,23 +466,39 @@ class Jail:
     def pids(self) -> list[int]:
         return self.cgroups.pids() if self.cgroups else []
 
+    def _limit(self) -> str:
+        where = "its bot.toml's memory" if self.allowance else "--memory"
+        return f"memory limit of {self.conf.memory_mb} MiB ({where})"
+
+    def _peak(self) -> str:
+        peak = self.cgroups.peak_bytes() if self.cgroups is not None else None
+        return "" if peak is None else f"; it held {round(peak / MiB)} MiB at its peak"
+
     def breach(self) -> str:
         """Which limit the bot has run into ('' if none): the kernel refused it memory or processes."""
         if self.cgroups is None:
             return ""
         if self.cgroups.oom_kills():
-            return f"it went over the memory limit of {self.conf.memory_mb} MiB (--memory)"
+            return f"out of memory: it went over the {self._limit()}, and the kernel killed it{self._peak()}"
         if self.cgroups.hit_process_limit():
             return f"it tried to run more than {self.conf.max_procs} processes at once (--max-procs)"
         return ""
 
-    def why_it_died(self, stderr_tail: str) -> str:
-        """What the limits say about a process that just died: '' when they had no part in it."""
-        if breach := self.breach():
-            return breach
-        if any(word in stderr_tail for word in _OUT_OF_MEMORY):
-            return f"it ran out of memory under the memory limit of {self.conf.memory_mb} MiB (--memory)"
-        return ""
+    def memory_verdict(self, evidence: str) -> str:
+        """Whether the bot's fault was its memory running out, asked of the kernel first: the cgroup's OOM
+        kills, then what the bot wrote on the way out (`evidence`: its stderr tail and unread stdout; a JVM
+        says "insufficient memory" on stdout, Python's MemoryError in a thread goes to stderr, and the bot
+        may hang after it). '' when memory had no part in it; else the detail, naming the limit and the
+        peak use where the kernel keeps it."""
+        if self.cgroups is not None and self.cgroups.oom_kills():
+            return f"out of memory: it went over the {self._limit()}, and the kernel killed it{self._peak()}"
+        lines = evidence.splitlines()
+        said = next((line for word in _OUT_OF_MEMORY for line in lines if word in line), "")
+        if not said:
+            return ""
+        said = said.strip(" #\t")
+        said = said if len(said) <= 100 else said[:100] + "..."
+        return f"out of memory: it ran out under the {self._limit()}{self._peak()}; it said {said!r}"
 
     def release(self) -> None:
         """End every process of the bot (also those that left its process group) and free the cgroups."""
@@ -481,14 +522,14 @@ class Warden:
     def has_cgroups(self) -> bool:
         return self._parent is not None
 
-    def jail(self, own: Path, extra: tuple[str, ...] = ()) -> Jail:
-        """A jail for one process of the bot at `own`, which may also read the paths `extra`."""
+    def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
+        """A jail for one process of the bot at `own`, which may also read the paths `extra`, with the
+        bot's own memory allowance `memory_mb` (bot.toml `memory`) instead of the tournament's."""
+        conf = self.conf if memory_mb is None else replace(self.conf, memory_mb=memory_mb)
         cgroups = None
         if self._parent is not None:
-            cgroups = self._parent.child(
-                f"bot-{next(self._names)}", self.conf.memory_mb * MiB, self.conf.max_procs
-            )
-        return Jail(self.conf, cgroups, own, extra)
+            cgroups = self._parent.child(f"bot-{next(self._names)}", conf.memory_mb * MiB, conf.max_procs)
+        return Jail(conf, cgroups, own, extra, allowance=memory_mb is not None)
 
     @property
     def can_freeze(self) -> bool:

@@ -67,7 +67,8 @@ class Mankalah:
     """The Manchester protocol spoken over one agent process, for one game.
 
     The message that asks for a move (START;South, or a CHANGE ending in YOU) is held back until the
-    referee asks for the move, so the agent's clock starts when it is sent, as a v1 MOVE's does.
+    referee asks for the move, so the agent's clock starts when it is sent, as a v1 MOVE's does. Lines are
+    read only when a reply is due, as their engine does: one written early is the next reply.
     """
 
     name = "mankalah"
@@ -89,14 +90,6 @@ class Mankalah:
             f"rules 'mankalah' (Kalah(7,7), pie, no extra turn on the first move), not {rules.spec!r}"
         )
 
-    def _expect_silence(self) -> None:
-        """A line written when it was not the agent's turn would be taken for its next move: a fault."""
-        if self.proc.has_output() and (line := self.proc.read_line(0.0, keep_cr=True)) is not None:
-            raise Fault(
-                "garbled",
-                f"wrote {_shown(line)} when it was not its turn; write one line per turn (logs go to stderr)",
-            )
-
     def new_game(self, rules: Rules, side: int, deadline: float) -> None:
         if side == SOUTH:
             self._prompt = start_line(SOUTH)  # South moves first: START;South is its first move request
@@ -106,8 +99,9 @@ class Mankalah:
     def move(
         self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
     ) -> Move:
-        """Send the held-back request and read the answer (legality is checked by the referee)."""
-        self._expect_silence()
+        """Send the held-back request and read the answer (legality is checked by the referee). A line the
+        agent wrote before it was asked is its answer, as in their engine, which reads an agent's lines only
+        when it waits for one: it is still in the pipe, and read first."""
         if self._prompt is None:
             raise RuntimeError("mankalah: a move was asked for that the agent was not told is its turn")
         self.proc.send(self._prompt, deadline)

@@ -290,11 +290,36 @@ class BotProcess:
             if self._jail and self._jail.conf.sandbox and code > 128:
                 code = 128 - code  # bwrap reports a death by signal N as exit code 128+N
             what = describe_exit(code)
-            why = self._jail.why_it_died(self.stderr_tail()) if self._jail else ""
-            if why:
-                what += f": {why}"
         last = self.last_stderr_line()
         return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
+
+    def _unread_output(self) -> str:
+        """What stdout holds that was not read as a line (without waiting), as text."""
+        while not self._eof and len(self._buffer) < _CHUNK:
+            try:
+                chunk = os.read(self._out, _CHUNK)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
+        return bytes(self._buffer).decode("ascii", errors="replace")
+
+    def memory_verdict(self, said: str = "", settle: float = 0.0, since: int = 0) -> str:
+        """After a fault: whether the bot ran out of memory ('' if not), the jail asking the kernel and then
+        the bot's last words (`said`: the fault's own detail; its stderr tail; what it wrote to stdout and
+        nobody read). `settle`: seconds to let a process that is dying finish (a JVM writes the first line
+        of its memory report, "#", as a move and the rest just after); `since`: a `stderr_mark`."""
+        if self._jail is None:
+            return ""
+        deadline = time.monotonic() + settle
+        while self._popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self._popen.poll() is not None:
+            self._drain_stderr_to_end(limit=0.2)
+        return self._jail.memory_verdict("\n".join((self.stderr_tail(since), self._unread_output(), said)))
 
     def check_limits(self) -> None:
         """Fault('crash') once the bot has run into its memory or process limit, even if it lives on."""

@@ -73,9 +73,10 @@ class Player:
     def start(self) -> Wire:
         """Start the bot's process, confined by the warden, unless it runs already."""
         if self._wire is None:
-            jail = self.warden.jail(self.bot.path, self.bot.paths) if self.warden else None
-            proc = BotProcess.start(self.bot.argv, cwd=self.bot.cwd, jail=jail)
-            self._wire = WIRES[self.bot.protocol](proc)
+            bot = self.bot
+            jail = self.warden.jail(bot.path, bot.paths, bot.memory_mb) if self.warden else None
+            proc = BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
+            self._wire = WIRES[bot.protocol](proc)
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -107,7 +108,8 @@ class Player:
         self._stderr = ""
         self._bank = float(limits.bank_ms or 0)
         wire = self.start()
-        self._mark = wire.proc.stderr_mark()
+        if not self._fresh:  # a new process's start-up logs belong to its first game
+            self._mark = wire.proc.stderr_mark()
         wire.new_game(rules, side, time.monotonic() + 5.0)
 
     def pause(self) -> None:
@@ -148,6 +150,21 @@ class Player:
             self._bank -= min(ms, max(0.0, took - startup))  # margin and startup allowance are not charged
         self._fresh = False
         return move, took
+
+    def diagnose(self, fault: Fault) -> Fault:
+        """The fault as charged: one that was the bot's memory running out is a crash naming the limit,
+        whatever it looked like (a JVM's memory report read as its move: garbled; a MemoryError in a search
+        thread, then a hang: timeout). The kernel and the bot's last words are asked before the line or the
+        clock is blamed (`BotProcess.memory_verdict`)."""
+        if self._wire is None or fault.reason not in ("timeout", "crash", "garbled"):
+            return fault
+        if fault.detail.startswith("out of memory"):
+            return fault
+        settle = 0.5 if fault.reason == "garbled" else 0.0
+        verdict = self._wire.proc.memory_verdict(fault.detail, settle, self._mark)
+        if not verdict:
+            return fault
+        return Fault("crash", f"{verdict} (seen as {fault.reason}: {fault.detail})")
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Tell the bot's wire of a move (`mine`: it made it; `side`: the side it owns now)."""
@@ -197,7 +214,7 @@ class _charged_to:  # noqa: N801 (used like a function: `with _charged_to(player
 
     def __exit__(self, kind: type[BaseException] | None, fault: BaseException | None, tb: object) -> None:
         if isinstance(fault, Fault):
-            raise _Forfeit(self.player, fault) from None
+            raise _Forfeit(self.player, self.player.diagnose(fault)) from None
 
 
 def play_game(

@@ -308,8 +308,9 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     raw = store.meta().get("confinement")
     state = json.loads(raw) if raw else {}
     sandbox = "on (bubblewrap: no network, no other bots' files)" if state.get("sandbox") else "off"
+    own = ", ".join(f"{bot} {mb} MiB" for bot, mb in sorted(state.get("memory", {}).items()))
     rows = [
-        Fact("memory per bot", f"{settings.memory_mb} MiB"),
+        Fact("memory per bot", f"{settings.memory_mb} MiB" + (f"; by their bot.toml: {own}" if own else "")),
         Fact("processes per bot", str(settings.max_procs)),
         Fact("thinking on the opponent's time", "allowed (--ponder)" if settings.ponder else "no: paused"),
         Fact("sandbox", sandbox),

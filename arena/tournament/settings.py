@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arena.game.rules import Kalah, Relay, parse_rules
+from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
 from arena.match.confine import Confinement
 from arena.match.referee import Limits
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
+MANKALAH_BANK_MS = 3_600_000  # the Manchester engine's clock: an hour per agent per game (its agentTimeout)
 _LIMITS = Limits()
 _CONFINEMENT = Confinement()
 
@@ -57,13 +58,16 @@ FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 
 def resolve(base: Settings | None, asked: Mapping[str, object]) -> Settings:
     """`base` (a stored tournament's settings, or the defaults when None) with what was asked on top;
-    None in `asked` means "not asked". A time bank asked for a new tournament without a move time means no
-    limit per move but the bank."""
+    None in `asked` means "not asked". For a new tournament: a time bank asked without a move time means no
+    limit per move but the bank; the Manchester engine's rules without a time control asked bring that
+    engine's clock (a bank of an hour per agent per game, no limit per move), as their agents expect."""
     changes: dict[str, Any] = {k: v for k, v in asked.items() if v is not None}
     unknown = set(changes) - set(FIELDS)
     if unknown:
         raise TypeError(f"unknown setting {sorted(unknown)[0]!r}; known: {', '.join(FIELDS)}")
+    rules = parse_rules(str(changes.get("rules", (base or Settings()).rules)))  # RulesError now, not later
+    if base is None and "move_ms" not in changes and "bank_ms" not in changes and rules == MANKALAH:
+        changes["bank_ms"] = MANKALAH_BANK_MS
     if base is None and changes.get("bank_ms") is not None and "move_ms" not in changes:
         changes["move_ms"] = changes["bank_ms"]
-    parse_rules(str(changes.get("rules", "kalah")))  # RulesError now, not in a worker
     return dataclasses.replace(base or Settings(), **changes)
