@@ -208,13 +208,17 @@ class Tournament:
         field, hero = entrants(bots, gauntlet)
         check_rules(field, self.settings.game_rules())
         back = scheduler.backend(jobs, cluster)
+        # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
+        allowances = {
+            "memory": {b.name: b.memory_mb for b in field if b.memory_mb is not None},
+            "paths": {b.name: list(b.paths) for b in field if b.paths},
+        }
+        self.store.set_meta("allowances", json.dumps(allowances))
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
             conf = self.settings.confinement()
         else:
             conf, caps = _confine(self.settings)
             state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
-            # Bots with a memory allowance of their own (bot.toml `memory`), for the page to show.
-            state["memory"] = {b.name: b.memory_mb for b in field if b.memory_mb is not None}
             self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
             self.store,

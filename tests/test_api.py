@@ -416,3 +416,36 @@ def test_a_record_field_added_later_gets_its_column_with_the_default(tmp_path: P
         store.add_game(st.Slot(2, "00", ann, bob), dataclasses.replace(swapped_record(), opening=(3, 1)))
         openings = [r["opening"] for r in store.records()]
     assert back["opening"] == [] and openings == [[], [3, 1]]
+
+
+READS = (
+    """import sys
+print("data:", open({data!r}).read().strip(), file=sys.stderr, flush=True)
+"""
+    + FIRST_LEGAL
+)
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason="bubblewrap does not work on this machine")
+def test_a_bot_reads_the_paths_its_bot_toml_names_and_the_page_lists_them(tmp_path: Path) -> None:
+    data = tmp_path / "course-data"
+    data.mkdir(mode=0o755)
+    (data / "weights.txt").write_text("the weights\n", encoding="utf-8")
+    (data / "weights.txt").chmod(0o644)
+    bots = bots_folder(tmp_path, "greedy")
+    for name, paths in (("reader", f"paths = [{str(data)!r}]\n"), ("peeker", "")):
+        folder = bots / name
+        folder.mkdir()
+        (folder / "bot.py").write_text(READS.format(data=str(data / "weights.txt")), encoding="utf-8")
+        (folder / "bot.toml").write_text(f'command = "python bot.py"\n{paths}'.replace("'", '"'))
+    with Tournament(tmp_path / "cup", Settings(rules=SMALL, move_ms=500, openings=0)) as cup:
+        cup.run(bots, rounds=1)
+        records = list(cup.records())
+        page = cup.report().read_text(encoding="utf-8")
+    reader = [r for r in records if "reader" in (r["south"], r["north"])]
+    assert all(r["faulty"] != "reader" for r in reader)
+    assert any("data: the weights" in r["stderr"]["reader"] for r in reader)  # said once a process
+    peeker = [r for r in records if "peeker" in (r["south"], r["north"])]  # the same bot without `paths`
+    assert all(r["faulty"] == "peeker" for r in peeker)
+    assert any("No such file" in r["stderr"]["peeker"] for r in peeker), peeker
+    assert f"reader (its bot.toml): {data}" in page

@@ -307,13 +307,20 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         return []
     raw = store.meta().get("confinement")
     state = json.loads(raw) if raw else {}
-    sandbox = "on (bubblewrap: no network, no other bots' files)" if state.get("sandbox") else "off"
-    own = ", ".join(f"{bot} {mb} MiB" for bot, mb in sorted(state.get("memory", {}).items()))
+    sandbox = "off"
+    if state.get("sandbox"):
+        sandbox = "on (bubblewrap: an allowlisted filesystem, no network, no other bots' files)"
+    allowed = json.loads(store.meta().get("allowances") or "{}")
+    own = ", ".join(f"{bot} {mb} MiB" for bot, mb in sorted(allowed.get("memory", {}).items()))
     rows = [
         Fact("memory per bot", f"{settings.memory_mb} MiB" + (f"; by their bot.toml: {own}" if own else "")),
         Fact("processes per bot", str(settings.max_procs)),
         Fact("thinking on the opponent's time", "allowed (--ponder)" if settings.ponder else "no: paused"),
         Fact("sandbox", sandbox),
+    ]
+    rows += [
+        Fact("read-only paths", f"{bot} (its bot.toml): {', '.join(paths)}")
+        for bot, paths in sorted(allowed.get("paths", {}).items())
     ]
     rows += [Fact("warning", note) for note in state.get("notes", [])]
     rows += [Fact("worker", w["summary"]) for w in json.loads(store.meta().get("workers") or "{}").values()]
