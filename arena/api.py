@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from arena.game.openings import Book, generate, load_book, order
 from arena.game.rules import Move, Position
-from arena.match.bots import Bot, BotError, discover
+from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.confine import Capabilities, Confinement, Warden, capabilities
 from arena.match.record import GameRecord
 from arena.match.referee import Player, check_rules, play_game
@@ -72,18 +72,32 @@ def make_book(settings: Settings) -> Book:
     return order(book, settings.seed)
 
 
-def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> tuple[list[Bot], Bot | None]:
-    """The bots of a tournament (a folder's, or a list) and its gauntlet bot, or BotError saying why not."""
-    field = discover(Path(bots)) if isinstance(bots, str | Path) else list(bots)
+@dataclass(frozen=True, slots=True)
+class Entrants:
+    """The bots a run plays (from a folder or a list), its gauntlet bot, and the folder's entries meant as
+    bots that cannot play, each with why and how to fix it: they are not entered, the run goes on."""
+
+    bots: tuple[Bot, ...]
+    hero: Bot | None
+    broken: tuple[tuple[str, str], ...] = ()
+
+
+def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> Entrants:
+    """A run's entrants, or BotError when there is no tournament to play (fewer than two bots, no such
+    gauntlet bot)."""
+    found = survey(Path(bots)) if isinstance(bots, str | Path) else Survey(tuple(bots), ())
     where = f"{bots}" if isinstance(bots, str | Path) else "the list"
-    if len(field) < 2:
-        raise BotError(f"a tournament needs at least two bots; {where} has {len(field)}")
-    if gauntlet is None:
-        return field, None
-    hero = next((b for b in field if b.name == gauntlet), None)
-    if hero is None:
-        raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
-    return field, hero
+    if len(found.bots) < 2:
+        also = ""
+        if found.broken:  # the first of them, with its fix: most likely the student's own bot
+            also = f" ({len(found.broken)} more cannot play: {found.broken[0][0]}: {found.broken[0][1]})"
+        raise BotError(f"a tournament needs at least two bots; {where} has {len(found.bots)}{also}")
+    hero = None
+    if gauntlet is not None:
+        hero = next((b for b in found.bots if b.name == gauntlet), None)
+        if hero is None:
+            raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
+    return Entrants(found.bots, hero, found.broken)
 
 
 # How a stored setting reads in the start-of-run summary.
@@ -205,8 +219,10 @@ class Tournament:
 
         if live:
             progress = self._live(progress, on_page)
-        field, hero = entrants(bots, gauntlet)
+        entered = entrants(bots, gauntlet)
+        field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
+        self.store.set_meta("not_entered", json.dumps(entered.broken))
         back = scheduler.backend(jobs, cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
         allowances = {
@@ -246,7 +262,8 @@ class Tournament:
         """What `run` with these arguments would play, and how the field changed since the last run."""
         from arena.tournament import scheduler
 
-        field, hero = entrants(bots, gauntlet)
+        entered = entrants(bots, gauntlet)
+        field, hero = list(entered.bots), entered.hero
         before = self.store.versions(self.store.current_ids())
         now = {b.name: b.digest for b in field}
         slots = scheduler.schedule(field, rounds, self.settings.seed, self.book, hero)

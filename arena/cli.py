@@ -319,7 +319,9 @@ def run(  # type: ignore[no-untyped-def]
     from arena.api import Tournament, entrants
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
-    bots, _ = entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
+    entered = entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
+    for entry, why in entered.broken:
+        click.echo(f"arena: not entered: {entry}: {why}", err=True)
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
     asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
@@ -327,10 +329,10 @@ def run(  # type: ignore[no-untyped-def]
         asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
     with Tournament(Path(out) / name, **asked) as cup:
         if not quiet:
-            click.echo(cup.plan(bots, rounds, hero).summary())
+            click.echo(cup.plan(bots_dir, rounds, hero).summary())
         progress = _Progress(quiet)
         result = cup.run(
-            bots,
+            bots_dir,
             rounds,
             jobs=jobs,
             gauntlet=hero,

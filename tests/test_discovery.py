@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.match.bots import BotError, discover, find_bot, load_bot
+from arena.match.bots import BotError, discover, find_bot, load_bot, survey
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
 
@@ -62,10 +62,10 @@ def test_digest_changes_with_the_code(tmp_path):
     ("setup", "words"),
     [
         (
-            lambda d: (d / "notes.c").write_text("int main(){}"),
-            ["not a .py file and not executable", "bot.toml"],
+            lambda d: (d / "run.sh").write_text("#!/bin/sh\nexec ./bot\n"),
+            ["not a .py file and not executable", "chmod +x"],
         ),
-        (lambda d: (d / "x").mkdir(), ["needs a bot.toml"]),
+        (lambda d: ((d / "x").mkdir(), (d / "x" / "Bot.java").write_text("")), ["needs a bot.toml"]),
         (manifest("command = ["), ["not valid TOML"]),
         (manifest("cmd = 'a'"), ["unknown key 'cmd'"]),
         (manifest("command = 3"), ["'command' must be"]),
@@ -79,7 +79,7 @@ def test_digest_changes_with_the_code(tmp_path):
             ["unknown protocol 'uci'"],
         ),
         (lambda d: ((d / "dup.py").write_text(""), make_exec(d / "dup")), ["two bots are named 'dup'"]),
-        (lambda d: (d / "bad name.py").write_text(""), ["letters, digits"]),
+        (lambda d: (d / "bad name.py").write_text(""), ["letters, digits", "e.g. to bad_name.py"]),
     ],
 )
 def test_bad_bots_get_a_clear_error(tmp_path, setup, words):
@@ -110,3 +110,28 @@ def test_missing_folder_and_unknown_name(tmp_path):
         find_bot(str(tmp_path / "gone.py"), tmp_path)
     assert find_bot("alpha", tmp_path).name == "alpha"
     assert find_bot(str(tmp_path / "alpha.py"), BOTS).name == "alpha"
+
+
+def test_a_bots_folder_with_sources_data_and_notes_gives_its_bots_and_lists_the_broken_ones(tmp_path):
+    """What a class's bots folder holds beside the bots: skipped, or listed with a fix; never a stop."""
+    for name in ("greedy.py", "élève.py", "first.py"):
+        (tmp_path / name).write_text("print(1)\n", encoding="utf-8")
+    for name in ("bot.c", "Bot.java", "Bot.class", "Makefile", "README", "weights.npy", "notes.md"):
+        (tmp_path / name).write_bytes(b"not a bot\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "table.bin").write_bytes(b"\0")
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n", encoding="utf-8")  # a script someone forgot to chmod
+    (tmp_path / "my bot.py").write_text("", encoding="utf-8")
+    (tmp_path / "greedy").mkdir()  # beside greedy.py
+    (tmp_path / "greedy" / "bot.toml").write_text('command = "python bot.py"\n', encoding="utf-8")
+    (tmp_path / "javabot").mkdir()  # sources but no bot.toml yet
+    (tmp_path / "javabot" / "Bot.java").write_text("class Bot {}\n", encoding="utf-8")
+    found = survey(tmp_path)
+    assert [b.name for b in found.bots] == ["first", "élève"]
+    broken = dict(found.broken)
+    assert set(broken) == {"greedy", "greedy.py", "javabot", "my bot.py", "run.sh"}
+    assert "two bots are named 'greedy' (greedy and greedy.py): rename or remove one" == broken["greedy.py"]
+    assert "needs a bot.toml" in broken["javabot"]
+    assert "rename it, e.g. to my_bot.py" in broken["my bot.py"]
+    assert "chmod +x" in broken["run.sh"]
+    assert all("\n" not in why for why in broken.values())

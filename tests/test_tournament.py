@@ -584,21 +584,6 @@ def case_single_bot(base):  # type: ignore[no-untyped-def]
     return run_args(base, bots), ["at least two bots", "has 1"], no_store
 
 
-def case_same_name(base):  # type: ignore[no-untyped-def]
-    bots = two_bots(base)
-    (bots / "x.py").write_text(first_legal(), encoding="utf-8")
-    (bots / "x").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
-    (bots / "x").chmod(0o755)
-    return run_args(base, bots), ["two bots are named 'x'", "x.py"], no_store
-
-
-def case_bad_manifest(base):  # type: ignore[no-untyped-def]
-    bots = two_bots(base)
-    (bots / "mybot").mkdir()
-    (bots / "mybot" / "bot.toml").write_text('command = "./mybot\n', encoding="utf-8")
-    return run_args(base, bots), ["bot.toml", "not valid TOML"], no_store
-
-
 def case_bad_rules(base):  # type: ignore[no-untyped-def]
     return run_args(base, two_bots(base), "--rules", "kalah,pits=x"), ["--rules", "pits='x'"], no_store
 
@@ -663,8 +648,6 @@ def case_export_missing(base):  # type: ignore[no-untyped-def]
         case_missing_folder,
         case_empty_folder,
         case_single_bot,
-        case_same_name,
-        case_bad_manifest,
         case_bad_rules,
         case_other_rules,
         case_other_move_time,
@@ -720,3 +703,24 @@ def test_a_broken_bot_forfeits_its_games_and_the_tournament_goes_on(tmp_path, so
     assert board.loc["greedy", "forfeits"] == 0 and board.loc["first", "forfeits"] == 0
     page = (tmp_path / "reports" / NAME / "index.html").read_text(encoding="utf-8")
     assert str(markupsafe.escape(detail)) in page
+
+
+def test_bots_that_cannot_play_are_listed_with_their_fix_and_the_tournament_goes_on(tmp_path: Path) -> None:
+    bots = two_bots(tmp_path)
+    (bots / "x.py").write_text(first_legal(), encoding="utf-8")
+    (bots / "x").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (bots / "x").chmod(0o755)
+    (bots / "mybot").mkdir()
+    (bots / "mybot" / "bot.toml").write_text('command = "./mybot\n', encoding="utf-8")
+    (bots / "notes.c").write_text(
+        "int main(void) { return 0; }\n", encoding="utf-8"
+    )  # not a bot: passed over
+    out = tournament(tmp_path, bots, *QUICK)
+    assert out.returncode == 0, out.stderr
+    listed = [line for line in out.stderr.splitlines() if line.startswith("arena: not entered: ")]
+    assert len(listed) == 3, out.stderr
+    assert any("x.py: two bots are named 'x' (x and x.py): rename or remove one" in line for line in listed)
+    assert any("mybot: " in line and "not valid TOML" in line for line in listed)
+    assert {r["south"] for r in records(tmp_path)} == {"greedy", "first"}
+    page = (tmp_path / "reports" / NAME / "index.html").read_text(encoding="utf-8")
+    assert "not entered" in page and "rename or remove one" in page and "notes.c" not in page

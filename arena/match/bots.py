@@ -18,9 +18,13 @@ from pathlib import Path
 
 MANIFEST = "bot.toml"
 PROTOCOLS = ("v1", "mankalah")  # bot.toml `protocol`: arena's own (protocol.md), Manchester agents'
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+# A bot's name: what a file system and a Python module name accept (letters of any script, digits, _), and
+# . + - inside; no spaces, no slashes.
+_NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 # Files a teacher may keep beside the bots without them being taken for bots.
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
+# Files that show a folder holds a program (so a folder of them without a bot.toml is a bot half made).
+_PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs", ".rs", ".go", ".sh"}
 
 
 # How a NAME.py bot is run: with arena's Python; -P keeps the bot's folder off sys.path (so bots/random.py
@@ -66,7 +70,12 @@ def _digest(path: Path) -> str:
 
 def _check_name(name: str, path: Path) -> str:
     if not _NAME.fullmatch(name):
-        raise BotError(f"{path}: bot names may use letters, digits and _ . + - only (got {name!r})")
+        better = re.sub(r"[^\w.+-]", "_", name).strip("_.+-")[:64] or "mybot"
+        renamed = path.with_name(better + (path.suffix if path.is_file() and path.suffix == ".py" else ""))
+        raise BotError(
+            f"{path}: a bot's name may use letters, digits and _ . + - only, starting with a letter or digit "
+            f"(got {name!r}); rename it, e.g. to {renamed.name}"
+        )
     return name
 
 
@@ -155,20 +164,70 @@ def _is_candidate(entry: Path) -> bool:
     return entry.is_dir() or entry.suffix.lower() not in _NOT_BOTS
 
 
-def discover(folder: Path) -> list[Bot]:
-    """Every bot in `folder`, sorted by name; BotError for one that cannot run or a name used twice."""
+def _looks_like_a_bot(entry: Path) -> bool:
+    """Whether an entry of a bots folder is meant as a bot: a .py file, an executable, a file with a #!
+    line (a script someone forgot to chmod), a folder with a bot.toml or with a program in it. Sources,
+    compiled classes, data and notes beside the bots are not."""
+    if not _is_candidate(entry):
+        return False
+    if entry.is_dir():
+        return (entry / MANIFEST).exists() or any(
+            f.suffix.lower() in _PROGRAMS for f in entry.iterdir() if f.is_file()
+        )
+    if entry.suffix == ".py" or os.access(entry, os.X_OK):
+        return True
+    try:
+        with entry.open("rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """What a bots folder holds: the bots that can play, and the entries meant as bots that cannot, each
+    with what is wrong and how to fix it (the tournament goes on without them)."""
+
+    bots: tuple[Bot, ...]
+    broken: tuple[tuple[str, str], ...]  # (entry name, why and what to do)
+
+
+def survey(folder: Path) -> Survey:
+    """Every bot in `folder` that can play, sorted by name, and every entry meant as a bot that cannot; other
+    entries (sources, data, notes) are passed over. BotError only for a folder that is not there."""
     folder = Path(folder)
     if not folder.is_dir():
         raise BotError(f"{folder}: no such bots folder")
-    bots: dict[str, Bot] = {}
+    found: dict[str, list[Bot]] = {}
+    broken: list[tuple[str, str]] = []
     for entry in sorted(folder.iterdir()):
-        if not _is_candidate(entry):
+        if not _looks_like_a_bot(entry):
             continue
-        bot = load_bot(entry)
-        if bot.name in bots:
-            raise BotError(f"two bots are named {bot.name!r}: {bots[bot.name].path} and {bot.path}")
-        bots[bot.name] = bot
-    return sorted(bots.values(), key=lambda b: b.name)
+        try:
+            bot = load_bot(entry)
+        except BotError as e:
+            broken.append((entry.name, str(e).removeprefix(f"{entry.absolute()}: ")))
+            continue
+        found.setdefault(bot.name, []).append(bot)
+    bots = []
+    for name, same in sorted(found.items()):
+        if len(same) == 1:
+            bots.append(same[0])
+            continue
+        places = " and ".join(b.path.name for b in same)
+        for b in same:
+            broken.append((b.path.name, f"two bots are named {name!r} ({places}): rename or remove one"))
+    return Survey(tuple(bots), tuple(sorted(broken)))
+
+
+def discover(folder: Path) -> list[Bot]:
+    """Every bot in `folder`, sorted by name; BotError naming the first entry meant as a bot that cannot
+    play (use `survey` to go on without it)."""
+    found = survey(folder)
+    if found.broken:
+        entry, why = found.broken[0]
+        raise BotError(f"{Path(folder) / entry}: {why}")
+    return list(found.bots)
 
 
 def find_bot(name_or_path: str, folder: Path) -> Bot:

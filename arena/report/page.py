@@ -305,7 +305,8 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     """The limits bots ran under, and plainly what this machine could not enforce."""
     if settings is None:
         return []
-    raw = store.meta().get("confinement")
+    meta = store.meta()
+    raw = meta.get("confinement")
     state = json.loads(raw) if raw else {}
     sandbox = "off"
     if state.get("sandbox"):
@@ -323,7 +324,9 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         for bot, paths in sorted(allowed.get("paths", {}).items())
     ]
     rows += [Fact("warning", note) for note in state.get("notes", [])]
-    rows += [Fact("worker", w["summary"]) for w in json.loads(store.meta().get("workers") or "{}").values()]
+    rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
+    not_entered = json.loads(meta.get("not_entered") or "[]")  # meant as bots, but could not play
+    rows += [Fact("not entered", f"{entry}: {why}") for entry, why in not_entered]
     return rows
 
 
