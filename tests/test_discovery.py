@@ -71,6 +71,10 @@ def test_digest_changes_with_the_code(tmp_path):
         (manifest("command = 3"), ["'command' must be"]),
         (manifest("command = './bot'"), ["build it first"]),
         (
+            manifest("command = 'javac Bot.java && java Bot'"),
+            ["shell syntax ('&&')", "no shell runs it", "script"],
+        ),
+        (
             manifest("command = 'no-such-program-xyz'"),
             ["not installed"],
         ),

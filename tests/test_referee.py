@@ -222,7 +222,7 @@ def test_bot_that_hangs_forever_times_out(bots) -> None:
             say(str(first_legal(board)))
         """,
     )
-    assert_fault(record, "timeout", "no reply within 200 ms")
+    assert_fault(record, "timeout", "no reply within 200 ms, nor in 200 ms more", "flush stdout")
     assert "startup" not in record.detail  # not its first move
     assert elapsed < 3
 
@@ -246,7 +246,25 @@ def test_bot_that_answers_late_times_out(bots) -> None:
         hostile_side=SOUTH,
     )
     assert_fault(record, "timeout", "no reply within 200 ms")
-    assert elapsed < 0.8 + 0.5  # the referee stopped waiting at the deadline, not when the answer came
+    assert (
+        elapsed < 0.8 + 0.5
+    )  # the referee stopped waiting soon after the deadline, not when the answer came
+
+
+def test_a_late_answer_says_how_late_it_came(bots) -> None:
+    record, _ = play(
+        bots,
+        """
+        def answer(board, moves):
+            if moves == 2:
+                time.sleep(0.33)  # past 200 ms (+50 ms margin), within the 200 ms the referee then watches
+            say(str(first_legal(board)))
+        """,
+        hostile_side=SOUTH,
+    )
+    assert_fault(record, "timeout", "no reply within 200 ms: it answered")
+    late = int(record.detail.split("only after ")[1].split()[0])
+    assert 300 <= late < 450, record.detail
 
 
 def test_partial_line_then_stall_times_out(bots) -> None:
@@ -260,7 +278,7 @@ def test_partial_line_then_stall_times_out(bots) -> None:
             say(str(first_legal(board)))
         """,
     )
-    assert_fault(record, "timeout", "no reply within 200 ms")
+    assert_fault(record, "timeout", "no reply within 200 ms: it wrote '3' but no end of line")
     assert elapsed < 3
 
 

@@ -23,6 +23,8 @@ PROTOCOLS = ("v1", "mankalah")  # bot.toml `protocol`: arena's own (protocol.md)
 _NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 # Files a teacher may keep beside the bots without them being taken for bots.
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
+# What only a shell understands in a command line: arena runs the command itself, with no shell.
+_SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(|\$\{|\*")
 # Files that show a folder holds a program (so a folder of them without a bot.toml is a bot half made).
 _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs", ".rs", ".go", ".sh"}
 
@@ -104,6 +106,12 @@ def _from_folder(path: Path) -> Bot:
                 f"{manifest}: paths: {extra!r} must be an absolute path that exists on this machine"
             )
     command = data.get("command")
+    if isinstance(command, str) and (shell := _SHELL_SYNTAX.search(command)):
+        raise BotError(
+            f"{manifest}: command {command!r} uses shell syntax ({shell.group()!r}), but no shell runs it: "
+            "put the steps in a script (e.g. run.sh starting with #!/bin/sh, chmod +x) and make that the "
+            "command; build steps go before the tournament"
+        )
     if isinstance(command, str):
         try:
             argv = shlex.split(command)

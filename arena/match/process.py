@@ -293,7 +293,7 @@ class BotProcess:
         last = self.last_stderr_line()
         return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
 
-    def _unread_output(self) -> str:
+    def unread_output(self) -> str:
         """What stdout holds that was not read as a line (without waiting), as text."""
         while not self._eof and len(self._buffer) < _CHUNK:
             try:
@@ -319,7 +319,7 @@ class BotProcess:
             time.sleep(0.01)
         if self._popen.poll() is not None:
             self._drain_stderr_to_end(limit=0.2)
-        return self._jail.memory_verdict("\n".join((self.stderr_tail(since), self._unread_output(), said)))
+        return self._jail.memory_verdict("\n".join((self.stderr_tail(since), self.unread_output(), said)))
 
     def check_limits(self) -> None:
         """Fault('crash') once the bot has run into its memory or process limit, even if it lives on."""

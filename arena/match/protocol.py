@@ -112,16 +112,38 @@ class V1:
         """Ask for a move; returns the parsed answer (legality is checked by the referee). `on_slow` is
         called once the bot has thought for a few milliseconds."""
         self._expect_silence()
+        sent = time.monotonic()
         self.proc.send(move_line(pos, side, ms), deadline)
         while True:
             line = self.proc.read_line(deadline, on_slow)
             on_slow = None
             if line is None:
-                raise Fault("timeout", f"no reply within {ms} ms")
+                raise Fault("timeout", self._why_late(ms, sent))
             if not is_comment(line):
                 return parse_move(line)
             if time.monotonic() > deadline:  # a stream of comments must not hold the clock
                 raise Fault("timeout", f"no reply within {ms} ms (only # comment lines)")
+
+    def _why_late(self, ms: int, sent: float) -> str:
+        """A timeout's detail, with what its author can act on: watching a little past the deadline, how
+        late the answer came, or the part of a line it wrote without an end, or that nothing came at all."""
+        detail = f"no reply within {ms} ms"
+        grace = min(1.0, max(0.1, ms / 1000))
+        try:
+            line = self.proc.read_line(time.monotonic() + grace)
+        except Fault:
+            line = None
+        if line is not None and not is_comment(line):
+            late = (time.monotonic() - sent) * 1000
+            return f"{detail}: it answered {line.strip()[:_SHOWN]!r} only after {late:.0f} ms"
+        partial = self.proc.unread_output().strip()
+        if partial:
+            shown = partial if len(partial) <= _SHOWN else partial[:_SHOWN] + "..."
+            return f"{detail}: it wrote {shown!r} but no end of line (end each answer with a newline)"
+        return (
+            f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, it must end the line and "
+            "flush stdout: C, C++ and Java buffer their output)"
+        )
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Nothing: a v1 bot sees the board in its next MOVE, after the opponent's moves and its own."""
