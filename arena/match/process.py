@@ -38,6 +38,16 @@ class Fault(Exception):
         self.detail = detail
 
 
+def _read_now(fd: int) -> bytes | None:
+    """What a non-blocking pipe holds now: None if nothing yet, b"" once it is closed (or broken)."""
+    try:
+        return os.read(fd, _CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -133,12 +143,9 @@ class BotProcess:
         for _ in range(_DRAIN_CHUNKS):
             if self._err is None:
                 return
-            try:
-                chunk = os.read(self._err, _CHUNK)
-            except BlockingIOError:
+            chunk = _read_now(self._err)
+            if chunk is None:
                 return
-            except OSError:
-                chunk = b""
             if not chunk:
                 self._poll_out.unregister(self._err)
                 self._poll_in.unregister(self._err)
@@ -264,12 +271,9 @@ class BotProcess:
                     raise self._crash("stdout")
                 self.check_limits()
                 continue
-            try:
-                chunk = os.read(self._out, _CHUNK)
-            except BlockingIOError:
+            chunk = _read_now(self._out)
+            if chunk is None:
                 continue
-            except OSError:
-                chunk = b""
             if chunk:
                 buffer += chunk
             else:
@@ -296,12 +300,9 @@ class BotProcess:
     def unread_output(self) -> str:
         """What stdout holds that was not read as a line (without waiting), as text."""
         while not self._eof and len(self._buffer) < _CHUNK:
-            try:
-                chunk = os.read(self._out, _CHUNK)
-            except BlockingIOError:
+            chunk = _read_now(self._out)
+            if chunk is None:
                 break
-            except OSError:
-                chunk = b""
             if not chunk:
                 self._eof = True
             self._buffer += chunk
