@@ -8,6 +8,7 @@ END, QUIT) and which process got it (its loop starts by logging ``pid <pid>``).
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from arena.match.bots import Bot, load_bot
+from arena.match.confine import Confinement, Jail, Warden
 from arena.match.referee import Player
 
 PRELUDE = '''\
@@ -108,3 +110,50 @@ def bots(tmp_path: Path) -> Iterator[Bots]:
         yield factory
     finally:
         factory.kill_all()
+
+
+# --- players in jails ---------------------------------------------------------------------------------------
+
+
+class RlimitsOnly:
+    """A warden that hands out jails without cgroups: only the per-process rlimits confine the bot."""
+
+    def __init__(self, conf: Confinement) -> None:
+        self.conf = conf
+
+    def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
+        conf = self.conf if memory_mb is None else dataclasses.replace(self.conf, memory_mb=memory_mb)
+        return Jail(conf, None, own, extra, allowance=memory_mb is not None)
+
+
+class Jailer:
+    """Players confined by wardens; every player is killed and every warden closed after the test."""
+
+    def __init__(self) -> None:
+        self.players: list[Player] = []
+        self.wardens: list[Warden] = []
+
+    def warden(self, conf: Confinement) -> Warden:
+        warden = Warden(conf)
+        self.wardens.append(warden)
+        return warden
+
+    def player(self, bot: Bot, warden: Warden | RlimitsOnly, name: str | None = None) -> Player:
+        player = Player(bot, name, warden=warden)  # type: ignore[arg-type]
+        self.players.append(player)
+        return player
+
+    def close(self) -> None:
+        for player in self.players:
+            player.kill()
+        for warden in self.wardens:
+            warden.close()
+
+
+@pytest.fixture
+def jailer() -> Iterator[Jailer]:
+    made = Jailer()
+    try:
+        yield made
+    finally:
+        made.close()

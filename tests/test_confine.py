@@ -8,7 +8,6 @@ except under CI (env CI set), which installs it, where it is a failure.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import socket
@@ -21,13 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import Jailer, RlimitsOnly
 from procs import is_running, proc_state, processes_mentioning
 
 from arena.game.rules import NORTH, SOUTH, Kalah, Rules
-from arena.match.bots import Bot, load_bot
-from arena.match.confine import Confinement, Jail, Warden, capabilities, sandbox_problem
+from arena.match.bots import load_bot
+from arena.match.confine import Confinement, Warden, capabilities, sandbox_problem
 from arena.match.record import GameRecord
-from arena.match.referee import Limits, Player, play_game
+from arena.match.referee import Limits, play_game
 
 SMALL = Kalah(pits=4, seeds=3)
 FAST = Limits(move_ms=500, startup_ms=5000)
@@ -89,50 +89,6 @@ def wait_for(check, timeout: float = 3.0):  # type: ignore[no-untyped-def]
 
 
 # --- players in jails --------------------------------------------------------------------------------------
-
-
-class RlimitsOnly:
-    """A warden that hands out jails without cgroups: only the per-process rlimits confine the bot."""
-
-    def __init__(self, conf: Confinement) -> None:
-        self.conf = conf
-
-    def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
-        conf = self.conf if memory_mb is None else dataclasses.replace(self.conf, memory_mb=memory_mb)
-        return Jail(conf, None, own, extra, allowance=memory_mb is not None)
-
-
-class Jailer:
-    """Players confined by wardens; every player is killed and every warden closed after the test."""
-
-    def __init__(self) -> None:
-        self.players: list[Player] = []
-        self.wardens: list[Warden] = []
-
-    def warden(self, conf: Confinement) -> Warden:
-        warden = Warden(conf)
-        self.wardens.append(warden)
-        return warden
-
-    def player(self, bot: Bot, warden: Warden | RlimitsOnly, name: str | None = None) -> Player:
-        player = Player(bot, name, warden=warden)  # type: ignore[arg-type]
-        self.players.append(player)
-        return player
-
-    def close(self) -> None:
-        for player in self.players:
-            player.kill()
-        for warden in self.wardens:
-            warden.close()
-
-
-@pytest.fixture
-def jailer() -> Iterator[Jailer]:
-    made = Jailer()
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def movers(rules: Rules, record: GameRecord) -> list[int]:

@@ -17,15 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_confine import RlimitsOnly, need_cgroups, need_sandbox
+from conftest import Jailer, RlimitsOnly
+from test_confine import need_cgroups, need_sandbox
 from test_mankalah import heard, java_agent, java_missing, py_agent, replays, transcript
 
-from arena.game.rules import MANKALAH, Kalah, Rules
-from arena.match.bots import Bot, BotError, load_bot
+from arena.game.rules import MANKALAH, Kalah
+from arena.match.bots import BotError, load_bot
 from arena.match.confine import DEFAULT_MEMORY_MB, Confinement, Jail, Warden, capabilities
 from arena.match.process import BotProcess
-from arena.match.record import GameRecord
-from arena.match.referee import Limits, Player, play_game
+from arena.match.referee import Limits, play_game
 from arena.tournament.settings import MANKALAH_BANK_MS, resolve
 
 ROOT = os.geteuid() == 0
@@ -34,40 +34,6 @@ ROOT = os.geteuid() == 0
 def need_java() -> None:
     if why := java_missing():
         pytest.skip(why)
-
-
-class Games:
-    """Players under wardens, all ended (and the wardens closed) after the test."""
-
-    def __init__(self) -> None:
-        self.players: list[Player] = []
-        self.wardens: list[Warden] = []
-
-    def warden(self, conf: Confinement) -> Warden:
-        self.wardens.append(Warden(conf))
-        return self.wardens[-1]
-
-    def player(self, bot: Bot, warden: Warden | RlimitsOnly) -> Player:
-        self.players.append(Player(bot, warden=warden))  # type: ignore[arg-type]
-        return self.players[-1]
-
-    def play(self, south: Player, north: Player, limits: Limits, rules: Rules = MANKALAH) -> GameRecord:
-        return play_game(rules, south, north, limits)
-
-    def close(self) -> None:
-        for player in self.players:
-            player.kill()
-        for warden in self.wardens:
-            warden.close()
-
-
-@pytest.fixture
-def games() -> Iterator[Games]:
-    made = Games()
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 # --- what a runtime sees ----------------------------------------------------------------------------------
@@ -151,7 +117,7 @@ def test_a_bots_own_allowance_is_what_its_runtime_sees(shared: Path) -> None:
 # --- course agents under the defaults ---------------------------------------------------------------------
 
 
-def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Path, games: Games) -> None:
+def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Path, jailer: Jailer) -> None:
     """900 MiB of live objects (a search's table; a course JVM agent peaks at 1.08 GB), sandbox on, arena's
     default memory and Manchester clock: whole games, both sides. (Under the old default of 1 GiB its heap,
     768 MiB, could not hold them: a memory fault.)"""
@@ -161,11 +127,11 @@ def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Pa
     assert (settings.bank_ms, settings.memory_mb) == (MANKALAH_BANK_MS, DEFAULT_MEMORY_MB)
     conf, caps = capabilities(settings.confinement(), settings.sandbox)
     assert caps.sandbox
-    warden = games.warden(conf)
-    holder = games.player(java_agent(tmp_path, "holder", "first 900"), warden)
-    other = games.player(py_agent(tmp_path, "other"), warden)
+    warden = jailer.warden(conf)
+    holder = jailer.player(java_agent(tmp_path, "holder", "first 900"), warden)
+    other = jailer.player(py_agent(tmp_path, "other"), warden)
     for south, north in ((holder, other), (other, holder)):
-        record = games.play(south, north, settings.limits())
+        record = play_game(MANKALAH, south, north, settings.limits())
         assert (record.reason, record.faulty) == ("normal", None), record
         replays(record)
         assert heard(record, "holder") == transcript(record, "holder")
@@ -187,7 +153,7 @@ def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Pa
     ids=["sized-by-arena", "own-Xmx-above-limit"],
 )
 def test_a_java_agent_over_its_limit_is_charged_with_memory(
-    tmp_path: Path, games: Games, java: str, memory_mb: int, seen: str, said: str
+    tmp_path: Path, jailer: Jailer, java: str, memory_mb: int, seen: str, said: str
 ) -> None:
     """An agent given its own limit in its bot.toml allocates without end on its second turn. Sized by
     arena, its JVM throws OutOfMemoryError and exits; with its own -Xmx above the limit the JVM itself
@@ -196,11 +162,11 @@ def test_a_java_agent_over_its_limit_is_charged_with_memory(
     need_java()
     need_sandbox()
     conf, _ = capabilities(Confinement(), want_sandbox=True)
-    warden = games.warden(conf)
+    warden = jailer.warden(conf)
     toml = f"memory = {memory_mb}\n"
-    hog = games.player(java_agent(tmp_path, "hog", "hog", toml=toml, java=java), warden)
-    other = games.player(py_agent(tmp_path, "other"), warden)
-    record = games.play(hog, other, Limits(move_ms=20_000, startup_ms=10_000))
+    hog = jailer.player(java_agent(tmp_path, "hog", "hog", toml=toml, java=java), warden)
+    other = jailer.player(py_agent(tmp_path, "other"), warden)
+    record = play_game(MANKALAH, hog, other, Limits(move_ms=20_000, startup_ms=10_000))
     assert (record.reason, record.faulty, record.winner) == ("crash", "hog", "other"), record
     assert record.detail.startswith("out of memory: "), record.detail
     for words in (f"memory limit of {memory_mb} MiB (its bot.toml's memory)", seen, said):
@@ -228,17 +194,17 @@ def answer(board, moves):
 
 @pytest.mark.parametrize("cgroups", [False, True], ids=["rlimit-only", "warden"])
 def test_a_search_thread_dying_of_memory_then_a_hang_is_memory_not_timeout(
-    bots, games: Games, cgroups: bool
+    bots, jailer: Jailer, cgroups: bool
 ) -> None:
     """Python prints the thread's MemoryError on stderr and the bot hangs waiting for its result: the
     clock runs out, but the record says memory."""
     if cgroups:
         need_cgroups()
     conf = Confinement(memory_mb=256)
-    warden = games.warden(conf) if cgroups else RlimitsOnly(conf)
-    hangs = games.player(bots.make("hangs", THREAD_DIES), warden)
-    good = games.player(bots.make("good"), warden)
-    record = games.play(hangs, good, Limits(move_ms=1500, startup_ms=5000), Kalah())
+    warden = jailer.warden(conf) if cgroups else RlimitsOnly(conf)
+    hangs = jailer.player(bots.make("hangs", THREAD_DIES), warden)
+    good = jailer.player(bots.make("good"), warden)
+    record = play_game(Kalah(), hangs, good, Limits(move_ms=1500, startup_ms=5000))
     assert (record.reason, record.faulty) == ("crash", "hangs"), record
     assert record.detail.startswith("out of memory: it ran out under the memory limit of 256 MiB"), record
     assert "MemoryError" in record.detail and "(seen as timeout: no reply within 1500 ms" in record.detail
