@@ -16,6 +16,7 @@ import click
 from arena.game.openings import BookError
 from arena.game.rules import RulesError, parse_rules
 from arena.match.bots import BotError, find_bot
+from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import StoreError
@@ -520,6 +521,47 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
             err=True,
         )
         sys.exit(1)
+
+
+@cli.command("new")
+@click.argument("name")
+@click.option(
+    "--lang", type=click.Choice(LANGUAGES), default="python", show_default=True, help="The bot's language."
+)
+@click.option(
+    "--bots",
+    "bots_dir",
+    type=click.Path(path_type=Path),
+    default="bots",
+    show_default=True,
+    help="Folder to put the bot in (made if missing).",
+)
+def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
+    """Write a starter bot NAME into the bots folder: it plays greedily, watches its clock, and its
+    comments say what each line of the protocol means and where your own strategy goes."""
+    import tomllib
+
+    from arena.match.bots import MANIFEST
+    from arena.student.new import new_bot
+
+    path = new_bot(name, lang, bots_dir)
+    files = sorted((f.name for f in path.iterdir()), key=lambda f: (f != MANIFEST, f))
+    click.echo(f"made {path}: a greedy {lang} bot for you to improve ({', '.join(files)})")
+    build = tomllib.loads((path / MANIFEST).read_text(encoding="utf-8")).get("build")
+    if build:
+        click.echo(f"arena builds it ({build}) before its first game, and again when you change it")
+    where = "" if bots_dir == Path("bots") else f" --bots {bots_dir}"
+    rival = "greedy" if (bots_dir / "greedy.py").exists() else name  # the checkout's bots folder has greedy
+    steps = (
+        (f"arena check {name}{where}", "does it follow the protocol?"),
+        (f"arena play {name} human{where}", "play against it yourself"),
+        (f"arena play {name} {rival} --show{where}", f"watch it play {rival}"),
+        (f"arena run{where}", f"a tournament of every bot in {bots_dir}"),
+    )
+    width = max(len(command) for command, _ in steps)
+    click.echo("next:")
+    for command, why in steps:
+        click.echo(f"  {command:<{width}}   {why}")
 
 
 def main() -> None:
