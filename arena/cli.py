@@ -564,6 +564,38 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
         click.echo(f"  {command:<{width}}   {why}")
 
 
+@cli.command("check")
+@click.argument("bot")
+@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
+@_time_options
+@click.option(
+    "--bots",
+    "bots_dir",
+    type=click.Path(path_type=Path),
+    default="bots",
+    show_default=True,
+    help="Folder where bot names are looked up (and greedy and random, if arena has none of its own).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the checklist as one JSON object.")
+@_confinement_options
+def check_cmd(  # type: ignore[no-untyped-def]
+    bot, rules, move_ms, startup_ms, time_bank, bots_dir, as_json, memory_mb, max_procs, sandbox, ponder
+):
+    """Check BOT (a name in --bots, or a path) before a tournament: it plays a few short games against
+    greedy and random, confined as in `arena run`, and prints a checklist of what the referee would hold
+    against it (protocol, startup, think time, memory, processes, QUIT), each problem with the lines that
+    reproduce it by hand. Exit status 1 if it would forfeit."""
+    from arena.student.check import ARENA_BOTS, check, reference_bots, render
+
+    found = find_bot(bot, bots_dir)
+    asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
+    asked |= {"startup_ms": startup_ms, "memory_mb": memory_mb, "max_procs": max_procs}
+    asked |= {"sandbox": sandbox, "ponder": ponder}
+    report = check(found, resolve(None, asked), reference_bots((ARENA_BOTS, Path(bots_dir))))
+    click.echo(json.dumps(report.to_dict()) if as_json else render(report))
+    sys.exit(1 if report.fails else 0)
+
+
 def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
     warnings = logging.StreamHandler(sys.stderr)

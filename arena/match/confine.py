@@ -347,6 +347,11 @@ class Cgroups:
     def pids(self) -> list[int]:
         return [int(p) for p in self._read("cgroup.procs").split()]
 
+    def tasks(self) -> int | None:
+        """Processes and threads now, as the pids controller counts them for `max_procs`; None if unknown."""
+        text = self._read("pids.current").strip()
+        return int(text) if text.isdigit() else None
+
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
         text = self._read_event("memory.events" if self.v2 else "memory.oom_control")

@@ -133,6 +133,11 @@ class BotProcess:
     def pid(self) -> int:
         return self._popen.pid
 
+    @property
+    def jail(self) -> Jail | None:
+        """Its confinement (cgroups: its processes, memory peak), for those who measure it: `arena check`."""
+        return self._jail
+
     def returncode(self) -> int | None:
         return self._popen.poll()
 

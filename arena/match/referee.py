@@ -19,7 +19,7 @@ from arena.match.bots import Bot
 from arena.match.confine import Warden
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
-from arena.match.protocol import V1, Wire
+from arena.match.protocol import V1, Wire, end_line, move_line, newgame_line
 from arena.match.record import GameRecord
 
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
@@ -310,3 +310,38 @@ def play_game(
         stderr={p.name: p.stderr_tail() for p in (south, north)},
         opening=tuple(opening),
     )
+
+
+def lines_sent(
+    rules: Rules, record: GameRecord, name: str, move_ms: int | None = None, bank_ms: int | None = None
+) -> tuple[str, ...]:
+    """The protocol v1 lines the referee sent bot `name` in the game of `record`, rebuilt from its plies
+    (a student feeds them to the bot to see its fault again): NEWGAME on its starting side, a MOVE for every
+    position after the opening where it was to move (after a forfeit on its turn, the last is the one it did
+    not answer), and END unless it was at fault. `move_ms` is the game's move time (1000 if not known); under
+    a time bank `bank_ms` each MOVE offers what was left of it then, give or take the startup allowance."""
+    side = SOUTH if name == record.south else NORTH
+    lines = [newgame_line(rules, side)]
+    ms = move_ms or Limits().move_ms
+    bank = float(bank_ms) if bank_ms else None
+    times = iter(record.move_ms)
+    pos = rules.initial()
+    for k in range(len(record.plies) + 1):
+        move = record.plies[k] if k < len(record.plies) else None
+        if k >= len(record.opening) and not pos.ended:
+            took = next(times, 0.0) if move is not None else 0.0
+            if pos.to_move == side:
+                offered = ms if bank is None else max(1, min(ms, int(bank)))
+                lines.append(move_line(pos, side, offered))
+                if bank is not None:
+                    bank -= min(offered, took)
+        if move is None:
+            break
+        if move == SWAP:
+            side = 1 - side
+        pos = rules.play(pos, move)
+    if record.faulty != name:
+        other = record.north if name == record.south else record.south
+        result = "draw" if record.winner is None else ("win" if record.winner == name else "loss")
+        lines.append(end_line(result, record.store_of(name), record.store_of(other), record.reason))
+    return tuple(lines)

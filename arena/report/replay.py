@@ -7,7 +7,7 @@ seeds would have put them (laps, then the rest counter-clockwise, skipping the o
 geometry, not rules: whatever the engine did beyond it is what gets marked.
 
 A forfeit also gets the lines to reproduce it: the NEWGAME and MOVE lines the referee sent the faulty bot
-in that game, formatted by protocol v1's own formatters, from the same boards.
+in that game (`referee.lines_sent`, which `arena check` uses too).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import shlex
 from dataclasses import dataclass
 
 from arena.game.rules import NORTH, SOUTH, SWAP, IllegalMove, Move, Position, Relay, Rules, parse_rules
-from arena.match.protocol import move_line, newgame_line
 from arena.match.record import GameRecord
+from arena.match.referee import lines_sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,28 +175,10 @@ def replay(
 def _fault(
     record: GameRecord, rules: Rules, positions: list[Position], move_ms: int | None, bank_ms: int | None
 ) -> Fault:
-    """The faulty bot's lines in this game: NEWGAME on its starting side, then a MOVE for every position
-    after the opening where it was to move, the last one being where it forfeited if it was its turn."""
+    """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
+    if it was its turn."""
     bot = str(record.faulty)
-    started = SOUTH if bot == record.south else NORTH
-    side = started
-    lines = [newgame_line(rules, started)]
-    ms = move_ms or 1000
-    bank = float(bank_ms) if bank_ms else None
-    times = iter(record.move_ms)
-    first_bot_ply = len(record.opening)
-    for k, pos in enumerate(positions):
-        if k < first_bot_ply or pos.ended:
-            continue
-        move = record.plies[k] if k < len(record.plies) else None
-        took = next(times, 0.0) if move is not None else 0.0
-        if pos.to_move == side:
-            offered = ms if bank is None else max(1, min(ms, int(bank)))
-            lines.append(move_line(pos, side, offered))
-            if bank is not None:
-                bank -= min(offered, took)
-        if move == SWAP:
-            side = 1 - side
+    lines = lines_sent(rules, record, bot, move_ms, bank_ms)
     text = "".join(line + "\\n" for line in lines)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
     note = note if bank_ms else ""

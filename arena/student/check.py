@@ -1,0 +1,502 @@
+"""`arena check BOT`: what the referee would hold against a bot, found in a minute, not in a tournament.
+
+The bot plays a few short games, confined as `arena run` confines it, against the reference bots (greedy,
+random), from positions the rules engine picks so that the protocol is exercised: as South with a move that
+earns an extra turn on offer, as North with a capture on offer in the second game of the same process
+(NEWGAME after END), under the pie rule as North with the SWAP choice, then QUIT. Each is an item of a
+checklist beside the figures a tournament cares about (startup, think time against the limit, peak memory,
+processes); every problem comes with the referee's exact lines, to bring it back by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
+from arena.match.bots import Bot
+from arena.match.confine import Capabilities, Jail, MiB, Warden
+from arena.match.record import GameRecord
+from arena.match.referee import Limits, Player, lines_sent, play_game, starts_anywhere
+from arena.report.replay import marks
+from arena.tournament.settings import Settings
+
+OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"  # an item's status, as the checklist prints it
+NEAR = 0.8  # a worst move (or startup) above this share of its limit is a warning: a busier machine forfeits
+_OPENING_PLIES = 6  # how deep the search for an opening that offers an extra turn or a capture goes
+_STDERR_LINES = 10  # lines of a failing game's stderr shown
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One line of the checklist. `problem` says what to fix; `reproduce` holds the referee's lines to the
+    bot's process up to the problem, and `command` a shell line that feeds them to the bot."""
+
+    name: str
+    status: str  # OK, WARN, FAIL or SKIP (not tested: why is in `summary`)
+    summary: str
+    problem: str = ""
+    stderr: str = ""
+    reproduce: tuple[str, ...] = ()
+    command: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The checklist of one bot under one set of settings."""
+
+    bot: str
+    rules: str
+    move_ms: int
+    items: tuple[Item, ...]
+    notes: tuple[str, ...] = ()  # what this machine could not enforce or measure
+
+    @property
+    def fails(self) -> bool:
+        """Whether the referee would hold something against the bot: a forfeit, or a broken QUIT."""
+        return any(item.status == FAIL for item in self.items)
+
+    def verdict(self) -> str:
+        failed = sum(item.status == FAIL for item in self.items)
+        warned = sum(item.status == WARN for item in self.items)
+        if failed:
+            return (
+                f"{self.bot}: FAIL: {failed} problem{'s' * (failed != 1)} above would cost it games in a "
+                "tournament; fix them and check again"
+            )
+        if warned:
+            return f"{self.bot}: ready to play, with {warned} warning{'s' * (warned != 1)} above"
+        return f"{self.bot}: ready to play: nothing the referee would hold against it"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"fails": self.fails, "verdict": self.verdict()}
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One game of the check: the bot's side, its opponent, the opening and what the game exercises.
+    `binding`: a forfeit here is one in the tournament (the pie game under rules without pie is not)."""
+
+    name: str
+    side: int
+    opponent: str
+    rules: Rules
+    opening: tuple[Move, ...] = ()
+    binding: bool = True
+
+
+# --- which games -------------------------------------------------------------------------------------------
+
+
+def _openings(rules: Rules, depth: int) -> Iterator[tuple[tuple[Move, ...], Position]]:
+    """Every opening of up to `depth` plies (no SWAP) with its position, shortest first. Under the pie rule
+    only South's first turn, as a tournament's openings: the swap decision stays with North's bot."""
+    level: list[tuple[tuple[Move, ...], Position]] = [((), rules.initial())]
+    for _ in range(depth + 1):
+        yield from level
+        level = [
+            ((*plies, m), rules.play(pos, m))
+            for plies, pos in level
+            if not rules.is_over(pos) and not (rules.pie and (pos.to_move != SOUTH or pos.turn > 0))
+            for m in rules.legal_moves(pos)
+            if m != SWAP
+        ]
+
+
+def _offers(rules: Rules, pos: Position, what: str) -> bool:
+    """Whether the side to move has a move that earns an extra turn (`what` 'extra') or captures."""
+    for move in rules.legal_moves(pos):
+        if move == SWAP:
+            continue
+        ply = marks(rules, pos, move, rules.play(pos, move))
+        if ply.extra if what == "extra" else ply.captured != 0:
+            return True
+    return False
+
+
+def opening_offering(rules: Rules, side: int, what: str) -> tuple[Move, ...] | None:
+    """The shortest opening after which `side` is to move with an extra turn (`what` 'extra') or a capture
+    ('capture') on offer; for an extra turn, one right after its own extra turn if there is one (a bot that
+    keeps its own board, or forgets the turn is still its own, then plays a pit that is empty)."""
+    found = None
+    for plies, pos in _openings(rules, _OPENING_PLIES):
+        if rules.is_over(pos) or pos.to_move != side or not _offers(rules, pos, what):
+            continue
+        if what != "extra":
+            return plies
+        before = rules.initial()
+        for ply in plies[:-1]:
+            before = rules.play(before, ply)
+        if plies and before.to_move == side:
+            return plies
+        found = found or plies
+    return found
+
+
+def with_pie(rules: Rules) -> Rules:
+    """The rules with the pie rule on (SWAP allowed as the second player's first move)."""
+    if rules.pie or not isinstance(rules, Kalah | Relay):
+        return rules
+    return dataclasses.replace(rules, pie=True)
+
+
+def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
+    """The games the check plays: few and short, each exercising what a tournament will."""
+    if not starts_anywhere(bot):  # Manchester agents: every game from the start, one process each
+        return (
+            Trial("South, moving first", SOUTH, "greedy", rules),
+            Trial("North, SWAP on offer" if rules.pie else "North", NORTH, "random", rules),
+        )
+    extra = opening_offering(rules, SOUTH, "extra")
+    capture = opening_offering(rules, NORTH, "capture")
+    pie = with_pie(rules)
+    return (
+        Trial(
+            "South, a move that earns an extra turn on offer" if extra is not None else "South",
+            SOUTH,
+            "greedy",
+            rules,
+            extra or (),
+        ),
+        Trial(
+            "North, second game in one process (NEWGAME after END)"
+            + (", a capture on offer" if capture is not None else ""),
+            NORTH,
+            "random",
+            rules,
+            capture or (),
+        ),
+        Trial(f"North under the pie rule ({pie.spec}), SWAP on offer", NORTH, "greedy", pie, (), rules.pie),
+    )
+
+
+def reference_bots(folders: tuple[Path, ...]) -> dict[str, Bot] | None:
+    """greedy and random from the first folder that has both (arena's own bots/ first), or None."""
+    from arena.match.bots import load_bot
+
+    for folder in folders:
+        paths = {name: folder / f"{name}.py" for name in ("greedy", "random")}
+        if all(p.is_file() for p in paths.values()):
+            return {name: load_bot(p) for name, p in paths.items()}
+    return None
+
+
+ARENA_BOTS = Path(__file__).resolve().parents[2] / "bots"  # the bundled bots, in a source checkout
+
+
+# --- watching the bot ---------------------------------------------------------------------------------------
+
+
+def _jail(player: Player) -> Jail | None:
+    try:
+        return player.wire().proc.jail if player.running else None
+    except RuntimeError:  # its process ended between the two looks
+        return None
+
+
+def _counted(pids: list[int]) -> int:
+    """The bot's own processes: the sandbox's bubblewrap processes in its cgroup are not the bot's."""
+    count = 0
+    for pid in pids:
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        count += name != "bwrap"
+    return count
+
+
+class Sampler:
+    """Looks at the bot's cgroup from a thread while it plays: the kernel keeps its memory peak, but not
+    the most processes (and threads) it ran at once."""
+
+    def __init__(self, player: Player, every: float = 0.01) -> None:
+        self.player = player
+        self.every = every
+        self.processes = 0
+        self.tasks = 0  # processes and their threads: what the pids controller (--max-procs) counts
+        self.peak = 0  # bytes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def look(self) -> None:
+        jail = _jail(self.player)
+        if jail is None or jail.cgroups is None:
+            return
+        self.processes = max(self.processes, _counted(jail.pids()))
+        self.tasks = max(self.tasks, jail.cgroups.tasks() or 0)
+        self.peak = max(self.peak, jail.cgroups.peak_bytes() or 0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.look()
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# --- the check ----------------------------------------------------------------------------------------------
+
+
+def command_line(bot: Bot, lines: tuple[str, ...], wait_s: int = 0) -> str:
+    """A shell line that feeds `lines` to the bot as the referee did (outside the sandbox). `wait_s`: then
+    keep its input open (as the referee does) and say whether it was still running after that long."""
+    text = shlex.quote("".join(line + "\\n" for line in lines))
+    run = shlex.join(bot.argv)
+    if wait_s:
+        run = (
+            f"(printf {text}; sleep {wait_s + 1}) | timeout {wait_s} {run}; "
+            f'echo "exit status $? (124: still running {wait_s} s after the last line)"'
+        )
+    else:
+        run = f"printf {text} | {run}"
+    return f"(cd {shlex.quote(str(bot.cwd))} && {run})" if bot.path.is_dir() else run
+
+
+def _tail(text: str) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[-_STDERR_LINES:])
+
+
+def _score(record: GameRecord, name: str, other: str) -> str:
+    mine, theirs = record.store_of(name), record.store_of(other)
+    word = "drew" if record.winner is None else ("won" if record.winner == name else "lost")
+    swapped = f" ({'it' if record.north == name else 'its opponent'} swapped)"  # SWAP is North's
+    return f"{word} {mine}-{theirs}" + (swapped if record.swapped else "")
+
+
+@dataclass
+class _Process:
+    """What the check knows of the bot's current process: the lines it was sent in finished games."""
+
+    started: float = 0.0
+    history: list[str] = dataclasses.field(default_factory=list)
+    answered: bool = False
+
+
+def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot] | None = None) -> Report:
+    """Play the check's games with `bot` (confined as `arena run` would) and return its checklist.
+    `references`: greedy and random (default: arena's bundled bots). Raises RulesError for rules the bot's
+    protocol cannot play, BotError when there are no reference bots."""
+    from arena.api import _confine
+    from arena.match.bots import BotError
+    from arena.match.referee import check_rules
+
+    settings = settings or Settings()
+    rules = settings.game_rules()
+    check_rules((bot,), rules)
+    refs = references or reference_bots((ARENA_BOTS,))
+    if refs is None:
+        raise BotError(f"no reference bots: arena check plays against greedy.py and random.py ({ARENA_BOTS})")
+    conf, caps = _confine(settings)
+    limits = settings.limits()
+    warden = Warden(conf)
+    me = Player(bot, warden=warden)
+    opponents = {
+        name: Player(ref, name if name != bot.name else f"reference-{name}", warden=warden)
+        for name, ref in refs.items()
+    }
+    items: list[Item] = []
+    startups: list[float] = []
+    think: list[float] = []
+    process = _Process()
+    try:
+        with Sampler(me) as sampler:
+            for number, trial in enumerate(trials(bot, rules), 1):
+                items.append(_game(number, trial, me, opponents[trial.opponent], limits, settings, process,
+                                   startups, think))  # fmt: skip
+                sampler.look()
+            items.append(_quit(me, limits, process))
+            sampler.look()
+        items += _figures(bot, settings, limits, caps, startups, think, sampler)
+    finally:
+        for player in (me, *opponents.values()):
+            player.kill()
+        warden.close()
+    return Report(bot.name, rules.spec, limits.move_ms, tuple(items), caps.notes)
+
+
+def _game(
+    number: int,
+    trial: Trial,
+    me: Player,
+    ref: Player,
+    limits: Limits,
+    settings: Settings,
+    process: _Process,
+    startups: list[float],
+    think: list[float],
+) -> Item:
+    """Play one trial; its item, the bot's move times added to `think` and a new process's startup time
+    (from its start to its first answer) to `startups`."""
+    name = f"game {number}: {trial.name}, vs {trial.opponent}"
+    v1 = starts_anywhere(me.bot)
+    if not me.running:
+        process.started, process.history, process.answered = time.monotonic(), [], False
+        me.start()  # here, not in play_game: its startup is timed from now
+    mine: list[bool] = []
+
+    def on_move(pos: Position, move: Move, player: object) -> None:
+        mine.append(player is me)
+        if player is me and not process.answered:
+            process.answered = True
+            startups.append((time.monotonic() - process.started) * 1000)
+
+    fresh = not process.answered
+    south, north = (me, ref) if trial.side == SOUTH else (ref, me)
+    record = play_game(trial.rules, south, north, limits, on_move, trial.opening)
+    times = [ms for ms, own in zip(record.move_ms, mine, strict=False) if own]
+    think += times[1:] if fresh else times
+    sent = lines_sent(trial.rules, record, me.name, limits.move_ms, limits.bank_ms) if v1 else ()
+    before = tuple(process.history)
+    if record.faulty == me.name or not me.running:
+        process.history = []
+    else:
+        process.history += sent
+    if record.faulty is None:
+        return Item(name, OK, _score(record, me.name, ref.name) + f" in {len(times)} moves")
+    if record.faulty != me.name:
+        return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.detail})")
+    status = FAIL if trial.binding else WARN
+    problem = f"forfeit ({record.reason}): {record.detail}"
+    if not trial.binding:
+        problem += f" (only under the pie rule: {trial.rules.spec})"
+    lines = (*before, *sent)
+    return Item(
+        name,
+        status,
+        f"forfeits after {len(times)} moves",
+        problem,
+        _tail(record.stderr.get(me.name, "")),
+        lines,
+        command_line(me.bot, lines) if v1 else "",
+    )
+
+
+def _quit(me: Player, limits: Limits, process: _Process) -> Item:
+    """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
+    within the referee's grace, or be killed."""
+    grace = limits.quit_grace_ms
+    name = f"QUIT: exits within {grace} ms"
+    if not starts_anywhere(me.bot):
+        return Item(name, SKIP, "the Manchester protocol has no QUIT: an agent exits after END")
+    if not me.running:
+        process.history = []
+        me.start()
+    proc = me.wire().proc
+    began = time.monotonic()
+    me.close(grace)
+    took = (time.monotonic() - began) * 1000
+    code = proc.returncode()
+    lines = (*process.history, "QUIT")
+    if code == -signal.SIGKILL or took >= grace:
+        return Item(
+            name,
+            FAIL,
+            f"still running {grace} ms after QUIT: killed",
+            "exit when QUIT comes (the referee kills a bot that stays, and every game's end waits for it)",
+            _tail(me.stderr_tail()),
+            lines,
+            command_line(me.bot, lines, wait_s=1),
+        )
+    return Item(name, OK, f"exited in {took:.0f} ms")
+
+
+def _figures(
+    bot: Bot,
+    settings: Settings,
+    limits: Limits,
+    caps: Capabilities,
+    startups: list[float],
+    think: list[float],
+    sampler: Sampler,
+) -> list[Item]:
+    """The figures: startup, think time, memory and processes, each against its limit."""
+    items = []
+    allowance = limits.startup_ms + limits.move_ms
+    if startups:
+        worst = max(startups)
+        summary = f"first answer {worst:.0f} ms after the process started (allowed {allowance} ms)"
+        near = worst > NEAR * allowance
+        items.append(
+            Item("startup", WARN if near else OK, summary, "close to the startup allowance" if near else "")
+        )
+    else:
+        items.append(Item("startup", SKIP, "no answer to measure"))
+    if think:
+        median, worst = statistics.median(think), max(think)
+        summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {limits.move_ms} ms ({len(think)} moves)"
+        if limits.bank_ms is not None:
+            summary += f"; time bank {limits.bank_ms} ms a game"
+        near = worst > NEAR * limits.move_ms
+        problem = ""
+        if near:
+            problem = (
+                f"its worst move took {worst / limits.move_ms:.0%} of the limit: on a busier machine it "
+                "times out; aim for half of the move time"
+            )
+        items.append(Item("think time", WARN if near else OK, summary, problem))
+    else:
+        items.append(Item("think time", SKIP, "no moves to measure"))
+    memory = bot.memory_mb or settings.memory_mb
+    if caps.cgroups and sampler.peak:
+        peak = sampler.peak / MiB
+        near = peak > NEAR * memory
+        items.append(
+            Item(
+                "memory",
+                WARN if near else OK,
+                f"peak {peak:.0f} MiB of {memory} MiB",
+                "close to its memory limit: going over is a crash" if near else "",
+            )
+        )
+    else:
+        items.append(Item("memory", SKIP, f"not measured here (no cgroups); the limit is {memory} MiB"))
+    if caps.cgroups and sampler.processes:
+        plural = "es" * (sampler.processes != 1)
+        tasks = f" ({sampler.tasks} tasks with threads and the sandbox's own)" if sampler.tasks else ""
+        near = sampler.tasks > NEAR * settings.max_procs
+        items.append(
+            Item(
+                "processes",
+                WARN if near else OK,
+                f"peak {sampler.processes} process{plural}{tasks}, of {settings.max_procs} (--max-procs)",
+                "close to the process limit: going over is a crash" if near else "",
+            )
+        )
+    else:
+        unmeasured = f"not measured here (no cgroups); the limit is {settings.max_procs}"
+        items.append(Item("processes", SKIP, unmeasured))
+    return items
+
+
+# --- the checklist as text ----------------------------------------------------------------------------------
+
+
+def render(report: Report) -> str:
+    """The checklist: one line per item (readable without colour), what to fix and the lines that bring each
+    problem back, then the verdict."""
+    out = [f"arena check {report.bot}: rules {report.rules}, {report.move_ms} ms a move"]
+    for item in report.items:
+        out.append(f"  {item.status:<5} {item.name}: {item.summary}")
+        if item.problem:
+            out.append(f"        {item.problem}")
+        if item.stderr:
+            out += ["        its stderr (tail):", *(f"          {line}" for line in item.stderr.splitlines())]
+        if item.command:
+            out += ["        reproduce it: feed the bot the referee's lines", f"          {item.command}"]
+    out += [f"  note: {note}" for note in report.notes]
+    out.append(report.verdict())
+    return "\n".join(out)

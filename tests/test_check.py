@@ -1,0 +1,278 @@
+"""`arena check BOT` end to end: the real CLI, real bot processes confined as `arena run` confines them, and
+bad bots that each break one thing: the check must fail the right item, and its reproduce lines, fed to the
+bot by hand (a shell, as a student would), must bring the same bad answer back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botsrc import FIRST_LEGAL
+
+from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.report.replay import marks
+from arena.student.check import opening_offering, trials, with_pie
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def arena_check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arena", "check", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def checked(bot: Path, *args: str, status: int) -> dict[str, Any]:
+    """`arena check BOT --json` on a bot file, at 100 ms a move unless told; the report, its exit status
+    asserted."""
+    flags = ("--move-time", "100") if "--move-time" not in args else ()
+    run = arena_check(str(bot), "--json", *flags, *args)
+    assert run.returncode == status, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["fails"] == (status == 1)
+    return report
+
+
+def item(report: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return next(i for i in report["items"] if i["name"].startswith(prefix))
+
+
+def statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {i["name"].split(":")[0]: i["status"] for i in report["items"]}
+
+
+def feed(command: str, wait: float = 3.0) -> tuple[str, str, int | None]:
+    """Run a reproduce command in a shell as a student would: (stdout, stderr, exit status or None if it
+    was still running after `wait` s; then its whole process group is ended)."""
+    shell = subprocess.Popen(
+        ["bash", "-c", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = shell.communicate(timeout=wait)
+        return out, err, shell.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(shell.pid, signal.SIGKILL)
+        out, err = shell.communicate()
+        return out, err, None
+
+
+def bot(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+# A bot that knows its side and counts its games and moves; each bad bot changes one line of it.
+TEMPLATE = """import sys, time
+side, games, moves = "south", 0, 0
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "NEWGAME":
+        side, games, moves, spec = words[3], games + 1, 0, words[4]
+        {on_newgame}
+    elif words[0] == "MOVE":
+        moves += 1
+        board = [int(w) for w in words[2:]]
+        pits = len(board) // 2 - 1
+        move = next(p for p in range(1, pits + 1) if board[p - 1])
+        {on_move}
+        print(move, flush=True)
+    elif words[0] == "QUIT":
+        {on_quit}
+"""
+
+
+def variant(on_newgame: str = "pass", on_move: str = "pass", on_quit: str = "break") -> str:
+    return TEMPLATE.format(on_newgame=on_newgame, on_move=on_move, on_quit=on_quit)
+
+
+# --- the games it picks -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["kalah", "kalah,pits=4,seeds=3", "kalah,pie", "relay", "mankalah"])
+def test_the_openings_offer_what_their_games_exercise(spec):
+    rules = parse_rules(spec)
+    for side, what in ((SOUTH, "extra"), (NORTH, "capture")):
+        opening = opening_offering(rules, side, what)
+        if opening is None:
+            continue
+        pos = rules.initial()
+        for ply in opening:
+            assert ply != SWAP
+            if rules.pie:  # a tournament's openings under the pie rule: South's first turn only
+                assert pos.to_move == SOUTH and pos.turn == 0
+            pos = rules.play(pos, ply)
+        assert pos.to_move == side and not rules.is_over(pos)
+        offered = [marks(rules, pos, m, rules.play(pos, m)) for m in rules.legal_moves(pos) if m != SWAP]
+        assert any(p.extra if what == "extra" else p.captured for p in offered)
+    assert opening_offering(parse_rules("kalah"), SOUTH, "extra") is not None
+    assert opening_offering(parse_rules("kalah"), NORTH, "capture") is not None
+
+
+def test_the_pie_game_is_played_under_the_pie_rule(tmp_path):
+    from arena.match.bots import load_bot
+
+    games = trials(load_bot(bot(tmp_path, "plain", FIRST_LEGAL)), parse_rules("kalah,pits=4,seeds=3"))
+    assert [g.side for g in games] == [SOUTH, NORTH, NORTH]
+    assert games[2].rules == with_pie(parse_rules("kalah,pits=4,seeds=3")) and games[2].rules.pie
+    assert not games[2].binding  # a forfeit there is no forfeit in a tournament without the pie rule
+
+
+# --- good bots ----------------------------------------------------------------------------------------------
+
+
+def test_the_bundled_bots_pass_and_the_checklist_reads_without_colour():
+    run = arena_check("greedy", "--move-time", "100")
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("arena check greedy: rules kalah, 100 ms a move")
+    for name in ("game 1", "game 2", "game 3", "QUIT", "startup", "think time", "memory", "processes"):
+        assert any(line.split(":")[0].split(None, 1)[-1] == name for line in lines), name
+    assert all(line.startswith(("  ok ", "  skip ", "  note:")) for line in lines[1:-1])
+    assert lines[-1] == "greedy: ready to play: nothing the referee would hold against it"
+    report = checked(ROOT / "bots" / "random.py", status=0)
+    assert statuses(report)["game 2"] == "ok" and not report["fails"]
+    think = item(report, "think time")["summary"]
+    assert "of 100 ms" in think and "median" in think and "worst" in think
+
+
+def test_slow_but_in_time_is_a_warning_and_passes(tmp_path):
+    # 85% of a 400 ms move on two moves after its first: in time, too close for a busier machine
+    slow = bot(tmp_path, "slow", variant(on_move="if moves in (2, 3): time.sleep(0.34)"))
+    report = checked(slow, "--move-time", "400", status=0)
+    think = item(report, "think time")
+    assert think["status"] == "warn", think
+    assert "of 400 ms" in think["summary"] and "on a busier machine" in think["problem"]
+    assert all(s == "ok" for name, s in statuses(report).items() if name.startswith("game"))
+    assert report["verdict"] == "slow: ready to play, with 1 warning above"
+
+
+# --- bad bots: the right item fails, and its reproduce lines bring the fault back ---------------------------
+
+
+def test_a_bot_that_times_out_only_as_north(tmp_path):
+    late = bot(tmp_path, "late", variant(on_move='if side == "north": time.sleep(3)'))
+    report = checked(late, status=1)
+    assert statuses(report)["game 1"] == "ok"
+    failed = item(report, "game 2")
+    assert failed["status"] == "FAIL" and failed["problem"].startswith(
+        "forfeit (timeout): no reply within 100 ms"
+    )
+    # the second game of its process: the lines start with the whole first game and its END
+    lines = failed["reproduce"]
+    assert lines[0].startswith("NEWGAME 6 6 south kalah") and any(line.startswith("END ") for line in lines)
+    assert lines[-2].startswith("NEWGAME 6 6 north") and lines[-1].startswith("MOVE 100 ")
+    out, _, status = feed(failed["command"], wait=1.5)
+    moves = sum(line.startswith("MOVE") for line in lines)
+    assert status is None and len(out.split()) == moves - 1  # every MOVE answered but the last one
+
+
+def test_a_bot_that_answers_swap_when_it_is_not_allowed(tmp_path):
+    swapper = bot(tmp_path, "swapper", variant(on_move='if side == "north" and moves == 1: move = "SWAP"'))
+    report = checked(swapper, status=1)
+    failed = item(report, "game 2")
+    assert failed["status"] == "FAIL" and "SWAP is not allowed" in failed["problem"]
+    assert statuses(report)["game 3"] == "ok"  # under the pie rule the same answer is a move
+    out, _, _ = feed(failed["command"])
+    assert out.split()[-1] == "SWAP"
+
+
+def test_a_bot_that_crashes_on_the_pie_rule_warns_under_kalah_and_fails_under_pie(tmp_path):
+    pie = variant(on_move='if side == "north" and "pie" in spec: raise SystemExit("what is SWAP? " + spec)')
+    crasher = bot(tmp_path, "nopie", pie)
+    report = checked(crasher, status=0)
+    game = item(report, "game 3")
+    assert game["status"] == "warn" and game["problem"].startswith("forfeit (crash)")
+    assert "only under the pie rule" in game["problem"] and "what is SWAP?" in game["stderr"]
+    report = checked(crasher, "--rules", "kalah,pie", status=1)
+    failed = item(report, "game 2")
+    assert failed["status"] == "FAIL" and "what is SWAP? kalah,pie" in failed["stderr"]
+    _, err, status = feed(failed["command"])
+    assert status == 1 and "what is SWAP? kalah,pie" in err
+
+
+def test_a_bot_that_crashes_in_its_second_game(tmp_path):
+    once = bot(tmp_path, "once", variant(on_newgame='if games == 2: raise SystemExit("one game is enough")'))
+    report = checked(once, status=1)
+    assert statuses(report)["game 1"] == "ok"
+    failed = item(report, "game 2")
+    assert failed["status"] == "FAIL" and failed["problem"].startswith("forfeit (crash)")
+    assert "one game is enough" in failed["problem"] + failed["stderr"]
+    assert sum(line.startswith("NEWGAME") for line in failed["reproduce"]) == 2
+    _, err, status = feed(failed["command"])
+    assert status == 1 and "one game is enough" in err
+
+
+def test_a_bot_that_ignores_quit(tmp_path):
+    stays = bot(tmp_path, "stays", variant(on_quit="continue"))
+    report = checked(stays, status=1)
+    failed = item(report, "QUIT")
+    assert failed["status"] == "FAIL" and "killed" in failed["summary"]
+    assert all(s == "ok" for name, s in statuses(report).items() if name.startswith("game"))
+    assert failed["reproduce"][-1] == "QUIT"
+    out, _, _ = feed(failed["command"], wait=5)
+    assert "exit status 124" in out
+    fine, _, _ = feed(failed["command"].replace(str(stays), str(ROOT / "bots" / "greedy.py")), wait=5)
+    assert "exit status 0" in fine
+
+
+def test_a_bot_that_logs_on_stdout(tmp_path):
+    chatty = bot(tmp_path, "chatty", variant(on_move='print("thinking about", move)'))
+    run = arena_check(str(chatty), "--move-time", "100")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAIL  game 1:" in run.stdout and "forfeit (garbled)" in run.stdout
+    assert "reproduce it: feed the bot the referee's lines" in run.stdout
+    assert run.stdout.splitlines()[-1].startswith("chatty: FAIL: ")
+    failed = item(checked(chatty, status=1), "game 1")
+    out, _, _ = feed(failed["command"])
+    assert out.splitlines()[0].startswith("thinking about")
+
+
+def test_a_bot_that_plays_an_empty_pit_after_its_extra_turn(tmp_path):
+    # it takes an extra turn when it can, then plays that pit again as if the turn had passed
+    again = variant(
+        on_newgame="last = None",
+        on_move="move = last or next((p for p in range(1, pits + 1) if board[p - 1] == pits + 1 - p), move)\n"
+        "        last = move if board[move - 1] == pits + 1 - move and last is None else None",
+    )
+    report = checked(bot(tmp_path, "again", again), status=1)
+    failed = item(report, "game 1")
+    assert failed["status"] == "FAIL" and failed["problem"].startswith("forfeit (illegal)")
+    assert "is empty" in failed["problem"]
+    out, _, _ = feed(failed["command"])
+    answers = out.split()
+    assert len(answers) >= 2 and answers[-1] == answers[-2]
+    assert f"played {answers[-1]}" in failed["problem"]
+
+
+# --- usage errors -------------------------------------------------------------------------------------------
+
+
+def test_usage_errors_are_one_line_and_exit_2(tmp_path):
+    for args, says in (
+        (("nosuchbot",), "no bot named 'nosuchbot'"),
+        (("greedy", "--rules", "kalah,pits=x"), "--rules"),
+        (("greedy", "--move-time", "0"), "--move-time"),
+        (("greedy", "--bogus"), "--bogus"),
+    ):
+        run = arena_check(*args)
+        assert run.returncode == 2 and run.stdout == "", (args, run.stdout)
+        assert (
+            len(run.stderr.strip().splitlines()) == 1 and says in run.stderr and "Traceback" not in run.stderr
+        )
