@@ -27,7 +27,7 @@ from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.confine import Capabilities, Confinement, Warden, capabilities
 from arena.match.record import GameRecord
-from arena.match.referee import Player, check_rules, play_game
+from arena.match.referee import Player, Seat, check_rules, play_game
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
 
@@ -329,23 +329,26 @@ class Tournament:
 
 class Match:
     """Games between two bots under one Settings, alternating sides, their processes kept between games.
+    Either side may be a `Seat` instead of a bot: a person (arena.student.human.Human) plays it.
 
     with Match(load_bot("bots/greedy.py"), load_bot("bots/random.py")) as match:
         record = match.play()
     """
 
-    def __init__(self, a: Bot, b: Bot, settings: Settings | None = None) -> None:
+    def __init__(self, a: Bot | Seat, b: Bot | Seat, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.rules = self.settings.game_rules()
-        check_rules((a, b), self.rules)
+        check_rules([x for x in (a, b) if isinstance(x, Bot)], self.rules)
         conf, self.capabilities = _confine(self.settings)
         self.warden = Warden(conf)
         second = b.name if b.name != a.name else f"{b.name}-2"
-        self.players = (Player(a, warden=self.warden), Player(b, second, warden=self.warden))
+        first_seat = Player(a, warden=self.warden) if isinstance(a, Bot) else a
+        second_seat = Player(b, second, warden=self.warden) if isinstance(b, Bot) else b
+        self.players: tuple[Seat, Seat] = (first_seat, second_seat)
         self.score = {p.name: 0.0 for p in self.players}
         self.games = 0
 
-    def play(self, on_move: Callable[[Position, Move, Player], None] | None = None) -> GameRecord:
+    def play(self, on_move: Callable[[Position, Move, Seat], None] | None = None) -> GameRecord:
         """One game: the first bot is south in odd games (1st, 3rd, ...), the second in even ones."""
         first, second = self.players
         south, north = (first, second) if self.games % 2 == 0 else (second, first)
@@ -359,7 +362,8 @@ class Match:
         """End both bots' processes and remove their cgroups."""
         try:
             for player in self.players:
-                player.close(self.settings.limits().quit_grace_ms)
+                if isinstance(player, Player):
+                    player.close(self.settings.limits().quit_grace_ms)
         finally:
             self.warden.close()
 

@@ -23,7 +23,9 @@ from arena.tournament.store import StoreError
 
 if TYPE_CHECKING:
     from arena.api import Match
+    from arena.match.bots import Bot
     from arena.match.record import GameRecord
+    from arena.match.referee import Seat
 
 # The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
 # are imported inside the commands that use them: `arena --help` and `arena play` start in a blink.
@@ -124,7 +126,7 @@ def cli() -> None:
     help="Folder where bot names are looked up.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
-@click.option("--show", is_flag=True, help="Draw the board after every move.")
+@click.option("--show", is_flag=True, help="Draw the board after every move (always, when you play).")
 @_confinement_options
 def play(  # type: ignore[no-untyped-def]
     a,
@@ -142,10 +144,15 @@ def play(  # type: ignore[no-untyped-def]
     sandbox,
     ponder,
 ):
-    """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides."""
-    from arena.api import Match
+    """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides.
 
-    bot_a, bot_b = find_bot(a, bots_dir), find_bot(b, bots_dir)
+    A or B may be `human`: you play that side at the terminal (q quits, ? for help). The name `human` always
+    means you; a bot named human plays by its path (bots/human.py)."""
+    from arena.api import Match
+    from arena.student.human import Quit
+
+    out = sys.stderr if as_json else sys.stdout
+    seat_a, seat_b = _seats(a, b, bots_dir, out)
     asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
     asked |= {
         "startup_ms": startup_ms,
@@ -154,23 +161,50 @@ def play(  # type: ignore[no-untyped-def]
         "sandbox": sandbox,
         "ponder": ponder,
     }
-    out = sys.stderr if as_json else sys.stdout
-    with Match(bot_a, bot_b, resolve(None, asked)) as match:
+    with Match(seat_a, seat_b, resolve(None, asked)) as match:
         first, second = (p.name for p in match.players)
         try:
-            _play_games(match, games, show, as_json, out)
+            _play_games(match, games, show and HUMAN not in (a, b), as_json, out)
         except KeyboardInterrupt:
-            click.echo(
-                f"arena: interrupted after {match.games} game{'s' * (match.games != 1)}: "
-                f"{first} {match.score[first]:g} - {match.score[second]:g} {second} so far",
-                err=True,
-            )
+            played = f"{match.games} game{'s' * (match.games != 1)}"
+            click.echo(f"arena: interrupted after {played}: {_so_far(match)}", err=True)
             sys.exit(130)
+        except Quit as left:
+            click.echo(
+                f"arena: {left} in game {match.games + 1}, which is not counted: {_so_far(match)}", err=True
+            )
+            sys.exit(0)
     click.echo(
         f"{first} {match.score[first]:g} - {match.score[second]:g} {second} "
         f"after {games} game{'s' * (games != 1)} ({match.rules.spec})",
         file=out,
     )
+
+
+def _so_far(match: Match) -> str:
+    first, second = (p.name for p in match.players)
+    return f"{first} {match.score[first]:g} - {match.score[second]:g} {second} so far"
+
+
+HUMAN = "human"  # `arena play BOT human`: the person at the terminal plays that side
+
+
+def _seats(a: str, b: str, bots_dir: Path, out: TextIO) -> tuple[Bot | Seat, Bot | Seat]:
+    """The two sides named on the command line: bots, or the person (`human`) against a bot."""
+    if a == HUMAN and b == HUMAN:
+        raise click.UsageError("one side must be a bot: arena play BOT human")
+    if HUMAN not in (a, b):
+        return find_bot(a, bots_dir), find_bot(b, bots_dir)
+    from arena.student.human import Human
+
+    bot = find_bot(b if a == HUMAN else a, bots_dir)
+    try:
+        find_bot(HUMAN, bots_dir)
+        click.echo(f"arena: 'human' is you; the bot named human in {bots_dir} plays by its path", err=True)
+    except BotError:
+        pass
+    person = Human(bot.name, HUMAN if bot.name != HUMAN else f"{HUMAN}-2", output=out)
+    return (person, bot) if a == HUMAN else (bot, person)
 
 
 def _play_games(match: Match, games: int, show: bool, as_json: bool, out: TextIO) -> None:

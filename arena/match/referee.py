@@ -5,7 +5,8 @@ ends the game at once as a forfeit loss of that bot, with a detail its author ca
 says which bot was at fault. Players keep their process between games (protocol NEWGAME) and lose it after
 a fault, so a confused or hung process never plays on. Which wire protocol a bot speaks (v1, or the
 Manchester agents' in arena/match/mankalah.py) is the Player's business; the game loop only tells every
-wire of every move (`observe`), which v1 ignores.
+wire of every move (`observe`), which v1 ignores. The game loop asks a `Seat` for moves, so a person at the
+terminal (arena/student/human.py) can take a bot's place.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
 from arena.match.bots import Bot
@@ -50,6 +52,31 @@ def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
     for bot in bots:
         if problem := WIRES[bot.protocol].rules_problem(rules):
             raise RulesError(f"bot {bot.name!r} {problem}")
+
+
+class Seat(Protocol):
+    """One side's player as `play_game` sees it: a bot's `Player`, or a person at the terminal. `bot` is the
+    program behind the seat (None for a person), for the checks that need its wire protocol."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def bot(self) -> Bot | None: ...
+    def new_game(self, rules: Rules, side: int, limits: Limits) -> None: ...
+    def move(
+        self, pos: Position, side: int, limits: Limits, opponent: Seat | None = None
+    ) -> tuple[Move, float]: ...
+    def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None: ...
+    def end_game(self, result: str, mine: int, theirs: int, reason: str) -> None: ...
+    def check_limits(self) -> None: ...
+    def diagnose(self, fault: Fault) -> Fault: ...
+    def stderr_tail(self) -> str: ...
+    def pause(self) -> None: ...
+    def kill(self) -> None: ...
+    def finish(self, limits: Limits) -> None: ...
+
+
+S = TypeVar("S", bound=Seat)  # play_game's seats: two Players, or a Player and a person (then Seat)
 
 
 class Player:
@@ -119,7 +146,7 @@ class Player:
             self._wire.proc.pause()
 
     def move(
-        self, pos: Position, side: int, limits: Limits, opponent: Player | None = None
+        self, pos: Position, side: int, limits: Limits, opponent: Seat | None = None
     ) -> tuple[Move, float]:
         """Ask for a move; returns it with the milliseconds it took. Raises Fault.
 
@@ -166,6 +193,11 @@ class Player:
             return fault
         return Fault("crash", f"{verdict} (seen as {fault.reason}: {fault.detail})")
 
+    def check_limits(self) -> None:
+        """Fault('crash') if the running process has gone over its memory or process limit."""
+        if self._wire:
+            self._wire.proc.check_limits()
+
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Tell the bot's wire of a move (`mine`: it made it; `side`: the side it owns now)."""
         if self._wire:
@@ -194,7 +226,7 @@ def _other(side: int) -> int:
 class _Forfeit(Exception):
     """A bot's Fault with the bot it is charged to."""
 
-    def __init__(self, player: Player, fault: Fault) -> None:
+    def __init__(self, player: Seat, fault: Fault) -> None:
         super().__init__(str(fault))
         self.player = player
         self.fault = fault
@@ -206,7 +238,7 @@ class _charged_to:  # noqa: N801 (used like a function: `with _charged_to(player
 
     __slots__ = ("player",)
 
-    def __init__(self, player: Player) -> None:
+    def __init__(self, player: Seat) -> None:
         self.player = player
 
     def __enter__(self) -> None:
@@ -219,18 +251,20 @@ class _charged_to:  # noqa: N801 (used like a function: `with _charged_to(player
 
 def play_game(
     rules: Rules,
-    south: Player,
-    north: Player,
+    south: S,
+    north: S,
     limits: Limits = Limits(),
-    on_move: Callable[[Position, Move, Player], None] | None = None,
+    on_move: Callable[[Position, Move, S], None] | None = None,
     opening: tuple[Move, ...] = (),
 ) -> GameRecord:
     """Play one game from the position after `opening` (legal plies from the start, no SWAP) and return
-    its record. Never raises for anything a bot does."""
+    its record. Never raises for anything a bot does; what a seat raises beyond a Fault (a person who
+    quits, Ctrl-C) goes through, and the game has no record."""
     if south.name == north.name:
         raise ValueError(f"both players are named {south.name!r}; give one another name")
-    check_rules((south.bot, north.bot), rules)
-    if opening and not (starts_anywhere(south.bot) and starts_anywhere(north.bot)):
+    bots = [seat.bot for seat in (south, north) if seat.bot is not None]
+    check_rules(bots, rules)
+    if opening and not all(starts_anywhere(bot) for bot in bots):
         raise ValueError("a bot of this game speaks a protocol that cannot begin at an opening")
     if SWAP in opening:
         raise ValueError("an opening has no SWAP: the swap decision is the bots'")
@@ -269,9 +303,8 @@ def play_game(
                 on_move(pos, move, mover)
         # Limits are watched while a bot thinks; a quick bot's breach is caught here, before the result.
         for player in (south, north):
-            if player.running:
-                with _charged_to(player):
-                    player.wire().proc.check_limits()
+            with _charged_to(player):
+                player.check_limits()
     except _Forfeit as f:
         forfeit = f
 

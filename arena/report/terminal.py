@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
+from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.record import GameRecord
 from arena.report.replay import Ply, Replay, marks, replay
 from arena.tournament import store as st
 from arena.tournament.store import Store
 
 
-def board(pos: Position, south: str, north: str, ply: Ply | None = None) -> str:
+def board(pos: Position, south: str, north: str, ply: Ply | None = None, bottom: int = SOUTH) -> str:
     """The position with its owners; `ply` (the one that led here) marks the pit it sowed with ( ) and the
-    holes a capture emptied with x."""
+    holes a capture emptied with x. `bottom` is the side drawn at the bottom, as its player sees the board
+    (a person playing North): its row numbered 1..n from the left, its store on the right."""
     n = pos.pits
+    top = 1 - bottom
     width = max(2, *(len(str(v)) for v in pos.board))
     sown = -1
     if ply is not None and isinstance(ply.move, int):
@@ -35,25 +37,29 @@ def board(pos: Position, south: str, north: str, ply: Ply | None = None) -> str:
 
     cell = width + 2
     rule = "+" + "+".join("-" * cell for _ in range(n + 2)) + "+"
-    north_row = "|" + " " * cell + "|" + "|".join(hole(NORTH * (n + 1) + k) for k in reversed(range(n)))
-    south_row = "|" + " " * cell + "|" + "|".join(hole(k) for k in range(n))
+    top_row = "|" + " " * cell + "|" + "|".join(hole(top * (n + 1) + k) for k in reversed(range(n)))
+    bottom_row = "|" + " " * cell + "|" + "|".join(hole(bottom * (n + 1) + k) for k in range(n))
     stores = (
-        "|" + str(pos.store(NORTH)).center(cell) + "+" + "+".join("-" * cell for _ in range(n)) + "+"
-        + str(pos.store(SOUTH)).center(cell) + "|"
+        "|" + str(pos.store(top)).center(cell) + "+" + "+".join("-" * cell for _ in range(n)) + "+"
+        + str(pos.store(bottom)).center(cell) + "|"
     )  # fmt: skip
     mover = None if pos.ended else pos.to_move
-    to_move = "  <- to move"
+
+    def label(side: int) -> str:
+        to_move = "  <- to move" if side == mover else ""
+        return " " * (cell + 1) + f"{SIDE_NAMES[side].title()}: {(south, north)[side]}{to_move}"
+
     return "\n".join(
         [
-            " " * (cell + 1) + f"North: {north}" + (to_move if mover == NORTH else ""),
+            label(top),
             " " * (cell + 1) + "".join(str(k).center(cell + 1) for k in range(n, 0, -1)),
             rule,
-            north_row + "|" + " " * cell + "|",
+            top_row + "|" + " " * cell + "|",
             stores,
-            south_row + "|" + " " * cell + "|",
+            bottom_row + "|" + " " * cell + "|",
             rule,
             " " * (cell + 1) + "".join(str(k).center(cell + 1) for k in range(1, n + 1)),
-            " " * (cell + 1) + f"South: {south}" + (to_move if mover == SOUTH else ""),
+            label(bottom),
         ]
     )
 
@@ -63,6 +69,12 @@ def what(ply: Ply, mover_name: str) -> str:
     side = SIDE_NAMES[ply.mover]
     if ply.move == SWAP:
         return f"{side} ({mover_name}) plays SWAP: {mover_name} takes over south, its opponent plays north"
+    said = notes(ply)
+    return f"{side} ({mover_name}) plays {ply.move}" + (": " + ", ".join(said) if said else "")
+
+
+def notes(ply: Ply) -> list[str]:
+    """What a sowing did beyond sowing: 'captures 4', 'extra turn', 'game over' (empty for a quiet one)."""
     notes = []
     if ply.opening:
         notes.append("opening")
@@ -76,7 +88,7 @@ def what(ply: Ply, mover_name: str) -> str:
         notes.append("extra turn")
     if ply.ended:
         notes.append("game over")
-    return f"{side} ({mover_name}) plays {ply.move}" + (": " + ", ".join(notes) if notes else "")
+    return notes
 
 
 def replay_text(game: Replay, title: str, result: str) -> str:
