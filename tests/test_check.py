@@ -219,6 +219,18 @@ def test_a_bot_that_crashes_in_its_second_game(tmp_path):
     assert status == 1 and "one game is enough" in err
 
 
+def test_a_bot_that_dies_at_start_fails_every_game_and_says_what_went_untested(tmp_path):
+    dies = bot(tmp_path, "dies", 'import sys\nsys.exit("no board for me")\n')
+    report = checked(dies, status=1)
+    assert [i["status"] for i in report["items"][:3]] == ["FAIL", "FAIL", "warn"]
+    assert "no board for me" in item(report, "game 1")["problem"]
+    assert (
+        "in a new process (game 1's forfeit ended the last: NEWGAME after END untested)"
+        in (report["items"][1]["name"])
+    )
+    assert item(report, "startup")["status"] == item(report, "think time")["status"] == "skip"
+
+
 def test_a_bot_that_ignores_quit(tmp_path):
     stays = bot(tmp_path, "stays", variant(on_quit="continue"))
     report = checked(stays, status=1)
@@ -259,6 +271,45 @@ def test_a_bot_that_plays_an_empty_pit_after_its_extra_turn(tmp_path):
     answers = out.split()
     assert len(answers) >= 2 and answers[-1] == answers[-2]
     assert f"played {answers[-1]}" in failed["problem"]
+
+
+AGENT = """import sys
+side = None
+for line in sys.stdin:
+    parts = line.rstrip("\\n").split(";")
+    if parts[0] == "START":
+        side = parts[1]
+        if side == "South":
+            print("MOVE;1", flush=True)
+    elif parts[0] == "CHANGE":
+        side = ("South" if side == "North" else "North") if parts[1] == "SWAP" else side
+        board = [int(x) for x in parts[2].split(",")]
+        if parts[3] == "YOU":
+            row = board[:7] if side == "North" else board[8:15]
+            print("MOVE;%d" % next(i + 1 for i in range(7) if row[i]), flush=True)
+    elif parts[0] == "END":
+        break
+"""
+
+
+def test_a_manchester_agent_gets_the_checks_its_protocol_allows(tmp_path):
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "agent.py").write_text(AGENT, encoding="utf-8")
+    (folder / "bot.toml").write_text(
+        'command = "python3 agent.py"\nprotocol = "mankalah"\n', encoding="utf-8"
+    )
+    report = checked(folder, "--rules", "mankalah", status=0)
+    shown = statuses(report)
+    assert [name for name in shown if name.startswith("game")] == [
+        "game 1",
+        "game 2",
+    ]  # no pie game: always pie
+    assert shown["game 1"] == shown["game 2"] == "ok" and shown["QUIT"] == "skip"
+    assert shown["memory"] in ("ok", "skip") and shown["processes"] in ("ok", "skip")  # skip: no cgroups
+    assert "no QUIT" in item(report, "QUIT")["summary"]
+    run = arena_check(str(folder))  # its engine's game only
+    assert run.returncode == 2 and "play it under the rules 'mankalah'" in run.stderr
 
 
 # --- usage errors -------------------------------------------------------------------------------------------

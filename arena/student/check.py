@@ -10,6 +10,7 @@ processes); every problem comes with the referee's exact lines, to bring it back
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shlex
 import signal
@@ -24,6 +25,7 @@ from typing import Any
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
 from arena.match.bots import Bot
 from arena.match.confine import Capabilities, Jail, MiB, Warden
+from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, lines_sent, play_game, starts_anywhere
 from arena.report.replay import marks
@@ -57,7 +59,7 @@ class Report:
     rules: str
     move_ms: int
     items: tuple[Item, ...]
-    notes: tuple[str, ...] = ()  # what this machine could not enforce or measure
+    notes: tuple[str, ...] = ()  # what this machine could not enforce (also logged as warnings)
 
     @property
     def fails(self) -> bool:
@@ -83,7 +85,9 @@ class Report:
 @dataclass(frozen=True, slots=True)
 class Trial:
     """One game of the check: the bot's side, its opponent, the opening and what the game exercises.
-    `binding`: a forfeit here is one in the tournament (the pie game under rules without pie is not)."""
+    `binding`: a forfeit here is one in the tournament (the pie game under rules without pie is not). A
+    name with {process} is a game meant for the process of the game before (NEWGAME after END): the
+    name then says whether it was."""
 
     name: str
     side: int
@@ -167,8 +171,7 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
             extra or (),
         ),
         Trial(
-            "North, second game in one process (NEWGAME after END)"
-            + (", a capture on offer" if capture is not None else ""),
+            "North, {process}" + (", a capture on offer" if capture is not None else ""),
             NORTH,
             "random",
             rules,
@@ -341,11 +344,17 @@ def _game(
 ) -> Item:
     """Play one trial; its item, the bot's move times added to `think` and a new process's startup time
     (from its start to its first answer) to `startups`."""
-    name = f"game {number}: {trial.name}, vs {trial.opponent}"
+    process_is = "second game in one process (NEWGAME after END)"
+    if not me.running:
+        process_is = (
+            f"in a new process (game {number - 1}'s forfeit ended the last: NEWGAME after END untested)"
+        )
+    name = f"game {number}: {trial.name.format(process=process_is)}, vs {trial.opponent}"
     v1 = starts_anywhere(me.bot)
     if not me.running:
         process.started, process.history, process.answered = time.monotonic(), [], False
-        me.start()  # here, not in play_game: its startup is timed from now
+        with contextlib.suppress(Fault):  # here, not in play_game: its startup is timed from now
+            me.start()  # (one that cannot start fails again in play_game, where it is a forfeit)
     mine: list[bool] = []
 
     def on_move(pos: Position, move: Move, player: object) -> None:
@@ -373,6 +382,8 @@ def _game(
     problem = f"forfeit ({record.reason}): {record.detail}"
     if not trial.binding:
         problem += f" (only under the pie rule: {trial.rules.spec})"
+    if not v1:  # the referee's lines are v1's; a Manchester agent's game is told by its plies
+        problem += f"; the game's plies: {' '.join(map(str, record.plies)) or 'none'}"
     lines = (*before, *sent)
     return Item(
         name,
@@ -394,7 +405,10 @@ def _quit(me: Player, limits: Limits, process: _Process) -> Item:
         return Item(name, SKIP, "the Manchester protocol has no QUIT: an agent exits after END")
     if not me.running:
         process.history = []
-        me.start()
+        try:
+            me.start()
+        except Fault as fault:
+            return Item(name, SKIP, f"its process could not be started: {fault.detail}")
     proc = me.wire().proc
     began = time.monotonic()
     me.close(grace)
@@ -411,7 +425,8 @@ def _quit(me: Player, limits: Limits, process: _Process) -> Item:
             lines,
             command_line(me.bot, lines, wait_s=1),
         )
-    return Item(name, OK, f"exited in {took:.0f} ms")
+    said = f" with code {code}" if code else ""
+    return Item(name, OK, f"exited{said} in {took:.0f} ms")
 
 
 def _figures(
@@ -497,6 +512,5 @@ def render(report: Report) -> str:
             out += ["        its stderr (tail):", *(f"          {line}" for line in item.stderr.splitlines())]
         if item.command:
             out += ["        reproduce it: feed the bot the referee's lines", f"          {item.command}"]
-    out += [f"  note: {note}" for note in report.notes]
     out.append(report.verdict())
     return "\n".join(out)
