@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 from arena.game.openings import Book, generate, load_book, order
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
+from arena.match.build import ensure_built
 from arena.match.confine import Capabilities, Confinement, Warden, capabilities
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game
@@ -82,10 +83,18 @@ class Entrants:
     broken: tuple[tuple[str, str], ...] = ()
 
 
-def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> Entrants:
+def entrants(
+    bots: Sequence[Bot] | Path | str,
+    gauntlet: str | None = None,
+    *,
+    build: Callable[[Bot], Bot] | None = None,
+) -> Entrants:
     """A run's entrants, or BotError when there is no tournament to play (fewer than two bots, no such
-    gauntlet bot)."""
+    gauntlet bot). `build` builds each bot that has a build (arena.match.build.ensure_built): one whose
+    build fails is not entered, its reason the compiler's first error."""
     found = survey(Path(bots)) if isinstance(bots, str | Path) else Survey(tuple(bots), ())
+    if build is not None:
+        found = _built(found, build)
     where = f"{bots}" if isinstance(bots, str | Path) else "the list"
     if len(found.bots) < 2:
         also = ""
@@ -98,6 +107,17 @@ def entrants(bots: Sequence[Bot] | Path | str, gauntlet: str | None = None) -> E
         if hero is None:
             raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
     return Entrants(found.bots, hero, found.broken)
+
+
+def _built(found: Survey, build: Callable[[Bot], Bot]) -> Survey:
+    """The survey with every bot that has a build built; those whose build failed move to the broken."""
+    bots, broken = [], list(found.broken)
+    for bot in found.bots:
+        try:
+            bots.append(build(bot) if bot.build else bot)
+        except BotError as e:  # BuildError, or the command the build should have made is missing
+            broken.append((bot.path.name, str(e).removeprefix(f"{bot.path}: ").removeprefix(f"{bot.path}/")))
+    return Survey(tuple(bots), tuple(sorted(broken)))
 
 
 # How a stored setting reads in the start-of-run summary.
@@ -175,6 +195,29 @@ class Tournament:
                 store.close()
             raise
         self.store = store
+        self._here: tuple[Confinement, Capabilities] | None = None
+
+    def _local(self) -> tuple[Confinement, Capabilities]:
+        """The limits as this machine enforces them, for its games and its builds (warned of once)."""
+        if self._here is None:
+            self._here = _confine(self.settings)
+        return self._here
+
+    def enter(
+        self,
+        bots: Sequence[Bot] | Path | str = "bots",
+        gauntlet: str | None = None,
+        *,
+        on_build: Callable[[str], None] | None = None,
+    ) -> Entrants:
+        """The bots a run of `bots` plays, those with a build built on this machine first (again only when
+        their sources changed; `on_build` hears of each build as it starts), and those not entered, with
+        why: also every bot whose build failed."""
+
+        def build(bot: Bot) -> Bot:
+            return ensure_built(bot, self._local()[0], say=on_build)
+
+        return entrants(bots, gauntlet, build=build)
 
     @classmethod
     def open(cls, folder: Path | str) -> Tournament:
@@ -214,12 +257,14 @@ class Tournament:
         answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run tries it
         again. `live` rewrites the page (FOLDER/index.html) every few seconds while games finish, showing
         the progress and the standings so far and reloading itself in the browser; `on_page` is called
-        with the page's path once it is first written (to open it). The caller writes the final page."""
+        with the page's path once it is first written (to open it). The caller writes the final page.
+        Bots with a `build` in their bot.toml are built first, on this machine (`enter`); a bot whose build
+        fails is not entered."""
         from arena.tournament import scheduler
 
         if live:
             progress = self._live(progress, on_page)
-        entered = entrants(bots, gauntlet)
+        entered = self.enter(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
         self.store.set_meta("not_entered", json.dumps(entered.broken))
@@ -233,7 +278,7 @@ class Tournament:
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
             conf = self.settings.confinement()
         else:
-            conf, caps = _confine(self.settings)
+            conf, caps = self._local()
             state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
             self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
@@ -262,7 +307,7 @@ class Tournament:
         """What `run` with these arguments would play, and how the field changed since the last run."""
         from arena.tournament import scheduler
 
-        entered = entrants(bots, gauntlet)
+        entered = self.enter(bots, gauntlet)
         field, hero = list(entered.bots), entered.hero
         before = self.store.versions(self.store.current_ids())
         now = {b.name: b.digest for b in field}
@@ -340,6 +385,8 @@ class Match:
         self.rules = self.settings.game_rules()
         check_rules([x for x in (a, b) if isinstance(x, Bot)], self.rules)
         conf, self.capabilities = _confine(self.settings)
+        # A bot with a build is built first: BuildError (one line; the compiler's output in .output) if not.
+        a, b = (ensure_built(x, conf) if isinstance(x, Bot) else x for x in (a, b))
         self.warden = Warden(conf)
         second = b.name if b.name != a.name else f"{b.name}-2"
         first_seat = Player(a, warden=self.warden) if isinstance(a, Bot) else a

@@ -15,7 +15,7 @@ import click
 
 from arena.game.openings import BookError
 from arena.game.rules import RulesError, parse_rules
-from arena.match.bots import BotError, find_bot
+from arena.match.bots import BotError, BuildError, find_bot
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
@@ -354,15 +354,16 @@ def run(  # type: ignore[no-untyped-def]
     from arena.api import Tournament, entrants
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
-    entered = entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
-    for entry, why in entered.broken:
-        click.echo(f"arena: not entered: {entry}: {why}", err=True)
+    entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
     asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
     if openings is not None:
         asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
     with Tournament(Path(out) / name, **asked) as cup:
+        building = None if quiet else lambda line: click.echo(f"arena: {line}", err=True)
+        for entry, why in cup.enter(bots_dir, hero, on_build=building).broken:  # a failed build too
+            click.echo(f"arena: not entered: {entry}: {why}", err=True)
         if not quiet:
             click.echo(cup.plan(bots_dir, rounds, hero).summary())
         progress = _Progress(quiet)
@@ -649,6 +650,11 @@ def main() -> None:
             hint = f" (see '{e.ctx.command_path} --help')"
         click.echo(f"arena: error: {e.format_message()}{hint}", err=True)
         sys.exit(e.exit_code)
+    except BuildError as e:  # the bot's fault, not a usage error: the line, then what the compiler said
+        click.echo(f"arena: error: {e}", err=True)
+        for line in e.output.splitlines():
+            click.echo(f"    {line}", err=True)
+        sys.exit(1)
     except (BotError, BookError, ClusterError, RulesError, StoreError) as e:
         click.echo(f"arena: error: {e}", err=True)
         sys.exit(2)

@@ -1,12 +1,14 @@
 """Finding bots in a folder and knowing how to start them.
 
 Three kinds, named by their file name: `NAME.py` runs with the Python that runs arena; an executable file
-runs as is; a folder `NAME/` with a `bot.toml` manifest (command, optional author) serves compiled languages.
+runs as is; a folder `NAME/` with a `bot.toml` manifest (command, optional author) serves compiled languages,
+whose `build` command arena runs before the bot plays (arena/match/build.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -17,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "bot.toml"
+# What arena/match/build.py knows of a bot folder's last build: the digest of its sources and the files the
+# build made. Hidden, so that the bots folder passes it over, and kept out of the bot's digest with them.
+STAMP = ".arena-build.json"
 PROTOCOLS = ("v1", "mankalah")  # bot.toml `protocol`: arena's own (protocol.md), Manchester agents'
 # A bot's name: what a file system and a Python module name accept (letters of any script, digits, _), and
 # . + - inside; no spaces, no slashes.
@@ -55,13 +60,37 @@ class Bot:
     protocol: str = "v1"
     paths: tuple[str, ...] = ()  # read-only paths the sandbox shows it beside its own (bot.toml `paths`)
     memory_mb: int | None = None  # its own memory allowance (bot.toml `memory`, MiB); None: the tournament's
+    build: tuple[tuple[str, ...], ...] = ()  # bot.toml `build`: commands run in order before it plays
 
 
-def _digest(path: Path) -> str:
+class BuildError(BotError):
+    """A bot whose build failed: the message is one line (with the compiler's first error), `output` the
+    tail of what the build printed."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def built_outputs(folder: Path) -> dict[str, str]:
+    """The files the folder's last build made (path relative to the folder -> sha256), from its stamp;
+    empty when it has none or an unreadable one (then the bot is built again)."""
+    try:
+        outputs = json.loads((folder / STAMP).read_text(encoding="utf-8")).get("outputs", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return outputs if isinstance(outputs, dict) else {}
+
+
+def _digest(path: Path, built: bool = False) -> str:
+    """The bot's version: a hash of its files' names and contents. For a bot with a build, the sources only
+    (the stamp and the files the build made are left out), so that a rebuild of the same sources is the same
+    version."""
     h = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    skip = {STAMP, *built_outputs(path)} if built else {STAMP}
     for f in files:
-        if "__pycache__" in f.parts:
+        if "__pycache__" in f.parts or f != path and f.relative_to(path).as_posix() in skip:
             continue
         h.update(str(f.relative_to(path.parent)).encode())
         h.update(b"\0")
@@ -89,10 +118,11 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(manifest.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol", "paths", "memory"}
+    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build"}
     if unknown:
         raise BotError(
-            f"{manifest}: unknown key {sorted(unknown)[0]!r}; known: command, author, protocol, paths, memory"
+            f"{manifest}: unknown key {sorted(unknown)[0]!r}; "
+            "known: command, build, author, protocol, paths, memory"
         )
     memory = data.get("memory")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 16):
@@ -105,18 +135,16 @@ def _from_folder(path: Path) -> Bot:
             raise BotError(
                 f"{manifest}: paths: {extra!r} must be an absolute path that exists on this machine"
             )
+    build = _build_commands(manifest, data.get("build"))
     command = data.get("command")
     if isinstance(command, str) and (shell := _SHELL_SYNTAX.search(command)):
         raise BotError(
             f"{manifest}: command {command!r} uses shell syntax ({shell.group()!r}), but no shell runs it: "
             "put the steps in a script (e.g. run.sh starting with #!/bin/sh, chmod +x) and make that the "
-            "command; build steps go before the tournament"
+            'command; compile steps go in build = "..."'
         )
     if isinstance(command, str):
-        try:
-            argv = shlex.split(command)
-        except ValueError as e:
-            raise BotError(f"{manifest}: cannot split command {command!r}: {e}") from None
+        argv = _split(manifest, "command", command)
     elif isinstance(command, list) and all(isinstance(a, str) for a in command):
         argv = list(command)
     else:
@@ -129,19 +157,77 @@ def _from_folder(path: Path) -> Bot:
     protocol = data.get("protocol", "v1")
     if protocol not in PROTOCOLS:
         raise BotError(f"{manifest}: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
-    program = argv[0]
-    if "/" in program:
-        target = (path / program).resolve()
-        if not target.is_file():
-            raise BotError(f"{manifest}: command {program!r} not found in {path}; build it first")
-        if not os.access(target, os.X_OK):
-            raise BotError(f"{manifest}: {program!r} is not executable (chmod +x it)")
-    elif program in ("python", "python3"):
-        argv[0] = sys.executable  # the Python that runs arena, whatever the machine calls it
-    elif shutil.which(program) is None:
-        raise BotError(f"{manifest}: program {program!r} is not installed on this machine")
+    # A program the build makes is looked for once it has run (check_command), the others now.
+    argv[0] = _program(manifest, "command", argv[0], path, present=not build)
     name = _check_name(path.name, path)
-    return Bot(name, tuple(argv), path, path, _digest(path), author, protocol, tuple(paths), memory)
+    digest = _digest(path, built=bool(build))
+    return Bot(name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build)
+
+
+def _split(manifest: Path, key: str, line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as e:
+        raise BotError(f"{manifest}: cannot split {key} {line!r}: {e}") from None
+
+
+def _program(
+    manifest: Path, key: str, program: str, folder: Path, present: bool = True, hint: str = "build it first"
+) -> str:
+    """The program of a command as it is run: a path in the bot's folder (which must be there and
+    executable, unless not yet `present`: the build makes it), arena's Python for python, or an installed
+    program."""
+    if "/" in program:
+        if not present:
+            return program
+        target = (folder / program).resolve()
+        if not target.is_file():
+            raise BotError(f"{manifest}: {key} {program!r} not found in {folder}; {hint}")
+        if not os.access(target, os.X_OK):
+            raise BotError(f"{manifest}: {key} {program!r} is not executable (chmod +x it)")
+    elif program in ("python", "python3"):
+        return sys.executable  # the Python that runs arena, whatever the machine calls it
+    elif shutil.which(program) is None:
+        raise BotError(f"{manifest}: {key} program {program!r} is not installed on this machine")
+    return program
+
+
+def _build_commands(manifest: Path, value: object) -> tuple[tuple[str, ...], ...]:
+    """bot.toml `build`: one command line, or a list of command lines run in order; each split into words
+    like `command`, with no shell."""
+    if value is None:
+        return ()
+    lines = [value] if isinstance(value, str) else value
+    if not isinstance(lines, list) or not lines or not all(isinstance(line, str) for line in lines):
+        raise BotError(
+            f"{manifest}: 'build' must be a command line such as \"cc -O2 -o bot bot.c\", or a list of "
+            "command lines run in order"
+        )
+    commands = []
+    for line in lines:
+        if shell := _SHELL_SYNTAX.search(line):
+            raise BotError(
+                f"{manifest}: build {line!r} uses shell syntax ({shell.group()!r}), but no shell runs it: "
+                'give the steps as a list, build = ["step one", "step two"], or put them in a script '
+                "(e.g. build.sh starting with #!/bin/sh, chmod +x) and make that the build"
+            )
+        argv = _split(manifest, "build", line)
+        if not argv:
+            raise BotError(f"{manifest}: 'build' has an empty command")
+        if argv[0].startswith("-"):
+            raise BotError(
+                f"{manifest}: build {line!r} is not a command: a list here is of whole command lines, run in "
+                f'order; write build = "{" ".join(lines)}"'
+            )
+        argv[0] = _program(manifest, "build", argv[0], manifest.parent)
+        commands.append(tuple(argv))
+    return tuple(commands)
+
+
+def check_command(bot: Bot) -> None:
+    """BotError unless the bot's program is there to run: for a bot with a build, once it has run."""
+    if bot.cwd == bot.path and bot.path.is_dir():
+        _program(bot.path / MANIFEST, "command", bot.argv[0], bot.path, hint="the build did not make it")
 
 
 def load_bot(path: Path) -> Bot:

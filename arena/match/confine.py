@@ -444,6 +444,20 @@ class Jail:
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
         return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
 
+    def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
+        """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
+        its folder that the build's user may write, shown at the folder's own path in the sandbox (so paths
+        look the same). Without the sandbox it runs in `copy` itself."""
+        prefix = _drop_to(self.uid) if self.uid is not None else []
+        if not self.conf.sandbox:
+            return [*prefix, *argv]
+        made: set[str] = set()
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made)
+        for path in self.extra:
+            args += _ro_bind(path, made)
+        args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own)]
+        return [*args, "--chdir", str(self.own), "--", *prefix, *argv]
+
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
 

@@ -1,0 +1,236 @@
+"""Building a compiled bot: the `build` commands of its bot.toml, run before its first game and again only
+when its sources change.
+
+The build is the student's code running, so it is confined as the bot is (the sandbox with no network,
+memory and process limits, an unprivileged uid when arena is root, a clean environment), with a time limit,
+and it may write its own folder only: it runs in a copy of the folder that its uid owns, shown at the
+folder's own path in the sandbox, and the files it made or changed are copied back. A stamp in the folder
+(bots.STAMP) records the digest of the sources and a hash of every file the build made; whether a build is
+needed is then a few hashes of a small folder: sources edited, outputs deleted or changed -> build again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from arena.match.bots import MANIFEST, STAMP, Bot, BuildError, built_outputs, check_command, load_bot
+from arena.match.confine import Confinement, Jail, Warden
+
+BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
+_TAIL_LINES = 40  # of the build's output, kept for the student
+_TAIL_CHARS = 4000
+_HEAD_CHARS = 65536  # where the first error line is looked for
+_ERROR = re.compile(r"\berror\b", re.I)
+# Lines the build's runtimes print because of arena's clean environment, not because of the student's code.
+_NOISE = ("Picked up JAVA_TOOL_OPTIONS",)
+
+
+def ensure_built(
+    bot: Bot,
+    conf: Confinement,
+    *,
+    seconds: float = BUILD_SECONDS,
+    say: Callable[[str], None] | None = None,
+) -> Bot:
+    """The bot, built if its bot.toml has a `build` and its stamp says the sources or outputs changed since
+    the last build, re-loaded (its command checked, its digest that of its sources); BuildError, one line
+    with the compiler's output in `.output`, when the build fails. `say` hears of a build before it runs."""
+    if not bot.build:
+        return bot
+    current = load_bot(bot.path)
+    if not needed(current):
+        check_command(current)
+        return current
+    if say is not None:
+        say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in current.build)}")
+    _build(current, conf, seconds)
+    built = load_bot(bot.path)
+    _write_stamp(bot.path, built, built_outputs(bot.path))
+    check_command(built)
+    return built
+
+
+def needed(bot: Bot) -> bool:
+    """Whether the bot's build must run: no stamp, other build commands or sources than the stamp's, or an
+    output of the last build missing or changed."""
+    try:
+        stamp = json.loads((bot.path / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    if not isinstance(stamp, dict) or stamp.get("build") != [list(argv) for argv in bot.build]:
+        return True
+    if stamp.get("sources") != bot.digest:
+        return True
+    return any(_sha(bot.path / rel) != sha for rel, sha in built_outputs(bot.path).items())
+
+
+def _sha(path: Path) -> str | None:
+    try:
+        with path.open("rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
+    """The regular files under `folder` (links not followed): relative path -> (size, mtime, sha256)."""
+    found = {}
+    for top, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in names:
+            path = Path(top, name)
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                rel = path.relative_to(folder).as_posix()
+                found[rel] = (info.st_size, info.st_mtime_ns, _sha(path) or "")
+    return found
+
+
+def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
+    """Run the build in a copy of the bot's folder and copy what it made back, recording it in the stamp."""
+    folder = bot.path
+    manifest = folder / MANIFEST
+    warden = Warden(conf)
+    jail = warden.jail(folder, bot.paths, bot.memory_mb)
+    try:
+        with tempfile.TemporaryDirectory(prefix="arena-build-") as tmp:
+            copy = Path(tmp) / folder.name
+            stamp_only = lambda at, names: [STAMP] * (at == str(folder))  # noqa: E731
+            shutil.copytree(folder, copy, symlinks=True, ignore=stamp_only)
+            before = _files(copy)
+            if jail.uid is not None:  # the build's own uid may write the copy, and only the copy
+                os.chmod(tmp, 0o711)
+                for top, dirs, names in os.walk(copy):
+                    for name in [top, *(os.path.join(top, n) for n in dirs + names)]:
+                        os.lchown(name, jail.uid, jail.uid)
+            log = Path(tmp) / "output"
+            deadline = time.monotonic() + seconds
+            for argv in bot.build:
+                _step(jail, argv, copy, log, deadline, seconds, manifest)
+            after = _files(copy)
+            made = {rel: v[2] for rel, v in after.items() if before.get(rel) != v}
+            # Outputs of the last build that this one left as they were are outputs still.
+            for rel, sha in built_outputs(folder).items():
+                if rel not in made and rel in after and after[rel][2] == sha:
+                    made[rel] = sha
+            try:
+                _copy_back(copy, folder, made)
+                _write_stamp(folder, None, made)
+            except OSError as e:
+                raise BuildError(
+                    f"{manifest}: cannot write the build's files into {folder}: {e.strerror or e}"
+                ) from None
+    finally:
+        jail.release()
+        warden.close()
+
+
+def _step(
+    jail: Jail, argv: Sequence[str], copy: Path, log: Path, deadline: float, seconds: float, manifest: Path
+) -> None:
+    """Run one build command; BuildError if it cannot start, fails, or runs past the build's time limit."""
+    shown = shlex.join(argv)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    with log.open("wb") as out:
+        try:
+            popen = subprocess.Popen(
+                jail.build_command(argv, copy),
+                cwd=copy,
+                env=jail.environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=jail.preexec,
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise BuildError(f"{manifest}: build {shown!r} could not be started: {reason}") from None
+        try:
+            code = popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(popen.pid, signal.SIGKILL)  # whatever it left running in its session
+            if jail.cgroups is not None:
+                jail.cgroups.kill()  # and in its cgroups, where there are some
+            popen.wait()
+    text = log.read_bytes()[: _HEAD_CHARS * 16].decode(errors="replace")
+    lines = [line for line in text.splitlines() if not line.startswith(_NOISE)]
+    output = _tail(lines)
+    if code is None:
+        raise BuildError(f"{manifest}: build {shown!r} did not finish in {seconds:g} s: stopped", output)
+    if code == 0:
+        return
+    if why := jail.breach():
+        ended = why
+    elif code < 0:
+        ended = f"was killed by {signal.Signals(-code).name}"
+    else:
+        ended = f"exited with status {code}"
+    first = _first_error(lines)
+    raise BuildError(f"{manifest}: build failed: {shown!r} {ended}" + (f": {first}" if first else ""), output)
+
+
+def _first_error(lines: list[str]) -> str:
+    """The line a student should read first: the first that says error, else the first one."""
+    head = [line.strip() for line in lines if line.strip()]
+    first = next((line for line in head if _ERROR.search(line)), head[0] if head else "")
+    return first if len(first) <= 200 else first[:197] + "..."
+
+
+def _tail(lines: list[str]) -> str:
+    text = "\n".join(lines[-_TAIL_LINES:])
+    return text if len(text) <= _TAIL_CHARS else "..." + text[-_TAIL_CHARS:]
+
+
+def _copy_back(copy: Path, folder: Path, made: dict[str, str]) -> None:
+    """Copy the files the build made into the bot's folder, readable by all (a bot may run as a uid of its
+    own); never through a link, so that the build cannot make arena write outside the folder."""
+    real = folder.resolve()
+    for rel in sorted(made):
+        source, target = copy / rel, folder / rel
+        for parent in reversed(Path(rel).parents[:-1]):
+            step = folder / parent
+            if step.is_symlink() or step.exists() and not step.is_dir():
+                raise OSError(f"{step} is in the way of the build's file {rel}")
+            if not step.exists():
+                step.mkdir()
+                step.chmod(0o755)
+        if target.parent.resolve() != real / Path(rel).parent:
+            raise OSError(f"the build's file {rel} would land outside {folder}")
+        if not target.is_symlink() and _sha(target) == made[rel]:
+            continue  # already there, as it was (an output the build left alone)
+        mode = source.stat().st_mode & 0o755
+        aside = target.with_name(f".{target.name}.arena-{os.getpid()}")
+        shutil.copyfile(source, aside, follow_symlinks=False)
+        aside.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+        os.replace(aside, target)  # replaces a link at `target` rather than writing through it
+
+
+def _write_stamp(folder: Path, bot: Bot | None, outputs: dict[str, str]) -> None:
+    """Write the stamp whole (aside, then renamed): the build's commands, the sources' digest (none until
+    the bot is loaded again with these outputs left out of it), and the outputs."""
+    stamp = {
+        "build": [list(argv) for argv in bot.build] if bot is not None else None,
+        "sources": bot.digest if bot is not None else None,
+        "outputs": outputs,
+    }
+    aside = folder / f"{STAMP}.{os.getpid()}"
+    aside.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    aside.chmod(0o644)
+    os.replace(aside, folder / STAMP)

@@ -1,0 +1,271 @@
+"""Compiled bots' `build` in bot.toml: built before their first game, confined, again only when the sources
+change, a failed build the bot's fault (not entered in a tournament; one line and the compiler's output in
+`arena play`). Real CLI, real compilers, real sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from procs import processes_mentioning
+
+from arena.match.bots import STAMP, BotError, BuildError, load_bot
+from arena.match.build import ensure_built, needed
+from arena.match.confine import Confinement, capabilities
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF, CAPS = capabilities(Confinement(), want_sandbox=True)
+QUICK = ("--rules", "kalah,pits=3,seeds=2", "--move-time", "200")
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) is installed")
+
+# The first-legal bot in C; `/*HERE*/` is where a test edits the source.
+C_BOT = r"""#include <stdio.h>
+#include <string.h>
+int main(void) {
+    static char line[65536];
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "QUIT", 4) == 0) break;
+        if (strncmp(line, "MOVE ", 5) != 0) continue;
+        int board[256], k = 0, n = 0, used;
+        char *p = line + 5;
+        sscanf(p, "%*d%n", &used); /*HERE*/
+        for (p += used; k < 256 && sscanf(p, "%d%n", &board[k], &n) == 1; p += n) k++;
+        int move = 1;
+        while (move < k / 2 - 1 && board[move - 1] == 0) move++;
+        printf("%d\n", move);
+        fflush(stdout);
+    }
+    return 0;
+}
+"""
+# A build script that counts its runs (each appends its uid to builds.log) before it compiles.
+COUNTING = "#!/bin/sh\nid -u >> builds.log\nexec cc -O2 -o bot bot.c\n"
+
+
+def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def c_bot(folder: Path, build: str = 'build = "./build.sh"', source: str = C_BOT) -> Path:
+    """A C bot folder: bot.c, the counting build.sh, and a bot.toml with `build` (a TOML line)."""
+    folder.mkdir(parents=True)
+    (folder / "bot.c").write_text(source, encoding="utf-8")
+    (folder / "build.sh").write_text(COUNTING, encoding="utf-8")
+    (folder / "build.sh").chmod(0o755)
+    (folder / "bot.toml").write_text(f'{build}\ncommand = "./bot"\n', encoding="utf-8")
+    return folder
+
+
+def builds(folder: Path) -> list[str]:
+    """The uids of the builds that ran, one a build."""
+    log = folder / "builds.log"
+    return log.read_text().split() if log.exists() else []
+
+
+def random_bot(bots: Path) -> None:
+    shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
+
+
+def test_a_c_bot_is_built_before_it_plays_and_again_only_when_its_sources_change(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    cbot = c_bot(bots / "cbot")
+    random_bot(bots)
+    unbuilt = load_bot(cbot)  # ./bot is not there yet: with a build, it is looked for after the build
+    assert unbuilt.build == (("./build.sh",),) and not (cbot / "bot").exists()
+
+    play = arena("play", "cbot", "random", "--bots", str(bots), "--games", "2", *QUICK)
+    assert play.returncode == 0, play.stderr
+    assert "cbot" in play.stdout.splitlines()[-1] and "forfeits" not in play.stdout
+    assert len(builds(cbot)) == 1 and (cbot / "bot").is_file() and (cbot / STAMP).is_file()
+    if os.geteuid() == 0 and CONF.drop_root:
+        assert builds(cbot)[0] != "0", "as root, the build runs as an unprivileged uid"
+    version = load_bot(cbot).digest
+    assert version == unbuilt.digest, "the version is the sources', not the build's outputs"
+
+    again = arena("play", "cbot", "random", "--bots", str(bots), *QUICK)
+    assert again.returncode == 0, again.stderr
+    assert len(builds(cbot)) == 1, "nothing changed: no build"
+    assert load_bot(cbot).digest == version
+
+    (cbot / "bot").unlink()  # an output deleted: built again, the same sources are the same version
+    assert arena("play", "cbot", "random", "--bots", str(bots), *QUICK).returncode == 0
+    assert len(builds(cbot)) == 2 and load_bot(cbot).digest == version
+
+    source = (cbot / "bot.c").read_text().replace("/*HERE*/", "/* edited */")
+    (cbot / "bot.c").write_text(source)  # a source edited: built again, a new version
+    assert needed(load_bot(cbot))
+    assert arena("play", "cbot", "random", "--bots", str(bots), *QUICK).returncode == 0
+    assert len(builds(cbot)) == 3
+    assert load_bot(cbot).digest != version and not needed(load_bot(cbot))
+
+
+def test_a_changed_output_is_built_again_and_a_check_takes_milliseconds(tmp_path: Path) -> None:
+    cbot = c_bot(tmp_path / "cbot")
+    bot = ensure_built(load_bot(cbot), CONF)
+    assert len(builds(cbot)) == 1 and bot.argv == ("./bot",)
+    started = time.perf_counter()
+    for _ in range(10):
+        assert ensure_built(bot, CONF) == bot
+    took = (time.perf_counter() - started) / 10
+    assert took < 0.1, f"a check with nothing to build took {took * 1000:.1f} ms"
+    assert len(builds(cbot)) == 1
+    (cbot / "bot").write_bytes(b"#!/bin/sh\nexit 1\n")  # someone's hand-made output: built again
+    ensure_built(bot, CONF)
+    assert len(builds(cbot)) == 2 and (cbot / "bot").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_compile(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    cbot = c_bot(bots / "cbot")
+    broken = C_BOT.replace("/*HERE*/", "undefined_thing = 1;")
+    badc = c_bot(bots / "badc", 'build = "cc -O2 -o bot bot.c"', broken)
+    random_bot(bots)
+    run = ("run", "--bots", str(bots), "--out", str(tmp_path / "reports"), "--openings", "0", *QUICK)
+    out = arena(*run)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    listed = [line for line in out.stderr.splitlines() if line.startswith("arena: not entered: ")]
+    assert len(listed) == 1, out.stderr
+    assert listed[0].startswith("arena: not entered: badc: bot.toml: build failed: 'cc -O2 -o bot bot.c'")
+    assert "error: " in listed[0] and "undefined_thing" in listed[0]
+    assert "arena: building cbot: ./build.sh" in out.stderr and not (badc / "bot").exists()
+    assert len(builds(cbot)) == 1
+    export = arena("export", "--out", str(tmp_path / "reports"))
+    games = [json.loads(line) for line in export.stdout.splitlines()]
+    assert len(games) == 2 and {g["south"] for g in games} == {"cbot", "random"}
+    assert all(g["faulty"] is None for g in games), games
+    page = (tmp_path / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+    assert "not entered" in page and "undefined_thing" in page and "build failed" in page
+
+    again = arena(*run, "--rounds", "2")  # the same sources: no build, the same version, still not entered
+    assert again.returncode == 0, again.stderr
+    assert len(builds(cbot)) == 1 and "building cbot" not in again.stderr
+    assert "arena: building badc" in again.stderr, "a failed build is tried again: it may have been the host"
+    assert "changed version" not in again.stdout and "2 of 4 games to play" in again.stdout
+    assert "arena: not entered: badc: " in again.stderr
+
+
+def test_arena_play_of_a_bot_that_does_not_compile_is_one_line_and_the_compilers_output(
+    tmp_path: Path,
+) -> None:
+    bots = tmp_path / "bots"
+    c_bot(bots / "badc", source=C_BOT.replace("/*HERE*/", "undefined_thing = 1;"))
+    random_bot(bots)
+    out = arena("play", "badc", "random", "--bots", str(bots), *QUICK)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    first, *rest = out.stderr.splitlines()
+    assert first.startswith(f"arena: error: {bots / 'badc' / 'bot.toml'}: build failed: './build.sh' exited")
+    assert "undefined_thing" in first
+    assert rest and all(line.startswith("    ") for line in rest)
+    assert any("undefined_thing" in line and "error" in line for line in rest)
+
+
+def test_a_build_that_hangs_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
+    folder = c_bot(tmp_path / "hangs", 'build = "sleep 3617"')
+    started = time.monotonic()
+    with pytest.raises(BuildError, match=r"build 'sleep 3617' did not finish in 1 s: stopped"):
+        ensure_built(load_bot(folder), CONF, seconds=1)
+    assert time.monotonic() - started < 10
+    assert processes_mentioning("sleep 3617") == []
+    assert not (folder / STAMP).exists()
+
+
+@pytest.mark.skipif(not CAPS.sandbox, reason="no bubblewrap sandbox on this machine")
+def test_a_build_can_write_only_its_folder_and_has_no_network(tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))  # a port any process of this machine could reach
+    port = server.getsockname()[1]
+    folder = c_bot(tmp_path / "bots" / "nosy")
+    (folder / "build.sh").write_text(
+        "#!/bin/bash\n"
+        "id -u > uid.txt\n"
+        f"(echo hi > {tmp_path}/escaped.txt) 2>/dev/null && echo yes > outside.txt || echo no > outside.txt\n"
+        "(echo hi > ../escaped.txt) 2>/dev/null; "
+        f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo net > net.txt || echo no > net.txt\n"
+        "exec cc -o bot bot.c\n"
+    )
+    try:
+        bot = ensure_built(load_bot(folder), CONF)
+    finally:
+        server.close()
+    assert bot.argv == ("./bot",) and (folder / "bot").is_file()
+    assert (folder / "outside.txt").read_text() == "no\n"
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "bots" / "escaped.txt").exists()
+    assert (folder / "net.txt").read_text() == "no\n"
+    if os.geteuid() == 0:
+        assert CONF.drop_root and (folder / "uid.txt").read_text().strip() != "0"
+    assert (folder / "bot").stat().st_uid == os.geteuid(), "copied back as arena's, not the build's uid"
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("build = 3", "'build' must be a command line"),
+        ('build = ""', "'build' has an empty command"),
+        ("build = []", "'build' must be a command line"),
+        ('build = "cc -o bot bot.c && strip bot"', "uses shell syntax ('&&')"),
+        ('build = ["cc", "-o", "bot", "bot.c"]', "is not a command: a list here is of whole command lines"),
+        ('build = "no-such-compiler bot.c"', "build program 'no-such-compiler' is not installed"),
+        ('build = "./missing.sh"', "build './missing.sh' not found"),
+    ],
+)
+def test_a_bad_build_value_is_one_line(tmp_path: Path, line: str, words: str) -> None:
+    bots = tmp_path / "bots"
+    c_bot(bots / "cbot", line)
+    random_bot(bots)
+    out = arena("play", "cbot", "random", "--bots", str(bots), *QUICK)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith(f"arena: error: {bots / 'cbot' / 'bot.toml'}: ") and words in out.stderr
+
+
+def test_a_build_that_does_not_make_the_command_is_the_bots_fault(tmp_path: Path) -> None:
+    folder = c_bot(tmp_path / "cbot", 'build = "cc -o other bot.c"')
+    with pytest.raises(BotError, match=r"command './bot' not found in .*; the build did not make it"):
+        ensure_built(load_bot(folder), CONF)
+
+
+def test_the_built_folder_is_what_travels_to_a_cluster_worker(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    from arena.tournament.workers import Cache, pack
+
+    bot = ensure_built(load_bot(c_bot(tmp_path / "cbot")), CONF)
+    ship = pack(bot)
+    assert {rel for rel, _, _ in ship.files} >= {"cbot/bot", f"cbot/{STAMP}", "cbot/bot.c"}
+    there = Cache(tmp_path / "worker-cache", "a worker").bot(ship)  # the worker's copy: no build there
+    assert there.digest == bot.digest and (there.path / "bot").is_file()
+    assert os.access(there.path / "bot", os.X_OK) and not needed(there)
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK (javac) installed")
+def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
+    bots = tmp_path / "bots"
+    (bots / "javabot").mkdir(parents=True)
+    (bots / "javabot" / "bot.toml").write_text(
+        'build = ["javac -d classes Bot.java"]\ncommand = "java -cp classes Bot"\n'
+    )
+    (bots / "javabot" / "Bot.java").write_text(
+        "public class Bot { public static void main(String[] a) throws Exception {\n"
+        "  var in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));\n"
+        "  for (String l; (l = in.readLine()) != null;) {\n"
+        '    String[] w = l.trim().split(" ");\n'
+        '    if (w[0].equals("QUIT")) break;\n'
+        '    if (!w[0].equals("MOVE")) continue;\n'
+        "    int m = 1; while (Integer.parseInt(w[1 + m]) == 0) m++;\n"
+        "    System.out.println(m); System.out.flush(); } } }\n"
+    )
+    random_bot(bots)
+    out = arena("play", "javabot", "random", "--bots", str(bots), "--rules", "kalah,pits=3,seeds=2")
+    assert out.returncode == 0, out.stderr
+    assert "forfeits" not in out.stdout and (bots / "javabot" / "classes" / "Bot.class").is_file()
+    assert json.loads((bots / "javabot" / STAMP).read_text())["outputs"].keys() == {"classes/Bot.class"}
