@@ -1,5 +1,6 @@
 """protocol.md's own bots must work: the first ```python and ```c blocks, the Java and JavaScript bots, and
-the botkit bot of the section on arena's rules engine, are run through the real referee."""
+the botkit bot of the section on arena's rules engine, are run through the real referee; the C and Java
+bots are built by their bot.toml's `build`, confined as arena confines builds."""
 
 import re
 import shutil
@@ -11,6 +12,8 @@ import pytest
 
 from arena.game.rules import NORTH, SWAP, parse_rules
 from arena.match.bots import load_bot
+from arena.match.build import ensure_built
+from arena.match.confine import Confinement, capabilities
 from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +39,12 @@ def block_in_section(heading: str, language: str) -> str:
 BOTKIT_SECTION = "A Python bot on arena's rules engine"
 
 
+def built(folder: Path):
+    """The bot folder, built by its bot.toml's build as `arena run` builds it (sandbox where there is one)."""
+    conf, _ = capabilities(Confinement(), want_sandbox=True)
+    return ensure_built(load_bot(folder), conf)
+
+
 def play_both_sides(bot_path: Path, rules_spec: str) -> None:
     rules = parse_rules(rules_spec)
     doc_bot = Player(load_bot(bot_path))
@@ -59,13 +68,18 @@ def test_the_python_bot_in_the_doc_plays_clean_games(tmp_path):
     play_both_sides(bot, "kalah,pits=4,seeds=3,pie")
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) is installed")
 def test_the_c_bot_in_the_doc_compiles_and_plays_clean_games(tmp_path):
     folder = tmp_path / "doc_c"
     folder.mkdir()
     (folder / "bot.c").write_text(first_block("c"))
-    subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", "bot", "bot.c"], cwd=folder, check=True)
-    (folder / "bot.toml").write_text('command = "./bot"\nauthor = "protocol.md"\n')
+    toml = block_in_section("A minimal C bot", "toml")
+    assert 'build = "cc ' in toml
+    (folder / "bot.toml").write_text(toml)
+    assert built(folder).build
+    assert (folder / "bot").is_file()
+    warnings = ["cc", "-O2", "-Wall", "-Werror", "-o", str(tmp_path / "strict"), "bot.c"]
+    subprocess.run(warnings, cwd=folder, check=True)  # and the doc's C has no warnings
     play_both_sides(folder, "kalah")
     play_both_sides(folder, "kalah,pits=7,seeds=7,pie")
 
@@ -75,8 +89,11 @@ def test_the_java_bot_in_the_doc_compiles_and_plays_clean_games(tmp_path):
     folder = tmp_path / "doc_java"
     folder.mkdir()
     (folder / "Bot.java").write_text(block_in_section("A minimal Java bot", "java"))
-    (folder / "bot.toml").write_text(block_in_section("A minimal Java bot", "toml"))
-    subprocess.run(["javac", "Bot.java"], cwd=folder, check=True)
+    toml = block_in_section("A minimal Java bot", "toml")
+    assert 'build = "javac ' in toml
+    (folder / "bot.toml").write_text(toml)
+    built(folder)
+    assert list(folder.glob("**/Bot.class"))
     play_both_sides(folder, "kalah")
     play_both_sides(folder, "kalah,pits=4,seeds=3,pie")
 
