@@ -150,6 +150,8 @@ def test_the_bundled_bots_pass_and_the_checklist_reads_without_colour():
     assert statuses(report)["game 2"] == "ok" and not report["fails"]
     think = item(report, "think time")["summary"]
     assert "of 100 ms" in think and "median" in think and "worst" in think
+    banked = checked(ROOT / "bots" / "random.py", "--time-bank", "5", status=0)
+    assert "s of its 5 s time bank in a game" in item(banked, "think time")["summary"]
 
 
 def test_slow_but_in_time_is_a_warning_and_passes(tmp_path):

@@ -281,12 +281,16 @@ def _score(record: GameRecord, name: str, other: str) -> str:
 
 
 @dataclass
-class _Process:
-    """What the check knows of the bot's current process: the lines it was sent in finished games."""
+class _Tally:
+    """What the check has seen so far: of the bot's current process, when it started, whether it has
+    answered, and the lines it was sent in finished games; of all games, the figures."""
 
     started: float = 0.0
-    history: list[str] = dataclasses.field(default_factory=list)
     answered: bool = False
+    history: list[str] = dataclasses.field(default_factory=list)
+    startups: list[float] = dataclasses.field(default_factory=list)  # ms from a start to its first answer
+    think: list[float] = dataclasses.field(default_factory=list)  # ms of each move but a first one
+    per_game: list[float] = dataclasses.field(default_factory=list)  # ms of thinking in each game
 
 
 def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot] | None = None) -> Report:
@@ -312,18 +316,15 @@ def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot]
         for name, ref in refs.items()
     }
     items: list[Item] = []
-    startups: list[float] = []
-    think: list[float] = []
-    process = _Process()
+    tally = _Tally()
     try:
         with Sampler(me) as sampler:
             for number, trial in enumerate(trials(bot, rules), 1):
-                items.append(_game(number, trial, me, opponents[trial.opponent], limits, settings, process,
-                                   startups, think))  # fmt: skip
+                items.append(_game(number, trial, me, opponents[trial.opponent], limits, tally))
                 sampler.look()
-            items.append(_quit(me, limits, process))
+            items.append(_quit(me, limits, tally))
             sampler.look()
-        items += _figures(bot, settings, limits, caps, startups, think, sampler)
+        items += _figures(bot, settings, limits, caps, tally, sampler)
     finally:
         for player in (me, *opponents.values()):
             player.kill()
@@ -337,13 +338,9 @@ def _game(
     me: Player,
     ref: Player,
     limits: Limits,
-    settings: Settings,
-    process: _Process,
-    startups: list[float],
-    think: list[float],
+    tally: _Tally,
 ) -> Item:
-    """Play one trial; its item, the bot's move times added to `think` and a new process's startup time
-    (from its start to its first answer) to `startups`."""
+    """Play one trial: its item; the bot's move times and a new process's startup go to the tally."""
     process_is = "second game in one process (NEWGAME after END)"
     if not me.running:
         process_is = (
@@ -352,28 +349,29 @@ def _game(
     name = f"game {number}: {trial.name.format(process=process_is)}, vs {trial.opponent}"
     v1 = starts_anywhere(me.bot)
     if not me.running:
-        process.started, process.history, process.answered = time.monotonic(), [], False
+        tally.started, tally.history, tally.answered = time.monotonic(), [], False
         with contextlib.suppress(Fault):  # here, not in play_game: its startup is timed from now
             me.start()  # (one that cannot start fails again in play_game, where it is a forfeit)
     mine: list[bool] = []
 
     def on_move(pos: Position, move: Move, player: object) -> None:
         mine.append(player is me)
-        if player is me and not process.answered:
-            process.answered = True
-            startups.append((time.monotonic() - process.started) * 1000)
+        if player is me and not tally.answered:
+            tally.answered = True
+            tally.startups.append((time.monotonic() - tally.started) * 1000)
 
-    fresh = not process.answered
+    fresh = not tally.answered
     south, north = (me, ref) if trial.side == SOUTH else (ref, me)
     record = play_game(trial.rules, south, north, limits, on_move, trial.opening)
     times = [ms for ms, own in zip(record.move_ms, mine, strict=False) if own]
-    think += times[1:] if fresh else times
+    tally.think += times[1:] if fresh else times
+    tally.per_game.append(sum(times[1:] if fresh else times))
     sent = lines_sent(trial.rules, record, me.name, limits.move_ms, limits.bank_ms) if v1 else ()
-    before = tuple(process.history)
+    before = tuple(tally.history)
     if record.faulty == me.name or not me.running:
-        process.history = []
+        tally.history = []
     else:
-        process.history += sent
+        tally.history += sent
     if record.faulty is None:
         return Item(name, OK, _score(record, me.name, ref.name) + f" in {len(times)} moves")
     if record.faulty != me.name:
@@ -396,7 +394,7 @@ def _game(
     )
 
 
-def _quit(me: Player, limits: Limits, process: _Process) -> Item:
+def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
     within the referee's grace, or be killed."""
     grace = limits.quit_grace_ms
@@ -404,7 +402,7 @@ def _quit(me: Player, limits: Limits, process: _Process) -> Item:
     if not starts_anywhere(me.bot):
         return Item(name, SKIP, "the Manchester protocol has no QUIT: an agent exits after END")
     if not me.running:
-        process.history = []
+        tally.history = []
         try:
             me.start()
         except Fault as fault:
@@ -414,7 +412,7 @@ def _quit(me: Player, limits: Limits, process: _Process) -> Item:
     me.close(grace)
     took = (time.monotonic() - began) * 1000
     code = proc.returncode()
-    lines = (*process.history, "QUIT")
+    lines = (*tally.history, "QUIT")
     if code == -signal.SIGKILL or took >= grace:
         return Item(
             name,
@@ -434,15 +432,14 @@ def _figures(
     settings: Settings,
     limits: Limits,
     caps: Capabilities,
-    startups: list[float],
-    think: list[float],
+    tally: _Tally,
     sampler: Sampler,
 ) -> list[Item]:
     """The figures: startup, think time, memory and processes, each against its limit."""
     items = []
     allowance = limits.startup_ms + limits.move_ms
-    if startups:
-        worst = max(startups)
+    if tally.startups:
+        worst = max(tally.startups)
         summary = f"first answer {worst:.0f} ms after the process started (allowed {allowance} ms)"
         near = worst > NEAR * allowance
         items.append(
@@ -450,11 +447,10 @@ def _figures(
         )
     else:
         items.append(Item("startup", SKIP, "no answer to measure"))
+    think = tally.think
     if think:
         median, worst = statistics.median(think), max(think)
         summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {limits.move_ms} ms ({len(think)} moves)"
-        if limits.bank_ms is not None:
-            summary += f"; time bank {limits.bank_ms} ms a game"
         near = worst > NEAR * limits.move_ms
         problem = ""
         if near:
@@ -462,6 +458,15 @@ def _figures(
                 f"its worst move took {worst / limits.move_ms:.0%} of the limit: on a busier machine it "
                 "times out; aim for half of the move time"
             )
+        if limits.bank_ms is not None:
+            most = max(tally.per_game)
+            summary += f"; at most {most / 1000:.1f} s of its {limits.bank_ms / 1000:g} s time bank in a game"
+            if most > NEAR * limits.bank_ms:
+                near = True
+                problem = (
+                    f"it used {most / limits.bank_ms:.0%} of its time bank in a game: fine if it budgets by "
+                    "what is left (each MOVE says it), a timeout in a longer game if not"
+                )
         items.append(Item("think time", WARN if near else OK, summary, problem))
     else:
         items.append(Item("think time", SKIP, "no moves to measure"))
