@@ -166,6 +166,20 @@ def test_the_end_of_the_input_or_q_ends_the_session_cleanly():
     assert run.stdout.count("game ") >= int(found[1])
 
 
+def test_a_bot_that_crashes_loses_to_the_person_who_is_told_why(tmp_path):
+    (tmp_path / "broken.py").write_text("raise SystemExit('cannot find my weights file')\n")
+    argv = [sys.executable, "-m", "arena", "play", "broken", "human", "--bots", str(tmp_path)]
+    run = subprocess.run(argv, cwd=ROOT, input="", capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-3] == "you win 0-0 (broken forfeits: crash)"
+    assert lines[-2].startswith(
+        "game 1: broken (south) vs human (north): human wins, broken forfeits (crash: "
+    )
+    assert "cannot find my weights file" in lines[-2]
+    assert lines[-1] == "broken 0 - 1 human after 1 game (kalah)"
+
+
 def test_ctrl_c_while_the_person_thinks_prints_the_score_so_far():
     argv = [
         sys.executable,
@@ -192,6 +206,7 @@ def test_ctrl_c_while_the_person_thinks_prints_the_score_so_far():
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert err.decode().strip() == "arena: interrupted after 0 games: human 0 - 0 random so far"
+    assert out.decode() == "\n"  # the prompt's line is ended
 
 
 def test_human_is_always_the_person_and_two_people_are_refused(tmp_path):
@@ -257,3 +272,48 @@ def test_two_people_at_one_keyboard_see_the_swap_from_their_own_side():
         "you swapped: south and its store are yours now; alice plays north and moves next"
         in bob_out.getvalue()
     )
+
+
+PONDERER = """\
+import sys, threading, time
+
+
+def ponder():
+    while True:
+        pass
+
+
+threading.Thread(target=ponder, daemon=True).start()
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "MOVE":
+        print(f"cpu {time.process_time()}", file=sys.stderr, flush=True)
+        pits = (len(words) - 4) // 2
+        print(next(p for p in range(1, pits + 1) if words[1 + p] != "0"), flush=True)
+    elif words and words[0] == "QUIT":
+        break
+"""
+
+
+class Thinking(io.StringIO):
+    """A person who takes a while over every entry."""
+
+    def readline(self, size: int = -1) -> str:
+        time.sleep(0.25)
+        return super().readline(size)
+
+
+def test_the_bot_is_paused_while_the_person_thinks(tmp_path):
+    """A bot that burns CPU in a thread gets next to none of it between its moves while the person thinks
+    (confined as arena run confines it: the cgroup freezer where there is one)."""
+    (tmp_path / "ponderer.py").write_text(PONDERER)
+    person = Human("ponderer", input=Thinking(cycle(4)), output=io.StringIO())
+    settings = Settings(rules="kalah,pits=4,seeds=3", move_ms=1000)
+    with Match(person, load_bot(tmp_path / "ponderer.py"), settings) as match:
+        record = match.play()
+    assert record.faulty is None
+    cpu = [
+        float(line.split()[1]) for line in record.stderr["ponderer"].splitlines() if line.startswith("cpu ")
+    ]
+    used = [b - a for a, b in zip(cpu, cpu[1:], strict=False)]
+    assert len(used) >= 2 and max(used) < 0.1, used  # against 0.25 s or more of the person's time per gap

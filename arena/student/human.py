@@ -145,7 +145,11 @@ class Human:
         swap = ", or SWAP" if pos.can_swap else ""
         self.output.write(f"your move (1-{pos.pits}{swap}, ? for help): ")
         self.output.flush()
-        line = self.input.readline()
+        try:
+            line = self.input.readline()
+        except KeyboardInterrupt:  # Ctrl-C: end the prompt's line before the score so far is printed
+            self.output.write("\n")
+            raise
         if not self.input.isatty():  # a piped script of moves: show them, so the transcript reads
             self.output.write(line if line.endswith("\n") else line + "\n")
         if not line:
