@@ -626,7 +626,8 @@ def check_cmd(  # type: ignore[no-untyped-def]
     asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
     asked |= {"startup_ms": startup_ms, "memory_mb": memory_mb, "max_procs": max_procs}
     asked |= {"sandbox": sandbox, "ponder": ponder}
-    report = check(found, resolve(None, asked), reference_bots((ARENA_BOTS, Path(bots_dir))))
+    references = reference_bots((ARENA_BOTS, Path(bots_dir)))
+    report = check(found, resolve(None, asked), references, say=lambda text: click.echo(text, err=True))
     click.echo(json.dumps(report.to_dict()) if as_json else render(report))
     sys.exit(1 if report.fails else 0)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -273,6 +274,26 @@ def test_a_bot_that_plays_an_empty_pit_after_its_extra_turn(tmp_path):
     answers = out.split()
     assert len(answers) >= 2 and answers[-1] == answers[-2]
     assert f"played {answers[-1]}" in failed["problem"]
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_arena_new_then_check_builds_the_bot_and_a_broken_build_is_the_failed_item(tmp_path):
+    made = subprocess.run(
+        [sys.executable, "-m", "arena", "new", "cbot", "--lang", "c", "--bots", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    report = checked(tmp_path / "cbot", status=0)
+    assert item(report, "build")["status"] == "ok" and item(report, "game 2")["status"] == "ok"
+    source = tmp_path / "cbot" / "bot.c"
+    source.write_text(source.read_text() + "\nint broken = ;\n")
+    report = checked(tmp_path / "cbot", status=1)
+    assert [i["name"] for i in report["items"]] == ["build"]  # nothing plays what did not build
+    failed = report["items"][0]
+    assert failed["status"] == "FAIL" and "build failed" in failed["problem"] and "error" in failed["problem"]
+    assert "int broken = ;" in failed["stderr"]
 
 
 AGENT = """import sys

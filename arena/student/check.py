@@ -17,14 +17,15 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
-from arena.match.bots import Bot
-from arena.match.confine import Capabilities, Jail, MiB, Warden
+from arena.match.bots import Bot, BuildError
+from arena.match.build import ensure_built
+from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden
 from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, lines_sent, play_game, starts_anywhere
@@ -293,10 +294,16 @@ class _Tally:
     per_game: list[float] = dataclasses.field(default_factory=list)  # ms of thinking in each game
 
 
-def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot] | None = None) -> Report:
+def check(
+    bot: Bot,
+    settings: Settings | None = None,
+    references: dict[str, Bot] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Report:
     """Play the check's games with `bot` (confined as `arena run` would) and return its checklist.
     `references`: greedy and random (default: arena's bundled bots). Raises RulesError for rules the bot's
-    protocol cannot play, BotError when there are no reference bots."""
+    protocol cannot play, BotError when there are no reference bots. A bot with a build (bot.toml `build`)
+    is built first, confined as `arena run` builds it; `say` hears of a build before it runs."""
     from arena.api import _confine
     from arena.match.bots import BotError
     from arena.match.referee import check_rules
@@ -309,13 +316,20 @@ def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot]
         raise BotError(f"no reference bots: arena check plays against greedy.py and random.py ({ARENA_BOTS})")
     conf, caps = _confine(settings)
     limits = settings.limits()
+    items: list[Item] = []
+    if bot.build:
+        try:
+            bot, item = _build(bot, conf, say)
+        except BuildError as e:
+            failed = Item("build", FAIL, "failed", str(e), _tail(e.output))
+            return Report(bot.name, rules.spec, limits.move_ms, (failed,), caps.notes)
+        items.append(item)
     warden = Warden(conf)
     me = Player(bot, warden=warden)
     opponents = {
         name: Player(ref, name if name != bot.name else f"reference-{name}", warden=warden)
         for name, ref in refs.items()
     }
-    items: list[Item] = []
     tally = _Tally()
     try:
         with Sampler(me) as sampler:
@@ -330,6 +344,22 @@ def check(bot: Bot, settings: Settings | None = None, references: dict[str, Bot]
             player.kill()
         warden.close()
     return Report(bot.name, rules.spec, limits.move_ms, tuple(items), caps.notes)
+
+
+def _build(bot: Bot, conf: Confinement, say: Callable[[str], None] | None) -> tuple[Bot, Item]:
+    """The bot built (if its sources changed since its last build) and the build's item."""
+    heard: list[str] = []
+
+    def building(text: str) -> None:
+        heard.append(text)
+        if say is not None:
+            say(text)
+
+    began = time.monotonic()
+    built = ensure_built(bot, conf, say=building)
+    if heard:
+        return built, Item("build", OK, f"built in {time.monotonic() - began:.1f} s")
+    return built, Item("build", OK, "up to date: built before from the same sources")
 
 
 def _game(
@@ -514,7 +544,8 @@ def render(report: Report) -> str:
         if item.problem:
             out.append(f"        {item.problem}")
         if item.stderr:
-            out += ["        its stderr (tail):", *(f"          {line}" for line in item.stderr.splitlines())]
+            label = "the build's output (tail)" if item.name == "build" else "its stderr (tail)"
+            out += [f"        {label}:", *(f"          {line}" for line in item.stderr.splitlines())]
         if item.command:
             out += ["        reproduce it: feed the bot the referee's lines", f"          {item.command}"]
     out.append(report.verdict())
