@@ -62,7 +62,7 @@ def test_a_whole_game_against_the_random_bot(rules):
     assert run.returncode == 0, run.stderr
     clean(run)
     lines = run.stdout.splitlines()
-    assert f"new game, {rules}: you play north against random; random moves first." in run.stdout
+    assert f"new game, {rules}: you play north against random; random moves first." in lines
     assert "     North: you  <- to move" in lines  # the person's row is the bottom one, named
     assert re.fullmatch(r"game 1: random \(south\) vs human \(north\): .*", lines[-2]), lines[-2]
     score = re.fullmatch(rf"random (\S+) - (\S+) human after 1 game \({rules}\)", lines[-1])
@@ -75,12 +75,12 @@ def test_wrong_entries_are_explained_and_asked_again():
     rules = parse_rules("kalah,pits=3,seeds=2,pie")
     after = rules.play(rules.initial(), 2)
     assert after.to_move == SOUTH and after.row(SOUTH)[1] == 0
-    wrong = ["abc", "0", "99", "", "SWAP", "2", "2", "-1"]
+    wrong = ["abc", "0", "99", "", "SWAP", "2", "2", "-1", "9" * 5000]
     run = play("human", "random", "--rules", rules.spec, script="\n".join(wrong) + "\n" + cycle(3))
     assert run.returncode == 0, run.stderr
     clean(run)
     said = answers(run.stdout)
-    assert said[:8] == [
+    assert said[:9] == [
         ("abc", "'abc' is not a move: type a pit number 1-3 (you can play 1, 2, 3), or q to quit"),
         ("0", "pit 0 is out of range 1..3 (you can play 1, 2, 3)"),
         ("99", "pit 99 is out of range 1..3 (you can play 1, 2, 3)"),
@@ -89,6 +89,10 @@ def test_wrong_entries_are_explained_and_asked_again():
         ("2", "you played 2: extra turn"),
         ("2", "pit 2 is empty (you can play 1, 3)"),
         ("-1", "'-1' is not a move: type a pit number 1-3 (you can play 1, 3), or q to quit"),
+        (
+            "9" * 5000,
+            f"'{'9' * 20}...' is not a move: type a pit number 1-3 (you can play 1, 3), or q to quit",
+        ),
     ]
     # Every explanation is followed by the prompt again, and the game goes on to its end.
     assert run.stdout.count("your move (1-3") == len(said)

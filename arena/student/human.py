@@ -53,7 +53,7 @@ class Human:
         self.rules, self.side, self.pos, self.ply = rules, side, rules.initial(), None
         first = "you move" if side == SOUTH else f"{self.against} moves"
         self._say(
-            f"\nnew game, {rules.spec}: you play {SIDE_NAMES[side]} against {self.against}; {first} first. "
+            f"\nnew game, {rules.spec}: you play {SIDE_NAMES[side]} against {self.against}; {first} first.\n"
             "Your row is the bottom one, your store the one on the right; ? for help."
         )
         if rules.pie:
@@ -171,12 +171,13 @@ class Human:
         move: Move
         if text.upper() == SWAP:
             move = SWAP
-        elif text.isdecimal():
+        elif text.isdecimal() and len(text) <= 9:
             move = int(text)
         else:
+            shown = repr(text if len(text) <= 20 else text[:20] + "...")
             return (
                 None,
-                f"{text!r} is not a move: type a pit number 1-{n} (you can play {legal}), or q to quit",
+                f"{shown} is not a move: type a pit number 1-{n} (you can play {legal}), or q to quit",
             )
         try:
             self.rules.play(pos, move)
