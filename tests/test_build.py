@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -205,6 +206,15 @@ def test_a_build_can_write_only_its_folder_and_has_no_network(tmp_path: Path) ->
     if os.geteuid() == 0:
         assert CONF.drop_root and (folder / "uid.txt").read_text().strip() != "0"
     assert (folder / "bot").stat().st_uid == os.geteuid(), "copied back as arena's, not the build's uid"
+
+
+def test_without_the_sandbox_the_build_runs_with_what_there_is(tmp_path: Path) -> None:
+    """--no-sandbox (or no bubblewrap): the build runs in the copy itself, still as its own uid as root."""
+    cbot = c_bot(tmp_path / "cbot")
+    bot = ensure_built(load_bot(cbot), replace(CONF, sandbox=False))
+    assert bot.argv == ("./bot",) and os.access(cbot / "bot", os.X_OK) and not needed(bot)
+    if os.geteuid() == 0 and CONF.drop_root:
+        assert builds(cbot)[0] != "0"
 
 
 @pytest.mark.parametrize(
