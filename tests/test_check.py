@@ -166,6 +166,22 @@ def test_slow_but_in_time_is_a_warning_and_passes(tmp_path):
     assert report["verdict"] == "slow: ready to play, with 1 warning above"
 
 
+def test_the_figures_see_the_bots_memory_and_processes(tmp_path):
+    heavy = TEMPLATE.replace(
+        "import sys, time\n",
+        'import subprocess, sys, time\nblob = b"x" * (200 << 20)\n'
+        'kids = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]\n',
+    ).format(on_newgame="pass", on_move="pass", on_quit="break")
+    report = checked(bot(tmp_path, "heavy", heavy), status=0)
+    memory, processes = item(report, "memory"), item(report, "processes")
+    if memory["status"] == "skip":
+        assert "not measured here (no cgroups)" in memory["summary"]
+        return
+    peak = int(memory["summary"].split()[1])
+    assert 200 <= peak < 400 and memory["summary"].endswith("of 4096 MiB")
+    assert processes["summary"].startswith("peak 4 processes")
+
+
 # --- bad bots: the right item fails, and its reproduce lines bring the fault back ---------------------------
 
 

@@ -29,7 +29,7 @@ from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden
 from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, lines_sent, play_game, starts_anywhere
-from arena.report.replay import marks
+from arena.report.replay import marks, replay
 from arena.tournament.settings import Settings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"  # an item's status, as the checklist prints it
@@ -274,11 +274,18 @@ def _tail(text: str) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-_STDERR_LINES:])
 
 
-def _score(record: GameRecord, name: str, other: str) -> str:
-    mine, theirs = record.store_of(name), record.store_of(other)
+def _played(record: GameRecord, rules: Rules, name: str) -> str:
+    """How the game went for bot `name`: the score, who swapped, and its moves, extra turns and captures
+    (read off the replay, so that a student sees what the game exercised)."""
+    other = record.north if name == record.south else record.south
     word = "drew" if record.winner is None else ("won" if record.winner == name else "lost")
-    swapped = f" ({'it' if record.north == name else 'its opponent'} swapped)"  # SWAP is North's
-    return f"{word} {mine}-{theirs}" + (swapped if record.swapped else "")
+    text = f"{word} {record.store_of(name)}-{record.store_of(other)}"
+    if record.swapped:
+        text += f" ({'it' if record.north == name else 'its opponent'} swapped)"  # SWAP is North's
+    game = replay(record, rules=rules)
+    own = [p for k, p in enumerate(game.plies) if not p.opening and game.owners(k)[p.mover] == name]
+    extra, captures = sum(p.extra for p in own), sum(p.captured != 0 for p in own)
+    return text + f" in {len(own)} moves, {extra} with an extra turn, {captures} capturing"
 
 
 @dataclass
@@ -403,7 +410,7 @@ def _game(
     else:
         tally.history += sent
     if record.faulty is None:
-        return Item(name, OK, _score(record, me.name, ref.name) + f" in {len(times)} moves")
+        return Item(name, OK, _played(record, trial.rules, me.name))
     if record.faulty != me.name:
         return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.detail})")
     status = FAIL if trial.binding else WARN
