@@ -279,3 +279,30 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "forfeits" not in out.stdout and (bots / "javabot" / "classes" / "Bot.class").is_file()
     assert json.loads((bots / "javabot" / STAMP).read_text())["outputs"].keys() == {"classes/Bot.class"}
+
+
+def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    from arena.api import Tournament
+    from arena.tournament.settings import Settings
+
+    bots = tmp_path / "bots"
+    cbot = c_bot(bots / "cbot")
+    random_bot(bots)
+    cache = tmp_path / "worker-cache"
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        resources={"games": 1},
+        dashboard_address=None,
+        host="127.0.0.1",
+        env={"ARENA_CACHE": str(cache)},
+    ) as cluster:
+        settings = Settings(rules="kalah,pits=3,seeds=2", move_ms=500, openings=0)
+        with Tournament(tmp_path / "reports" / "lab", settings) as cup:
+            result = cup.run(bots, 1, cluster=cluster.scheduler_address)
+            played = list(cup.records())
+    assert result.played == 2 and len(builds(cbot)) == 1
+    assert all(r["faulty"] is None for r in played), played
+    shipped = list(cache.glob("*/cbot/bot"))
+    assert len(shipped) == 1 and shipped[0].read_bytes() == (cbot / "bot").read_bytes()
