@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.api import _confine
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
-from arena.match.bots import Bot, BuildError
+from arena.match.bots import Bot, BotError, BuildError, load_bot
 from arena.match.build import ensure_built
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden
 from arena.match.process import Fault
 from arena.match.record import GameRecord
-from arena.match.referee import Limits, Player, lines_sent, play_game, starts_anywhere
+from arena.match.referee import Limits, Player, check_rules, lines_sent, play_game, starts_anywhere
 from arena.report.replay import marks, replay
 from arena.tournament.settings import Settings
 
@@ -142,7 +143,8 @@ def opening_offering(rules: Rules, side: int, what: str) -> tuple[Move, ...] | N
             before = rules.play(before, ply)
         if plies and before.to_move == side:
             return plies
-        found = found or plies
+        if found is None:
+            found = plies
     return found
 
 
@@ -184,8 +186,6 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
 
 def reference_bots(folders: tuple[Path, ...]) -> dict[str, Bot] | None:
     """greedy and random from the first folder that has both (arena's own bots/ first), or None."""
-    from arena.match.bots import load_bot
-
     for folder in folders:
         paths = {name: folder / f"{name}.py" for name in ("greedy", "random")}
         if all(p.is_file() for p in paths.values()):
@@ -311,10 +311,6 @@ def check(
     `references`: greedy and random (default: arena's bundled bots). Raises RulesError for rules the bot's
     protocol cannot play, BotError when there are no reference bots. A bot with a build (bot.toml `build`)
     is built first, confined as `arena run` builds it; `say` hears of a build before it runs."""
-    from arena.api import _confine
-    from arena.match.bots import BotError
-    from arena.match.referee import check_rules
-
     settings = settings or Settings()
     rules = settings.game_rules()
     check_rules((bot,), rules)
