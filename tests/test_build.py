@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -123,6 +124,15 @@ def test_a_changed_output_is_built_again_and_a_check_takes_milliseconds(tmp_path
     (cbot / "bot").write_bytes(b"#!/bin/sh\nexit 1\n")  # someone's hand-made output: built again
     ensure_built(bot, CONF)
     assert len(builds(cbot)) == 2 and (cbot / "bot").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_two_arenas_building_one_folder_at_once_build_it_once(tmp_path: Path) -> None:
+    cbot = c_bot(tmp_path / "cbot")
+    (cbot / "build.sh").write_text(COUNTING.replace("exec cc", "sleep 0.3; exec cc"))
+    said: list[str] = []  # each build runs in a copy of its own: builds.log cannot tell two at once
+    with ThreadPoolExecutor(2) as pool:
+        built = list(pool.map(lambda _: ensure_built(load_bot(cbot), CONF, say=said.append), range(2)))
+    assert said == ["building cbot: ./build.sh"] and built[0] == built[1]
 
 
 def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_compile(tmp_path: Path) -> None:

@@ -172,7 +172,12 @@ def _split(manifest: Path, key: str, line: str) -> list[str]:
 
 
 def _program(
-    manifest: Path, key: str, program: str, folder: Path, present: bool = True, hint: str = "build it first"
+    manifest: Path,
+    key: str,
+    program: str,
+    folder: Path,
+    present: bool = True,
+    hint: str = 'build it first, or have arena build it: build = "..." in bot.toml (protocol.md)',
 ) -> str:
     """The program of a command as it is run: a path in the bot's folder (which must be there and
     executable, unless not yet `present`: the build makes it), arena's Python for python, or an installed
@@ -219,7 +224,7 @@ def _build_commands(manifest: Path, value: object) -> tuple[tuple[str, ...], ...
                 f"{manifest}: build {line!r} is not a command: a list here is of whole command lines, run in "
                 f'order; write build = "{" ".join(lines)}"'
             )
-        argv[0] = _program(manifest, "build", argv[0], manifest.parent)
+        argv[0] = _program(manifest, "build", argv[0], manifest.parent, hint="it belongs beside bot.toml")
         commands.append(tuple(argv))
     return tuple(commands)
 

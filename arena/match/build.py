@@ -12,6 +12,7 @@ needed is then a few hashes of a small folder: sources edited, outputs deleted o
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from arena.match.bots import MANIFEST, STAMP, Bot, BuildError, built_outputs, check_command, load_bot
@@ -50,17 +51,30 @@ def ensure_built(
     with the compiler's output in `.output`, when the build fails. `say` hears of a build before it runs."""
     if not bot.build:
         return bot
-    current = load_bot(bot.path)
-    if not needed(current):
-        check_command(current)
-        return current
-    if say is not None:
-        say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in current.build)}")
-    _build(current, conf, seconds)
-    built = load_bot(bot.path)
-    _write_stamp(bot.path, built, built_outputs(bot.path))
+    with _locked(bot.path):
+        current = load_bot(bot.path)
+        if not needed(current):
+            check_command(current)
+            return current
+        if say is not None:
+            say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in current.build)}")
+        _build(current, conf, seconds)
+        built = load_bot(bot.path)
+        _write_stamp(bot.path, built, built_outputs(bot.path))
     check_command(built)
     return built
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One build of a folder at a time (two arenas on one bots folder): a lock on the folder itself, so no
+    lock file joins the bot's files; the second waits, then finds the bot built."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def needed(bot: Bot) -> bool:
