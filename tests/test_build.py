@@ -272,8 +272,8 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     (bots / "javabot").mkdir(parents=True)
     (bots / "javabot" / "bot.toml").write_text(
-        'build = ["javac -d classes Bot.java"]\ncommand = "java -cp classes Bot"\n'
-    )
+        'build = ["javac -d classes *.java"]\ncommand = "java -cp classes Bot"\n'
+    )  # the wildcard is arena's, no shell's: Bot.java and Pits.java
     (bots / "javabot" / "Bot.java").write_text(
         "public class Bot { public static void main(String[] a) throws Exception {\n"
         "  var in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));\n"
@@ -281,14 +281,18 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
         '    String[] w = l.trim().split(" ");\n'
         '    if (w[0].equals("QUIT")) break;\n'
         '    if (!w[0].equals("MOVE")) continue;\n'
-        "    int m = 1; while (Integer.parseInt(w[1 + m]) == 0) m++;\n"
-        "    System.out.println(m); System.out.flush(); } } }\n"
+        "    System.out.println(Pits.first(w)); System.out.flush(); } } }\n"
+    )
+    (bots / "javabot" / "Pits.java").write_text(
+        "class Pits { static int first(String[] w) {\n"
+        "  int m = 1; while (Integer.parseInt(w[1 + m]) == 0) m++; return m; } }\n"
     )
     random_bot(bots)
     out = arena("play", "javabot", "random", "--bots", str(bots), "--rules", "kalah,pits=3,seeds=2")
     assert out.returncode == 0, out.stderr
     assert "forfeits" not in out.stdout and (bots / "javabot" / "classes" / "Bot.class").is_file()
-    assert json.loads((bots / "javabot" / STAMP).read_text())["outputs"].keys() == {"classes/Bot.class"}
+    outputs = json.loads((bots / "javabot" / STAMP).read_text())["outputs"]
+    assert outputs.keys() == {"classes/Bot.class", "classes/Pits.class"}
 
 
 def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp_path: Path) -> None:

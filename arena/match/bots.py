@@ -30,6 +30,8 @@ _NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
 # What only a shell understands in a command line: arena runs the command itself, with no shell.
 _SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(|\$\{|\*")
+# The same for a build, but for the wildcard: arena expands `*.java` itself (arena/match/build.py).
+_BUILD_SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(|\$\{")
 # Files that show a folder holds a program (so a folder of them without a bot.toml is a bot half made).
 _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs", ".rs", ".go", ".sh"}
 
@@ -210,7 +212,7 @@ def _build_commands(manifest: Path, value: object) -> tuple[tuple[str, ...], ...
         )
     commands = []
     for line in lines:
-        if shell := _SHELL_SYNTAX.search(line):
+        if shell := _BUILD_SHELL_SYNTAX.search(line):
             raise BotError(
                 f"{manifest}: build {line!r} uses shell syntax ({shell.group()!r}), but no shell runs it: "
                 'give the steps as a list, build = ["step one", "step two"], or put them in a script '

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -161,7 +162,7 @@ def _step(
     with log.open("wb") as out:
         try:
             popen = subprocess.Popen(
-                jail.build_command(argv, copy),
+                jail.build_command(_expanded(argv, copy), copy),
                 cwd=copy,
                 env=jail.environment(),
                 stdin=subprocess.DEVNULL,
@@ -198,6 +199,17 @@ def _step(
         ended = f"exited with status {code}"
     first = _first_error(lines)
     raise BuildError(f"{manifest}: build failed: {shown!r} {ended}" + (f": {first}" if first else ""), output)
+
+
+def _expanded(argv: Sequence[str], folder: Path) -> list[str]:
+    """The words of a build command with wildcards expanded in the bot's folder, as a shell would:
+    `javac -d classes *.java` (`**` goes into subfolders); a pattern that matches nothing stays as it is."""
+    words = [argv[0]]
+    for word in argv[1:]:
+        wild = any(c in word for c in "*?[")
+        found = sorted(glob.glob(word, root_dir=folder, recursive=True)) if wild else []
+        words += found or [word]
+    return words
 
 
 def _first_error(lines: list[str]) -> str:
