@@ -173,6 +173,8 @@ def test_every_starter_ships_with_the_package():
     shipped = {p for pattern in globs for p in package.glob(pattern) if p.is_file()}
     files = {p for p in STARTERS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert files and files <= shipped
+    for source in files:  # short enough for a student to read whole
+        assert len(source.read_text().splitlines()) <= 150, source
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
