@@ -619,7 +619,7 @@ def check_cmd(  # type: ignore[no-untyped-def]
     """Check BOT (a name in --bots, or a path) before a tournament: it plays a few short games against
     greedy and random, confined as in `arena run`, and prints a checklist of what the referee would hold
     against it (protocol, startup, think time, memory, processes, QUIT), each problem with the lines that
-    reproduce it by hand. Exit status 1 if it would forfeit."""
+    reproduce it by hand. Exit status 1 if it would forfeit (or stays after QUIT), 0 with warnings only."""
     from arena.student.check import ARENA_BOTS, check, reference_bots, render
 
     found = find_bot(bot, bots_dir)
