@@ -182,6 +182,17 @@ def test_arena_play_of_a_bot_that_does_not_compile_is_one_line_and_the_compilers
     assert any("undefined_thing" in line and "error" in line for line in rest)
 
 
+def test_a_build_that_prints_without_end_gives_its_error_and_the_end_of_its_output(tmp_path: Path) -> None:
+    folder = c_bot(tmp_path / "chatty")
+    (folder / "build.sh").write_text("#!/bin/sh\nseq 1 300000\necho 'bot.c:9: error: boom' >&2\nexit 3\n")
+    with pytest.raises(BuildError) as failed:
+        ensure_built(load_bot(folder), CONF)
+    assert str(failed.value).endswith("build failed: './build.sh' exited with status 3: bot.c:9: error: boom")
+    output = failed.value.output
+    assert output.startswith("...\n") and output.endswith("300000\nbot.c:9: error: boom")
+    assert len(output) < 5000
+
+
 def test_a_build_that_hangs_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
     folder = c_bot(tmp_path / "hangs", 'build = "sleep 3617"')
     started = time.monotonic()

@@ -33,8 +33,8 @@ from arena.match.confine import Confinement, Jail, Warden
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
 _TAIL_LINES = 40  # of the build's output, kept for the student
-_TAIL_CHARS = 4000
-_HEAD_CHARS = 65536  # where the first error line is looked for
+_TAIL_BYTES = 4000
+_HEAD_BYTES = 65536  # where the first error line is looked for
 _ERROR = re.compile(r"\berror\b", re.I)
 # Lines the build's runtimes print because of arena's clean environment, not because of the student's code.
 _NOISE = ("Picked up JAVA_TOOL_OPTIONS",)
@@ -184,9 +184,7 @@ def _step(
             if jail.cgroups is not None:
                 jail.cgroups.kill()  # and in its cgroups, where there are some
             popen.wait()
-    text = log.read_bytes()[: _HEAD_CHARS * 16].decode(errors="replace")
-    lines = [line for line in text.splitlines() if not line.startswith(_NOISE)]
-    output = _tail(lines)
+    head, output = _said(log)
     if code is None:
         raise BuildError(f"{manifest}: build {shown!r} did not finish in {seconds:g} s: stopped", output)
     if code == 0:
@@ -197,7 +195,7 @@ def _step(
         ended = f"was killed by {signal.Signals(-code).name}"
     else:
         ended = f"exited with status {code}"
-    first = _first_error(lines)
+    first = _first_error([*head, *output.splitlines()])
     raise BuildError(f"{manifest}: build failed: {shown!r} {ended}" + (f": {first}" if first else ""), output)
 
 
@@ -219,9 +217,20 @@ def _first_error(lines: list[str]) -> str:
     return first if len(first) <= 200 else first[:197] + "..."
 
 
-def _tail(lines: list[str]) -> str:
-    text = "\n".join(lines[-_TAIL_LINES:])
-    return text if len(text) <= _TAIL_CHARS else "..." + text[-_TAIL_CHARS:]
+def _said(log: Path) -> tuple[list[str], str]:
+    """What the build printed: the lines of its start (where the first error is) and its last lines,
+    read without loading all of a build that printed without end."""
+    with log.open("rb") as f:
+        head = f.read(_HEAD_BYTES)
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - _TAIL_BYTES))
+        end = f.read()
+    lines = [
+        [line for line in text.decode(errors="replace").splitlines() if not line.startswith(_NOISE)]
+        for text in (head, end)
+    ]
+    tail = "\n".join(lines[1][-_TAIL_LINES:])
+    return lines[0], tail if size <= _TAIL_BYTES else "...\n" + tail
 
 
 def _copy_back(copy: Path, folder: Path, made: dict[str, str]) -> None:
