@@ -29,9 +29,9 @@ _NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
 # Files a teacher may keep beside the bots without them being taken for bots.
 _NOT_BOTS = {".md", ".txt", ".rst", ".json", ".toml", ".csv", ".cfg", ".ini", ".pdf", ".html"}
 # What only a shell understands in a command line: arena runs the command itself, with no shell.
-_SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(|\$\{|\*")
-# The same for a build, but for the wildcard: arena expands `*.java` itself (arena/match/build.py).
 _BUILD_SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(|\$\{")
+# A build's wildcards are expanded by arena (`*.java`, arena/match/build.py), a command's by nobody.
+_SHELL_SYNTAX = re.compile(_BUILD_SHELL_SYNTAX.pattern + r"|\*")
 # Files that show a folder holds a program (so a folder of them without a bot.toml is a bot half made).
 _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs", ".rs", ".go", ".sh"}
 
