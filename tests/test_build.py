@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from procs import processes_mentioning
 
-from arena.match.bots import STAMP, BotError, BuildError, load_bot
+from arena.match.bots import STAMP, BuildError, load_bot
 from arena.match.build import ensure_built, needed
 from arena.match.confine import Confinement, capabilities
 
@@ -262,8 +262,10 @@ def test_a_bad_build_value_is_one_line(tmp_path: Path, line: str, words: str) ->
 
 def test_a_build_that_does_not_make_the_command_is_the_bots_fault(tmp_path: Path) -> None:
     folder = c_bot(tmp_path / "cbot", 'build = "cc -o other bot.c"')
-    with pytest.raises(BotError, match=r"command './bot' not found in .*; the build did not make it"):
+    with pytest.raises(BuildError, match=r"command './bot' not found in .*; the build did not make it"):
         ensure_built(load_bot(folder), CONF)
+    out = arena("play", str(folder), str(ROOT / "bots" / "random.py"), *QUICK)
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
 
 
 def test_the_built_folder_is_what_travels_to_a_cluster_worker(tmp_path: Path) -> None:

@@ -28,7 +28,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from arena.match.bots import MANIFEST, STAMP, Bot, BuildError, built_outputs, check_command, load_bot
+from arena.match.bots import (
+    MANIFEST,
+    STAMP,
+    Bot,
+    BotError,
+    BuildError,
+    built_outputs,
+    check_command,
+    load_bot,
+)
 from arena.match.confine import Confinement, Jail, Warden
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
@@ -49,20 +58,22 @@ def ensure_built(
 ) -> Bot:
     """The bot, built if its bot.toml has a `build` and its stamp says the sources or outputs changed since
     the last build, re-loaded (its command checked, its digest that of its sources); BuildError, one line
-    with the compiler's output in `.output`, when the build fails. `say` hears of a build before it runs."""
+    with the compiler's output in `.output`, when the build fails or does not make the command's program.
+    `say` hears of a build before it runs."""
     if not bot.build:
         return bot
     with _locked(bot.path):
-        current = load_bot(bot.path)
-        if not needed(current):
-            check_command(current)
-            return current
-        if say is not None:
-            say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in current.build)}")
-        _build(current, conf, seconds)
         built = load_bot(bot.path)
-        _write_stamp(bot.path, built, built_outputs(bot.path))
-    check_command(built)
+        if needed(built):
+            if say is not None:
+                say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in built.build)}")
+            _build(built, conf, seconds)
+            built = load_bot(bot.path)
+            _write_stamp(bot.path, built, built_outputs(bot.path))
+    try:
+        check_command(built)
+    except BotError as e:  # a build that made no program to run failed too
+        raise BuildError(str(e)) from None
     return built
 
 
