@@ -46,7 +46,7 @@ log = logging.getLogger("arena")
 Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
 
 
-def _confine(settings: Settings) -> tuple[Confinement, Capabilities]:
+def confinement_here(settings: Settings) -> tuple[Confinement, Capabilities]:
     """The limits as this machine can enforce them; what it cannot is logged, never silently skipped."""
     conf, caps = capabilities(settings.confinement(), settings.sandbox)
     for note in caps.notes:
@@ -200,7 +200,7 @@ class Tournament:
     def _local(self) -> tuple[Confinement, Capabilities]:
         """The limits as this machine enforces them, for its games and its builds (warned of once)."""
         if self._here is None:
-            self._here = _confine(self.settings)
+            self._here = confinement_here(self.settings)
         return self._here
 
     def enter(
@@ -384,7 +384,7 @@ class Match:
         self.settings = settings or Settings()
         self.rules = self.settings.game_rules()
         check_rules([x for x in (a, b) if isinstance(x, Bot)], self.rules)
-        conf, self.capabilities = _confine(self.settings)
+        conf, self.capabilities = confinement_here(self.settings)
         # A bot with a build is built first: BuildError (one line; the compiler's output in .output) if not.
         a, b = (ensure_built(x, conf) if isinstance(x, Bot) else x for x in (a, b))
         self.warden = Warden(conf)

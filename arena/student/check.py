@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.api import _confine
+from arena.api import confinement_here
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
 from arena.match.bots import Bot, BotError, BuildError, load_bot
 from arena.match.build import ensure_built
@@ -317,7 +317,7 @@ def check(
     refs = references or reference_bots((ARENA_BOTS,))
     if refs is None:
         raise BotError(f"no reference bots: arena check plays against greedy.py and random.py ({ARENA_BOTS})")
-    conf, caps = _confine(settings)
+    conf, caps = confinement_here(settings)
     limits = settings.limits()
     items: list[Item] = []
     if bot.build:
