@@ -28,7 +28,7 @@ from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
 from arena.match.confine import Capabilities, Confinement, Warden, capabilities
 from arena.match.record import GameRecord
-from arena.match.referee import Player, Seat, check_rules, play_game
+from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
 
@@ -373,7 +373,8 @@ class Tournament:
 
 
 class Match:
-    """Games between two bots under one Settings, alternating sides, their processes kept between games.
+    """Games between two bots under one Settings, alternating sides, their processes kept between games, each
+    pair of games from the next opening of the settings' book (`openings=0`: every game from the start).
     Either side may be a `Seat` instead of a bot: a person (arena.student.human.Human) plays it.
 
     with Match(load_bot("bots/greedy.py"), load_bot("bots/random.py")) as match:
@@ -387,6 +388,12 @@ class Match:
         conf, self.capabilities = confinement_here(self.settings)
         # A bot with a build is built first: BuildError (one line; the compiler's output in .output) if not.
         a, b = (ensure_built(x, conf) if isinstance(x, Bot) else x for x in (a, b))
+        # Openings as in a tournament (two deterministic bots would repeat one pair of games otherwise); a
+        # person, or a bot whose protocol must begin at the start, plays from the start.
+        if all(isinstance(x, Bot) and starts_anywhere(x) for x in (a, b)):
+            self.book = make_book(self.settings)
+        else:
+            self.book = Book((), "none: every game starts at the start position")
         self.warden = Warden(conf)
         second = b.name if b.name != a.name else f"{b.name}-2"
         first_seat = Player(a, warden=self.warden) if isinstance(a, Bot) else a
@@ -396,10 +403,12 @@ class Match:
         self.games = 0
 
     def play(self, on_move: Callable[[Position, Move, Seat], None] | None = None) -> GameRecord:
-        """One game: the first bot is south in odd games (1st, 3rd, ...), the second in even ones."""
+        """One game: the first bot is south in odd games (1st, 3rd, ...), the second in even ones; each pair
+        of games plays the book's next opening, once from each side."""
         first, second = self.players
         south, north = (first, second) if self.games % 2 == 0 else (second, first)
-        record = play_game(self.rules, south, north, self.settings.limits(), on_move)
+        opening = self.book.for_round(self.games // 2 + 1)
+        record = play_game(self.rules, south, north, self.settings.limits(), on_move, opening)
         self.games += 1
         for player in self.players:
             self.score[player.name] += 0.5 if record.winner is None else float(record.winner == player.name)

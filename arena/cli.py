@@ -74,6 +74,13 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
 TIME_BANK = click.FloatRange(0.001, 86_400)
 
 
+def _openings_asked(openings: str | None) -> dict[str, object]:
+    """`--openings N|FILE` as settings: a count of openings to generate, or a book file."""
+    if openings is None:
+        return {}
+    return {"openings": int(openings)} if openings.isdigit() else {"book": openings}
+
+
 def _bank_ms(seconds: float | None) -> int | None:
     return None if seconds is None else max(1, round(seconds * 1000))
 
@@ -125,6 +132,14 @@ def cli() -> None:
     show_default=True,
     help="Folder where bot names are looked up.",
 )
+@click.option(
+    "--openings",
+    metavar="N|FILE",
+    help="Openings each pair of games plays, once from each side: N generated from --seed (0: every game "
+    "from the start), or a book FILE [default: one per pair of games, at most 50; a single game, or one "
+    "with you in it, from the start].",
+)
+@click.option("--seed", type=int, help="Seed of the generated openings [default: 1].")
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
 @click.option("--show", is_flag=True, help="Draw the board after every move (always, when you play).")
 @_confinement_options
@@ -137,6 +152,8 @@ def play(  # type: ignore[no-untyped-def]
     startup_ms,
     time_bank,
     bots_dir,
+    openings,
+    seed,
     as_json,
     show,
     memory_mb,
@@ -160,7 +177,11 @@ def play(  # type: ignore[no-untyped-def]
         "max_procs": max_procs,
         "sandbox": sandbox,
         "ponder": ponder,
+        "seed": seed,
     }
+    asked |= _openings_asked(openings)
+    if openings is None:  # two deterministic bots repeat one pair of games: a series goes through openings
+        asked["openings"] = min(Settings().openings, (games + 1) // 2) if games > 1 else 0
     with Match(seat_a, seat_b, resolve(None, asked)) as match:
         first, second = (p.name for p in match.players)
         try:
@@ -227,7 +248,8 @@ def _play_games(match: Match, games: int, show: bool, as_json: bool, out: TextIO
 
 def describe(number: int, r: GameRecord) -> str:
     """One human line per game."""
-    head = f"game {number}: {r.south} (south) vs {r.north} (north): "
+    head = f"game {number}: {r.south} (south) vs {r.north} (north)"
+    head += f", opening {' '.join(map(str, r.opening))}: " if r.opening else ": "
     if r.faulty:
         return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {r.detail})"
     score = f"{r.south_store}-{r.north_store}"
@@ -358,8 +380,7 @@ def run(  # type: ignore[no-untyped-def]
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
     asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
-    if openings is not None:
-        asked |= {"openings": int(openings)} if openings.isdigit() else {"book": openings}
+    asked |= _openings_asked(openings)
     with Tournament(Path(out) / name, **asked) as cup:
         building = None if quiet else lambda line: click.echo(f"arena: {line}", err=True)
         for entry, why in cup.enter(bots_dir, hero, on_build=building).broken:  # a failed build too

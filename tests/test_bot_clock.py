@@ -54,9 +54,12 @@ def on_one_cpu_with_a_busy_neighbour() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def moves_by_bot(record: GameRecord) -> list[tuple[str, float]]:
-    """(bot, the move's time as the referee measured it) for every move of the game, in order."""
+    """(bot, the move's time as the referee measured it) for every move of the game, in order (the opening's
+    plies were the referee's)."""
     rules = parse_rules(record.rules)
     pos, owners, out = rules.initial(), [record.south, record.north], []
+    for ply in record.opening:
+        pos = rules.play(pos, ply)
     for move, ms in zip(record.moves, record.move_ms, strict=True):
         out.append((owners[pos.to_move], ms))
         pos = rules.play(pos, move)

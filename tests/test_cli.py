@@ -21,10 +21,10 @@ def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def replay(record: dict) -> tuple[int, int]:
-    """Final stores after replaying a record's moves through the rules engine."""
+    """Final stores after replaying a record's opening and moves through the rules engine."""
     rules = parse_rules(record["rules"])
     pos = rules.initial()
-    for move in record["moves"]:
+    for move in [*record["opening"], *record["moves"]]:
         pos = rules.play(pos, move if move == SWAP else int(move))
     assert rules.is_over(pos)
     return pos.store(0), pos.store(1)
@@ -47,6 +47,34 @@ def test_play_json_records_replay_and_alternate_sides():
         assert len(r["move_ms"]) == len(r["moves"])
         assert set(r["stderr"]) == {"random", "greedy"}
     assert "after 3 games (kalah,pits=4,seeds=3,pie)" in run.stderr.splitlines()[-1]
+    # A series goes through openings, each pair of games playing one from both sides.
+    assert records[0]["opening"] and records[0]["opening"] == records[1]["opening"]
+
+
+def test_play_openings_only_for_a_series_unless_asked(tmp_path: Path) -> None:
+    """Two deterministic bots: without openings every pair of games is the same pair; with them, a series
+    plays different games. A single game starts at the start, and --openings 0 turns them off."""
+    spec = ["--rules", "kalah,pits=4,seeds=3", "--json"]
+    series = arena("play", "greedy", "alphabeta", "--games", "6", "--move-time", "50", *spec)
+    assert series.returncode == 0, series.stderr
+    games = [json.loads(line) for line in series.stdout.splitlines()]
+    openings = [tuple(g["opening"]) for g in games]
+    assert all(openings) and openings[0::2] == openings[1::2] and len(set(openings)) == 3, openings
+    assert len({tuple(g["moves"]) for g in games}) > 2  # not one pair of games three times
+    lines = arena("play", "greedy", "random", "--games", "2", "--rules", "kalah,pits=4,seeds=3")
+    assert "opening " in lines.stdout.splitlines()[0], lines.stdout
+    single = arena("play", "greedy", "random", *spec)
+    off = arena("play", "greedy", "alphabeta", "--games", "4", "--move-time", "50", "--openings", "0", *spec)
+    for run in (single, off):
+        assert run.returncode == 0, run.stderr
+        assert all(json.loads(line)["opening"] == [] for line in run.stdout.splitlines())
+    book = tmp_path / "book.txt"
+    book.write_text("1 2\n")
+    fixed = arena("play", "greedy", "random", "--games", "2", "--openings", str(book), *spec)
+    played = [json.loads(line)["opening"] for line in fixed.stdout.splitlines()]
+    assert played == [[1, 2], [1, 2]], fixed.stderr
+    bad = arena("play", "greedy", "random", "--openings", str(tmp_path / "none.txt"))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "none.txt" in bad.stderr
 
 
 def test_play_text_summary_and_show():
