@@ -3,8 +3,9 @@ when its sources change.
 
 The build is the student's code running, so it is confined as the bot is (the sandbox with no network,
 memory and process limits, an unprivileged uid when arena is root, a clean environment), with a time limit,
-and it may write its own folder only: it runs in a copy of the folder that its uid owns, shown at the
-folder's own path in the sandbox, and the files it made or changed are copied back. A stamp in the folder
+and it may write its own folder only: it runs in a copy of the folder that its uid owns (on a tmpfs, so what
+it writes counts against its memory), shown at the folder's own path in the sandbox, and the files it made
+or changed are copied back. A stamp in the folder
 (bots.STAMP) records the digest of the sources and a hash of every file the build made; whether a build is
 needed is then a few hashes of a small folder: sources edited, outputs deleted or changed -> build again.
 """
@@ -41,6 +42,10 @@ from arena.match.bots import (
 from arena.match.confine import Confinement, Jail, Warden
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
+# Where a build's copy of the folder lives: a tmpfs, whose pages are charged to the memory cgroup of the
+# process that writes them, so the build's memory limit also bounds the files it writes (on the host's disk
+# a build writing without end would fill it, and the tournament's store with it).
+_SCRATCH = Path("/dev/shm")
 _TAIL_LINES = 40  # of the build's output, kept for the student
 _TAIL_BYTES = 4000
 _HEAD_BYTES = 65536  # where the first error line is looked for
@@ -132,7 +137,8 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     warden = Warden(conf)
     jail = warden.jail(folder, bot.paths, bot.memory_mb)
     try:
-        with tempfile.TemporaryDirectory(prefix="arena-build-") as tmp:
+        scratch = _SCRATCH if _SCRATCH.is_dir() and os.access(_SCRATCH, os.W_OK) else None
+        with tempfile.TemporaryDirectory(prefix="arena-build-", dir=scratch) as tmp:
             copy = Path(tmp) / folder.name
             stamp_only = lambda at, names: [STAMP] * (at == str(folder))  # noqa: E731
             shutil.copytree(folder, copy, symlinks=True, ignore=stamp_only)
