@@ -46,6 +46,7 @@ BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
 # process that writes them, so the build's memory limit also bounds the files it writes (on the host's disk
 # a build writing without end would fill it, and the tournament's store with it).
 _SCRATCH = Path("/dev/shm")
+_SCRATCH_SPARE = 512 * 1024 * 1024  # room the scratch tmpfs must have beyond the copy, for what a build makes
 _TAIL_LINES = 40  # of the build's output, kept for the student
 _TAIL_BYTES = 4000
 _HEAD_BYTES = 65536  # where the first error line is looked for
@@ -130,6 +131,18 @@ def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
     return found
 
 
+def _scratch(folder: Path) -> Path | None:
+    """The tmpfs for the build's copy if it has room for the folder and a build's outputs besides (a
+    container's /dev/shm may have 64 MiB), else None: the system's temporary folder, on disk."""
+    try:
+        room = os.statvfs(_SCRATCH)
+    except OSError:
+        return None
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+    free = room.f_bavail * room.f_frsize
+    return _SCRATCH if os.access(_SCRATCH, os.W_OK) and free > 2 * size + _SCRATCH_SPARE else None
+
+
 def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     """Run the build in a copy of the bot's folder and copy what it made back, recording it in the stamp."""
     folder = bot.path
@@ -137,8 +150,7 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     warden = Warden(conf)
     jail = warden.jail(folder, bot.paths, bot.memory_mb)
     try:
-        scratch = _SCRATCH if _SCRATCH.is_dir() and os.access(_SCRATCH, os.W_OK) else None
-        with tempfile.TemporaryDirectory(prefix="arena-build-", dir=scratch) as tmp:
+        with tempfile.TemporaryDirectory(prefix="arena-build-", dir=_scratch(folder)) as tmp:
             copy = Path(tmp) / folder.name
             stamp_only = lambda at, names: [STAMP] * (at == str(folder))  # noqa: E731
             shutil.copytree(folder, copy, symlinks=True, ignore=stamp_only)
