@@ -101,7 +101,7 @@ def _digest(path: Path, built: bool = False) -> str:
     return h.hexdigest()[:16]
 
 
-def _check_name(name: str, path: Path) -> str:
+def check_name(name: str, path: Path) -> str:
     if not _NAME.fullmatch(name):
         better = re.sub(r"[^\w.+-]", "_", name).strip("_.+-")[:64] or "mybot"
         renamed = path.with_name(better + (path.suffix if path.is_file() and path.suffix == ".py" else ""))
@@ -161,7 +161,7 @@ def _from_folder(path: Path) -> Bot:
         raise BotError(f"{manifest}: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
     # A program the build makes is looked for once it has run (check_command), the others now.
     argv[0] = _program(manifest, "command", argv[0], path, present=not build)
-    name = _check_name(path.name, path)
+    name = check_name(path.name, path)
     digest = _digest(path, built=bool(build))
     return Bot(name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build)
 
@@ -250,13 +250,13 @@ def load_bot(path: Path) -> Bot:
         raise BotError(f"{path}: cannot be read (check its permissions)")
     if path.suffix == ".py":
         argv = (sys.executable, "-P", "-c", PY_LAUNCHER, str(path))
-        return Bot(_check_name(path.stem, path), argv, path.parent, path, _digest(path))
+        return Bot(check_name(path.stem, path), argv, path.parent, path, _digest(path))
     if not os.access(path, os.X_OK):
         raise BotError(
             f"{path}: not a .py file and not executable; chmod +x it, or for a compiled bot make a "
             f"folder with a {MANIFEST}"
         )
-    return Bot(_check_name(path.name, path), (str(path),), path.parent, path, _digest(path))
+    return Bot(check_name(path.name, path), (str(path),), path.parent, path, _digest(path))
 
 
 def _is_candidate(entry: Path) -> bool:

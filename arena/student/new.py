@@ -11,7 +11,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from arena.match.bots import BotError, _check_name
+from arena.match.bots import BotError, check_name
 
 LANGUAGES = ("python", "c", "cpp", "java", "js")  # the folders under starters/, in the order shown
 PLACEHOLDER = "{{NAME}}"
@@ -28,7 +28,7 @@ def new_bot(name: str, lang: str, folder: Path) -> Path:
     bot may not have, an unknown language, or a target that exists. A missing bots folder is made."""
     folder = Path(folder)
     target = folder / name
-    _check_name(name, target)
+    check_name(name, target)
     if name.endswith(".py"):
         raise BotError(f"{target}: the starters are bot folders: name it without .py, e.g. {name[:-3]}")
     starter = _starter(lang)
