@@ -111,15 +111,13 @@ def test_a_c_bot_is_built_before_it_plays_and_again_only_when_its_sources_change
     assert load_bot(cbot).digest != version and not needed(load_bot(cbot))
 
 
-def test_a_changed_output_is_built_again_and_a_check_takes_milliseconds(tmp_path: Path) -> None:
+def test_a_changed_output_is_built_again(tmp_path: Path) -> None:
+    """(What the check costs when nothing changed: benchmarks/build_check.py.)"""
     cbot = c_bot(tmp_path / "cbot")
     bot = ensure_built(load_bot(cbot), CONF)
     assert len(builds(cbot)) == 1 and bot.argv == ("./bot",)
-    started = time.perf_counter()
-    for _ in range(10):
+    for _ in range(3):
         assert ensure_built(bot, CONF) == bot
-    took = (time.perf_counter() - started) / 10
-    assert took < 0.1, f"a check with nothing to build took {took * 1000:.1f} ms"
     assert len(builds(cbot)) == 1
     (cbot / "bot").write_bytes(b"#!/bin/sh\nexit 1\n")  # someone's hand-made output: built again
     ensure_built(bot, CONF)
