@@ -316,7 +316,10 @@ def check(
     check_rules((bot,), rules)
     refs = references or reference_bots((ARENA_BOTS,))
     if refs is None:
-        raise BotError(f"no reference bots: arena check plays against greedy.py and random.py ({ARENA_BOTS})")
+        raise BotError(
+            "no reference bots: arena check plays against greedy.py and random.py, looked for in "
+            f"{ARENA_BOTS} and the --bots folder; copy them there from arena's source (its bots/ folder)"
+        )
     conf, caps = confinement_here(settings)
     limits = settings.limits()
     items: list[Item] = []
