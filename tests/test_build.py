@@ -345,3 +345,15 @@ def test_a_build_writing_without_end_is_stopped_by_its_memory_limit_not_the_disk
         ensure_built(load_bot(folder), CONF)
     assert not (folder / "big.bin").exists() and not (folder / "bot").exists()
     assert set(Path("/dev/shm").glob("arena-build-*")) == left_before, "the copy is removed"
+
+
+def test_a_link_planted_where_arena_copies_an_output_is_not_written_through(tmp_path: Path) -> None:
+    """A bot's folder may hold a link at the name arena writes an output aside under before renaming it:
+    arena (often root) must not write through it to a file outside the folder."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    folder = c_bot(tmp_path / "planter")
+    (folder / f".bot.arena-{os.getpid()}").symlink_to(victim)
+    with pytest.raises(BuildError, match=r"cannot write the build's files into .*planter"):
+        ensure_built(load_bot(folder), CONF)
+    assert victim.read_text() == "untouched\n"

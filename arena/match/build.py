@@ -279,10 +279,21 @@ def _copy_back(copy: Path, folder: Path, made: dict[str, str]) -> None:
             raise OSError(f"the build's file {rel} would land outside {folder}")
         if not target.is_symlink() and _sha(target) == made[rel]:
             continue  # already there, as it was (an output the build left alone)
-        mode = source.stat().st_mode & 0o755
         aside = target.with_name(f".{target.name}.arena-{os.getpid()}")
-        shutil.copyfile(source, aside, follow_symlinks=False)
-        aside.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+        # Read without following a link, and write a file made new here (O_EXCL): a link planted at either
+        # name (by the build, or among the bot's own files) cannot make arena, often root, write elsewhere.
+        src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            info = os.fstat(src)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"the build's file {rel} is not a regular file")
+            mode = info.st_mode & 0o755  # never setuid or setgid
+            dst = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.fchmod(dst, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+            with open(src, "rb", closefd=False) as reader, open(dst, "wb") as writer:
+                shutil.copyfileobj(reader, writer)
+        finally:
+            os.close(src)
         os.replace(aside, target)  # replaces a link at `target` rather than writing through it
 
 
