@@ -357,3 +357,13 @@ def test_a_link_planted_where_arena_copies_an_output_is_not_written_through(tmp_
     with pytest.raises(BuildError, match=r"cannot write the build's files into .*planter"):
         ensure_built(load_bot(folder), CONF)
     assert victim.read_text() == "untouched\n"
+
+
+def test_a_link_planted_where_arena_writes_the_stamp_aside_is_not_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    folder = c_bot(tmp_path / "stamper")
+    (folder / f"{STAMP}.{os.getpid()}").symlink_to(victim)
+    with pytest.raises(BuildError, match=r"cannot write the build's files into .*stamper"):
+        ensure_built(load_bot(folder), CONF)
+    assert victim.read_text() == "untouched\n"

@@ -288,8 +288,7 @@ def _copy_back(copy: Path, folder: Path, made: dict[str, str]) -> None:
             if not stat.S_ISREG(info.st_mode):
                 raise OSError(f"the build's file {rel} is not a regular file")
             mode = info.st_mode & 0o755  # never setuid or setgid
-            dst = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            os.fchmod(dst, mode | 0o444 | (0o111 if mode & 0o100 else 0))
+            dst = _create(aside, mode | 0o444 | (0o111 if mode & 0o100 else 0))
             with open(src, "rb", closefd=False) as reader, open(dst, "wb") as writer:
                 shutil.copyfileobj(reader, writer)
         finally:
@@ -306,6 +305,14 @@ def _write_stamp(folder: Path, bot: Bot | None, outputs: dict[str, str]) -> None
         "outputs": outputs,
     }
     aside = folder / f"{STAMP}.{os.getpid()}"
-    aside.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    aside.chmod(0o644)
+    with open(_create(aside, 0o644), "w", encoding="utf-8") as f:
+        f.write(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     os.replace(aside, folder / STAMP)
+
+
+def _create(path: Path, mode: int) -> int:
+    """A file made new at `path` (never an existing one, never through a link: the bot's folder is its
+    author's, and arena is often root), open for writing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, mode)
+    return fd
