@@ -71,6 +71,13 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
+def _bots_option(text: str):  # type: ignore[no-untyped-def]
+    """--bots DIR: the folder where bot names are looked up (default bots/)."""
+    return click.option(
+        "--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True, help=text
+    )
+
+
 TIME_BANK = click.FloatRange(0.001, 86_400)
 
 
@@ -124,14 +131,7 @@ def cli() -> None:
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
 @click.option("--games", type=click.IntRange(1, 1_000_000), default=1, show_default=True)
 @_time_options
-@click.option(
-    "--bots",
-    "bots_dir",
-    type=click.Path(path_type=Path),
-    default="bots",
-    show_default=True,
-    help="Folder where bot names are looked up.",
-)
+@_bots_option("Folder where bot names are looked up.")
 @click.option(
     "--openings",
     metavar="N|FILE",
@@ -339,7 +339,7 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     help="Play the games on the workers of this Dask cluster's scheduler, not on this machine's cores "
     '(--jobs); needs pip install "arena[cluster]" [env: ARENA_CLUSTER].',
 )
-@click.option("--bots", "bots_dir", type=click.Path(path_type=Path), default="bots", show_default=True)
+@_bots_option("Folder of the bots that play.")
 @_tournament_options
 @click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
 @click.option(
@@ -584,14 +584,7 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
 @click.option(
     "--lang", type=click.Choice(LANGUAGES), default="python", show_default=True, help="The bot's language."
 )
-@click.option(
-    "--bots",
-    "bots_dir",
-    type=click.Path(path_type=Path),
-    default="bots",
-    show_default=True,
-    help="Folder to put the bot in (made if missing).",
-)
+@_bots_option("Folder to put the bot in (made if missing).")
 def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
     """Write a starter bot NAME into the bots folder: it plays greedily, watches its clock, and its
     comments say what each line of the protocol means and where your own strategy goes."""
@@ -624,14 +617,7 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
 @click.argument("bot")
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
 @_time_options
-@click.option(
-    "--bots",
-    "bots_dir",
-    type=click.Path(path_type=Path),
-    default="bots",
-    show_default=True,
-    help="Folder where bot names are looked up (and greedy and random, if arena has none of its own).",
-)
+@_bots_option("Folder where bot names are looked up (and greedy and random, if arena has none of its own).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as one JSON object.")
 @_confinement_options
 def check_cmd(  # type: ignore[no-untyped-def]
