@@ -13,6 +13,27 @@ for line in sys.stdin:
         break
 """
 
+# FIRST_LEGAL in C; `/*HERE*/` is where a test may edit the source (a compile error).
+FIRST_LEGAL_C = r"""#include <stdio.h>
+#include <string.h>
+int main(void) {
+    static char line[65536];
+    while (fgets(line, sizeof line, stdin)) {
+        if (strncmp(line, "QUIT", 4) == 0) break;
+        if (strncmp(line, "MOVE ", 5) != 0) continue;
+        int board[256], k = 0, n = 0, used;
+        char *p = line + 5;
+        sscanf(p, "%*d%n", &used); /*HERE*/
+        for (p += used; k < 256 && sscanf(p, "%d%n", &board[k], &n) == 1; p += n) k++;
+        int move = 1;
+        while (move < k / 2 - 1 && board[move - 1] == 0) move++;
+        printf("%d\n", move);
+        fflush(stdout);
+    }
+    return 0;
+}
+"""
+
 
 def first_legal_after(prelude: str) -> str:
     """FIRST_LEGAL with `prelude` run first (e.g. a hang at start)."""

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from botsrc import FIRST_LEGAL_C
 from procs import processes_mentioning
 
 from arena.match.bots import STAMP, BuildError, load_bot
@@ -28,26 +29,6 @@ QUICK = ("--rules", "kalah,pits=3,seeds=2", "--move-time", "200")
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) is installed")
 
-# The first-legal bot in C; `/*HERE*/` is where a test edits the source.
-C_BOT = r"""#include <stdio.h>
-#include <string.h>
-int main(void) {
-    static char line[65536];
-    while (fgets(line, sizeof line, stdin)) {
-        if (strncmp(line, "QUIT", 4) == 0) break;
-        if (strncmp(line, "MOVE ", 5) != 0) continue;
-        int board[256], k = 0, n = 0, used;
-        char *p = line + 5;
-        sscanf(p, "%*d%n", &used); /*HERE*/
-        for (p += used; k < 256 && sscanf(p, "%d%n", &board[k], &n) == 1; p += n) k++;
-        int move = 1;
-        while (move < k / 2 - 1 && board[move - 1] == 0) move++;
-        printf("%d\n", move);
-        fflush(stdout);
-    }
-    return 0;
-}
-"""
 # A build script that counts its runs (each appends its uid to builds.log) before it compiles.
 COUNTING = "#!/bin/sh\nid -u >> builds.log\nexec cc -O2 -o bot bot.c\n"
 
@@ -58,7 +39,7 @@ def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
-def c_bot(folder: Path, build: str = 'build = "./build.sh"', source: str = C_BOT) -> Path:
+def c_bot(folder: Path, build: str = 'build = "./build.sh"', source: str = FIRST_LEGAL_C) -> Path:
     """A C bot folder: bot.c, the counting build.sh, and a bot.toml with `build` (a TOML line)."""
     folder.mkdir(parents=True)
     (folder / "bot.c").write_text(source, encoding="utf-8")
@@ -136,7 +117,7 @@ def test_two_arenas_building_one_folder_at_once_build_it_once(tmp_path: Path) ->
 def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_compile(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     cbot = c_bot(bots / "cbot")
-    broken = C_BOT.replace("/*HERE*/", "undefined_thing = 1;")
+    broken = FIRST_LEGAL_C.replace("/*HERE*/", "undefined_thing = 1;")
     badc = c_bot(bots / "badc", 'build = "cc -O2 -o bot bot.c"', broken)
     random_bot(bots)
     run = ("run", "--bots", str(bots), "--out", str(tmp_path / "reports"), "--openings", "0", *QUICK)
@@ -168,7 +149,7 @@ def test_arena_play_of_a_bot_that_does_not_compile_is_one_line_and_the_compilers
     tmp_path: Path,
 ) -> None:
     bots = tmp_path / "bots"
-    c_bot(bots / "badc", source=C_BOT.replace("/*HERE*/", "undefined_thing = 1;"))
+    c_bot(bots / "badc", source=FIRST_LEGAL_C.replace("/*HERE*/", "undefined_thing = 1;"))
     random_bot(bots)
     out = arena("play", "badc", "random", "--bots", str(bots), *QUICK)
     assert out.returncode == 1, out.stderr

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from botsrc import FIRST_LEGAL_C
 
 from arena.match.confine import sandbox_problem
 from arena.report import page
@@ -311,3 +312,54 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
     time.sleep(0.2)
     leftover = subprocess.run(["pgrep", "-f", str(bots)], capture_output=True, text=True).stdout.split()
     assert leftover == [], leftover  # the hog's setsid children ended with their bot
+
+
+HOSTILE_BUILD = """#!/bin/bash
+id -u > uid.txt
+echo pwned > {victim} 2>/dev/null  # the sandbox's own copy of the path, if any: never the host's
+{python} -c "import socket; socket.socket(socket.AF_UNIX).connect('{sock}')" 2>/dev/null
+(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo yes > net.txt || echo no > net.txt
+exec cc -O2 -o bot bot.c
+"""
+
+
+def test_a_hostile_build_changes_nothing_outside_its_folder(mode: str, workdir: Path) -> None:
+    """A bot's build is its author's code running, as root's arena and as an ordinary user's: it cannot
+    write a file its user could write outside the sandbox, nor reach the host's network or sockets, and as
+    root it runs as a uid of its own. The bot then plays what it built."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc)")
+    root = mode == "root"
+    bots = workdir / "bots"
+    folder = bots / "builder"
+    folder.mkdir(parents=True)
+    victim = workdir / "victim.txt"
+    victim.write_text("untouched\n")
+    victim.chmod(0o666)  # writable by anyone: only the sandbox keeps the build from it
+    sock = Path(f"/var/tmp/arena-redteam-build-{uuid.uuid4().hex[:8]}.sock")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    (folder / "bot.c").write_text(FIRST_LEGAL_C)
+    hostile = HOSTILE_BUILD.format(victim=victim, sock=sock, port=port, python=sys.executable)
+    (folder / "build.sh").write_text(hostile)
+    (folder / "build.sh").chmod(0o755)
+    (folder / "bot.toml").write_text('build = "./build.sh"\ncommand = "./bot"\n')
+    shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
+    for path in (bots, folder, *folder.iterdir(), bots / "random.py"):
+        os.chown(path, NOBODY if not root else 0, NOBODY if not root else 0)  # the student's own files
+    argv = [sys.executable, "-m", "arena", "play", "builder", "random", "--bots", str(bots)]
+    argv += ["--rules", "kalah,pits=4,seeds=3", "--games", "2", "--move-time", "500"]
+    if not root:
+        argv = as_nobody(argv, [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]])
+    try:
+        with listening(sock) as accepted:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=workdir)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert "forfeits" not in done.stdout and "after 2 games" in done.stdout, done.stdout
+    assert victim.read_text() == "untouched\n"
+    assert (folder / "net.txt").read_text() == "no\n" and accepted == [0]
+    uid = int((folder / "uid.txt").read_text())
+    assert uid >= 1_000_000_000 if root else uid == NOBODY
+    assert (folder / "bot").is_file() and (folder / "bot").stat().st_mode & 0o6000 == 0
