@@ -116,14 +116,18 @@ def trueskill_ratings(
     start = model.initial()
     mu = dict.fromkeys(bots, start.mu)
     sigma = dict.fromkeys(mu, start.sigma)
-    update = model.update
-    for south, north, winner in games:
-        if winner is None:
-            a, b = south, north
-        else:
-            a, b = (south, north) if winner == south else (north, south)
-        mu[a], sigma[a], mu[b], sigma[b] = update(mu[a], sigma[a], mu[b], sigma[b], winner is None)
+    for game in games:
+        _rate(model, mu, sigma, game)
     return {i: Skill(mu[i], sigma[i]) for i in mu}
+
+
+def _rate(
+    model: Model, mu: dict[int, float], sigma: dict[int, float], game: tuple[int, int, int | None]
+) -> None:
+    """Update `mu` and `sigma` in place by one game (south, north, winner or None for a draw)."""
+    south, north, winner = game
+    a, b = (north, south) if winner == north else (south, north)  # the winner first; a draw as given
+    mu[a], sigma[a], mu[b], sigma[b] = model.update(mu[a], sigma[a], mu[b], sigma[b], winner is None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,14 +159,9 @@ def history(
     xs: list[int] = [0]
     mus: dict[int, list[float]] = {i: [start.mu] for i in ids}
     sigmas: dict[int, list[float]] = {i: [start.sigma] for i in ids}
-    update = model.update
     done = 0
-    for south, north, winner in games:
-        if winner is None:
-            a, b = south, north
-        else:
-            a, b = (south, north) if winner == south else (north, south)
-        mu[a], sigma[a], mu[b], sigma[b] = update(mu[a], sigma[a], mu[b], sigma[b], winner is None)
+    for game in games:
+        _rate(model, mu, sigma, game)
         done += 1
         if done % every == 0:
             xs.append(done)
