@@ -34,6 +34,28 @@ int main(void) {
 }
 """
 
+# Burns CPU in a thread all along and logs its CPU time on stderr at every MOVE (logs, since no file is
+# writable in the sandbox), then plays its first legal pit: the tests see how much CPU it got between moves.
+CPU_REPORTER = """\
+import sys, threading, time
+
+
+def ponder():
+    while True:
+        pass
+
+
+threading.Thread(target=ponder, daemon=True).start()
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "MOVE":
+        print(f"cpu {time.process_time()}", file=sys.stderr, flush=True)
+        pits = (len(words) - 4) // 2
+        print(next(p for p in range(1, pits + 1) if words[1 + p] != "0"), flush=True)
+    elif words and words[0] == "QUIT":
+        break
+"""
+
 
 def first_legal_after(prelude: str) -> str:
     """FIRST_LEGAL with `prelude` run first (e.g. a hang at start)."""

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from botsrc import CPU_REPORTER
 from conftest import Jailer, RlimitsOnly
 from procs import is_running, proc_state, processes_mentioning
 
@@ -186,31 +187,10 @@ def test_a_waiting_bot_gets_no_cpu_unless_pondering_is_allowed(bots, ponder: boo
     assert wait_for(lambda: group_members(proc.pid), 2.0) == []  # and no stopped process of its group
 
 
-SANDBOXED_PONDERER = """\
-import sys, threading, time
-
-
-def ponder():
-    while True:
-        pass
-
-
-threading.Thread(target=ponder, daemon=True).start()
-for line in sys.stdin:
-    words = line.split()
-    if words and words[0] == "MOVE":
-        print(f"cpu {time.process_time()}", file=sys.stderr, flush=True)  # no file is writable in there
-        pits = (len(words) - 4) // 2
-        print(next(p for p in range(1, pits + 1) if words[1 + p] != "0"), flush=True)
-    elif words and words[0] == "QUIT":
-        break
-"""
-
-
 def test_a_sandboxed_bot_is_paused_too(bots, jailer: Jailer) -> None:
     need_sandbox()  # the referee starts bwrap, not the bot: the stop must reach the bot inside
     warden = jailer.warden(Confinement(sandbox=True))
-    ponderer = jailer.player(bots.write("ponderer", SANDBOXED_PONDERER), warden)
+    ponderer = jailer.player(bots.write("ponderer", CPU_REPORTER), warden)
     sleeper = jailer.player(bots.make("sleeper", SLEEPER), warden)
     record = play_game(SMALL, ponderer, sleeper, Limits(move_ms=2000, startup_ms=5000))
     assert_normal(record)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from botsrc import CPU_REPORTER
 
 from arena import Settings
 from arena.api import Match
@@ -278,27 +279,6 @@ def test_two_people_at_one_keyboard_see_the_swap_from_their_own_side():
     )
 
 
-PONDERER = """\
-import sys, threading, time
-
-
-def ponder():
-    while True:
-        pass
-
-
-threading.Thread(target=ponder, daemon=True).start()
-for line in sys.stdin:
-    words = line.split()
-    if words and words[0] == "MOVE":
-        print(f"cpu {time.process_time()}", file=sys.stderr, flush=True)
-        pits = (len(words) - 4) // 2
-        print(next(p for p in range(1, pits + 1) if words[1 + p] != "0"), flush=True)
-    elif words and words[0] == "QUIT":
-        break
-"""
-
-
 class Thinking(io.StringIO):
     """A person who takes a while over every entry."""
 
@@ -310,7 +290,7 @@ class Thinking(io.StringIO):
 def test_the_bot_is_paused_while_the_person_thinks(tmp_path):
     """A bot that burns CPU in a thread gets next to none of it between its moves while the person thinks
     (confined as arena run confines it: the cgroup freezer where there is one)."""
-    (tmp_path / "ponderer.py").write_text(PONDERER)
+    (tmp_path / "ponderer.py").write_text(CPU_REPORTER)
     person = Human("ponderer", input=Thinking(cycle(4)), output=io.StringIO())
     settings = Settings(rules="kalah,pits=4,seeds=3", move_ms=1000)
     with Match(person, load_bot(tmp_path / "ponderer.py"), settings) as match:
