@@ -9,14 +9,17 @@ END, QUIT) and which process got it (its loop starts by logging ``pid <pid>``).
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
+from arena.game.rules import NORTH, SOUTH, Position, parse_rules
 from arena.match.bots import Bot, load_bot
 from arena.match.confine import Confinement, Jail, Warden
+from arena.match.record import GameRecord
 from arena.match.referee import Player
 
 PRELUDE = '''\
@@ -157,3 +160,32 @@ def jailer() -> Iterator[Jailer]:
         yield made
     finally:
         made.close()
+
+
+# --- what the tests assert of games and commands ------------------------------------------------------------
+
+
+def replayed(record: GameRecord) -> Position:
+    """The position a game ended in, by its opening and moves replayed through the rules engine."""
+    rules = parse_rules(record.rules)
+    pos = rules.initial()
+    for move in record.plies:
+        pos = rules.play(pos, move)
+    return pos
+
+
+def assert_ends_as_recorded(record: GameRecord) -> None:
+    """The game replays to its end, with the stores its record says."""
+    pos = replayed(record)
+    assert parse_rules(record.rules).is_over(pos), record
+    assert (pos.store(SOUTH), pos.store(NORTH)) == (record.south_store, record.north_store), record
+
+
+def assert_one_line_error(run: subprocess.CompletedProcess[str], words: Iterable[str]) -> None:
+    """A usage error: exit status 2, nothing on stdout, one line on stderr naming `words`."""
+    assert run.returncode == 2, run
+    assert run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("arena: error: ")
+    for word in words:
+        assert word in run.stderr

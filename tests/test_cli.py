@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import assert_ends_as_recorded, assert_one_line_error
 
-from arena.game.rules import SWAP, parse_rules
+from arena.match.record import GameRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,16 +19,6 @@ def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
     )
-
-
-def replay(record: dict) -> tuple[int, int]:
-    """Final stores after replaying a record's opening and moves through the rules engine."""
-    rules = parse_rules(record["rules"])
-    pos = rules.initial()
-    for move in [*record["opening"], *record["moves"]]:
-        pos = rules.play(pos, move if move == SWAP else int(move))
-    assert rules.is_over(pos)
-    return pos.store(0), pos.store(1)
 
 
 def test_play_json_records_replay_and_alternate_sides():
@@ -43,7 +34,7 @@ def test_play_json_records_replay_and_alternate_sides():
     for r in records:
         assert r["rules"] == "kalah,pits=4,seeds=3,pie"
         assert r["reason"] == "normal" and r["faulty"] is None
-        assert replay(r) == (r["south_store"], r["north_store"])
+        assert_ends_as_recorded(GameRecord.from_dict(r))
         assert len(r["move_ms"]) == len(r["moves"])
         assert set(r["stderr"]) == {"random", "greedy"}
     assert "after 3 games (kalah,pits=4,seeds=3,pie)" in run.stderr.splitlines()[-1]
@@ -119,12 +110,7 @@ def test_play_a_bot_given_by_path(tmp_path):
 )
 def test_bad_input_is_one_clear_line(args, words):
     run = arena(*args)
-    assert run.returncode == 2
-    assert run.stdout == ""
-    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("arena: error: ")
-    for word in words:
-        assert word in run.stderr
+    assert_one_line_error(run, words)
 
 
 def test_broken_bot_is_a_forfeit_not_an_error(tmp_path):

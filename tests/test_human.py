@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import CPU_REPORTER
+from conftest import assert_ends_as_recorded
 
 from arena import Settings
 from arena.api import Match
@@ -240,14 +241,7 @@ def test_human_seat_with_string_streams_plays_a_confined_bot():
     with Match(person, load_bot(ROOT / "bots" / "random.py"), settings) as match:
         record = match.play()
     assert record.south == "human" and record.north == "random" and record.faulty is None
-    rules = parse_rules(record.rules)
-    pos = rules.initial()
-    for move in record.moves:
-        pos = rules.play(pos, move)
-    assert rules.is_over(pos) and (pos.store(SOUTH), pos.store(NORTH)) == (
-        record.south_store,
-        record.north_store,
-    )
+    assert_ends_as_recorded(record)
     text = shown.getvalue()
     assert "your move (1-4, ? for help): x\n'x' is not a move" in text
     mine, theirs = record.south_store, record.north_store

@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import assert_one_line_error
 
 from arena.student.new import LANGUAGES, PLACEHOLDER
 
@@ -147,12 +148,7 @@ def test_bad_input_is_one_clear_line(args: list[str], words: list[str], tmp_path
     (tmp_path / "notes.md").write_text("")
     before = sorted(tmp_path.rglob("*"))
     run = arena(*args, cwd=tmp_path)
-    assert run.returncode == 2
-    assert run.stdout == ""
-    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("arena: error: ")
-    for word in words:
-        assert word in run.stderr
+    assert_one_line_error(run, words)
     assert sorted(tmp_path.rglob("*")) == before  # nothing made
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import assert_ends_as_recorded
 
 from arena.game.rules import NORTH, SOUTH, Position, Rules, parse_rules
 from arena.match.bots import load_bot
@@ -209,13 +210,7 @@ def test_the_bundled_bots_play_relay_through_the_referee() -> None:
                 record = play_game(rules, players[south], players[north], limits)
                 assert record.faulty is None, (record.reason, record.detail, record.stderr)
                 assert record.reason == "normal" and record.rules == "relay,pits=4,seeds=3"
-                pos = rules.initial()
-                for move in record.moves:
-                    pos = rules.play(pos, move)
-                assert rules.is_over(pos) and (pos.store(SOUTH), pos.store(NORTH)) == (
-                    record.south_store,
-                    record.north_store,
-                )
+                assert_ends_as_recorded(record)
     finally:
         for player in players.values():
             player.close()
