@@ -136,6 +136,9 @@ def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_comp
     assert all(g["faulty"] is None for g in games), games
     page = (tmp_path / "reports" / "default" / "index.html").read_text(encoding="utf-8")
     assert "not entered" in page and "undefined_thing" in page and "build failed" in page
+    # and under the leaderboard, where a student looks for their bot, a pointer to why
+    leaderboard = page[page.index('id="leaderboard"') : page.index('id="ratings"')]
+    assert "Not entered:</span> badc." in leaderboard
 
     again = arena(*run, "--rounds", "2")  # the same sources: no build, the same version, still not entered
     assert again.returncode == 0, again.stderr

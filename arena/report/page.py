@@ -325,9 +325,13 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     ]
     rows += [Fact("warning", note) for note in state.get("notes", [])]
     rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
-    not_entered = json.loads(meta.get("not_entered") or "[]")  # meant as bots, but could not play
-    rows += [Fact("not entered", f"{entry}: {why}") for entry, why in not_entered]
+    rows += [Fact("not entered", f"{entry}: {why}") for entry, why in _not_entered(store)]
     return rows
+
+
+def _not_entered(store: Store) -> list[tuple[str, str]]:
+    """The last run's entries meant as bots that could not play, each with why (and how to fix it)."""
+    return [(str(entry), str(why)) for entry, why in json.loads(store.meta().get("not_entered") or "[]")]
 
 
 def render(
@@ -364,6 +368,7 @@ def render(
     return env.get_template("report.html").render(
         title=store.path.parent.name,
         places=_places(board, styles),
+        not_entered=[entry for entry, _ in _not_entered(store)],
         any_close=bool(board["close_above"].any()),
         matrix=_matrix(board, standings.pairs, variety),
         repeats=_repeats(board, variety),
