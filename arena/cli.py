@@ -85,6 +85,10 @@ def _openings_asked(openings: str | None) -> dict[str, object]:
     """`--openings N|FILE` as settings: a count of openings to generate, or a book file."""
     if openings is None:
         return {}
+    if openings.startswith("-") and openings[1:].isdigit():
+        raise click.BadParameter(
+            f"{openings}: a number of openings (0 or more) or a book file", param_hint="'--openings'"
+        )
     return {"openings": int(openings)} if openings.isdigit() else {"book": openings}
 
 
