@@ -106,7 +106,10 @@ def test_play_a_bot_given_by_path(tmp_path):
         (["play", "random"], ["Missing argument"]),
         (["play", "random", "greedy", "--bots", "/nonexistent"], ["no bot named 'random'"]),
         (["play", "random", "greedy", "--openings", "-3"], ["--openings", "-3: a number of openings"]),
-        (["run", "--openings", "-3", "--out", "/tmp/arena-never-made"], ["--openings", "-3: a number of openings"]),
+        (
+            ["run", "--openings", "-3", "--out", "/tmp/arena-never-made"],
+            ["--openings", "-3: a number of openings"],
+        ),
         (["fly"], ["No such command 'fly'"]),
     ],
 )
