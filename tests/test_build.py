@@ -331,23 +331,14 @@ def test_a_build_writing_without_end_is_stopped_by_its_memory_limit_not_the_disk
     assert set(Path("/dev/shm").glob("arena-build-*")) == left_before, "the copy is removed"
 
 
-def test_a_link_planted_where_arena_copies_an_output_is_not_written_through(tmp_path: Path) -> None:
-    """A bot's folder may hold a link at the name arena writes an output aside under before renaming it:
-    arena (often root) must not write through it to a file outside the folder."""
+@pytest.mark.parametrize("aside", [".bot.arena-{pid}", STAMP + ".{pid}"], ids=["output", "stamp"])
+def test_a_link_planted_where_arena_writes_aside_is_not_written_through(tmp_path: Path, aside: str) -> None:
+    """A bot's folder may hold a link at the name arena writes an output or the stamp aside under before
+    renaming it: arena (often root) must not write through it to a file outside the folder."""
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched\n")
     folder = c_bot(tmp_path / "planter")
-    (folder / f".bot.arena-{os.getpid()}").symlink_to(victim)
+    (folder / aside.format(pid=os.getpid())).symlink_to(victim)
     with pytest.raises(BuildError, match=r"cannot write the build's files into .*planter"):
-        ensure_built(load_bot(folder), CONF)
-    assert victim.read_text() == "untouched\n"
-
-
-def test_a_link_planted_where_arena_writes_the_stamp_aside_is_not_written_through(tmp_path: Path) -> None:
-    victim = tmp_path / "victim.txt"
-    victim.write_text("untouched\n")
-    folder = c_bot(tmp_path / "stamper")
-    (folder / f"{STAMP}.{os.getpid()}").symlink_to(victim)
-    with pytest.raises(BuildError, match=r"cannot write the build's files into .*stamper"):
         ensure_built(load_bot(folder), CONF)
     assert victim.read_text() == "untouched\n"
