@@ -5,7 +5,8 @@ Each layer is used where the machine offers it, and what is missing is said, so 
   the JVM's huge reservations alone), RLIMIT_NPROC bounds processes for a non-root user, no core dumps.
 - a clean environment, always: a fixed PATH, HOME and TMPDIR, a locale, the runtimes' own memory flags set
   from the limit (JAVA_TOOL_OPTIONS, NODE_OPTIONS: a JVM otherwise sizes its heap from the host's memory),
-  and arena's ARENA_* variables; nothing else of arena's environment (tokens, credentials).
+  ARENA_MEMORY_MB, and the few ARENA_* knobs protocol.md names (`PASSED_ON`); nothing else of arena's
+  environment (tokens, credentials, arena's own ARENA_* settings).
 - a cgroup per bot process (v2, or v1's memory, pids and freezer hierarchies), where arena may make them:
   an exact memory limit for all of the bot's processes together, an exact process bound, a freezer that
   pauses every process of the bot at once (daemons that left its session included, and processes started
@@ -100,10 +101,15 @@ def _system_binds() -> list[str]:
     return args
 
 
+# The caller's variables a bot may see, as protocol.md lists them: the bundled bots' knobs. Any other
+# (ARENA_CLUSTER, a token a teacher keeps in an ARENA_* variable) stays with arena.
+PASSED_ON = ("ARENA_DEPTH", "ARENA_SEED")
+
+
 def environment(memory_mb: int, base: dict[str, str] | None = None) -> dict[str, str]:
-    """A bot's whole environment: fixed basics, the runtimes' memory flags, and arena's ARENA_* variables."""
+    """A bot's whole environment: fixed basics, the runtimes' memory flags, and the caller's `PASSED_ON`."""
     heap = max(16, memory_mb * 3 // 4)  # room for the runtime's own memory beside the heap
-    env = {k: v for k, v in (base if base is not None else os.environ).items() if k.startswith("ARENA_")}
+    env = {k: v for k, v in (base if base is not None else os.environ).items() if k in PASSED_ON}
     env |= {
         "PATH": _PATH,
         "HOME": "/tmp",
