@@ -128,6 +128,7 @@ _SETTING_TEXT = {
     "seed": "seed {}",
     "memory_mb": "memory {} MiB",
     "max_procs": "at most {} processes",
+    "max_memory_mb": "a bot.toml may ask for up to {} MiB",
     "ponder": "pondering {}",
     "sandbox": "sandbox {}",
     "bank_ms": "time bank {} ms",
@@ -270,8 +271,10 @@ class Tournament:
         self.store.set_meta("not_entered", json.dumps(entered.broken))
         back = scheduler.backend(jobs, cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
+        conf = self.settings.confinement()
         allowances = {
-            "memory": {b.name: b.memory_mb for b in field if b.memory_mb is not None},
+            "memory": {b.name: conf.memory_of(b.memory_mb)[0] for b in field if b.memory_mb is not None},
+            "memory_asked": {b.name: b.memory_mb for b in field if b.memory_mb is not None},
             "paths": {b.name: list(b.paths) for b in field if b.paths},
         }
         self.store.set_meta("allowances", json.dumps(allowances))

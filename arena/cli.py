@@ -62,11 +62,20 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
         "--max-procs", type=click.IntRange(1, 10_000), help="Processes a bot may run at once [default: 64]."
     )(f)
     f = click.option(
+        "--max-memory",
+        "max_memory_mb",
+        type=click.IntRange(16, 1_048_576),
+        metavar="MIB",
+        help="The most memory a bot's bot.toml may ask for, in MiB; a bot asking for more gets this much "
+        "[default: --memory].",
+    )(f)
+    f = click.option(
         "--memory",
         "memory_mb",
         type=click.IntRange(16, 1_048_576),
         metavar="MIB",
-        help=f"Memory per bot in MiB [default: {Settings().memory_mb}; a bot's bot.toml may set its own].",
+        help=f"Memory per bot in MiB [default: {Settings().memory_mb}; a bot's bot.toml may ask for less, or "
+        "more up to --max-memory].",
     )(f)
     return f
 
@@ -161,6 +170,7 @@ def play(  # type: ignore[no-untyped-def]
     as_json,
     show,
     memory_mb,
+    max_memory_mb,
     max_procs,
     sandbox,
     ponder,
@@ -178,6 +188,7 @@ def play(  # type: ignore[no-untyped-def]
     asked |= {
         "startup_ms": startup_ms,
         "memory_mb": memory_mb,
+        "max_memory_mb": max_memory_mb,
         "max_procs": max_procs,
         "sandbox": sandbox,
         "ponder": ponder,
@@ -372,6 +383,7 @@ def run(  # type: ignore[no-untyped-def]
     quiet,
     open_page,
     memory_mb,
+    max_memory_mb,
     max_procs,
     sandbox,
     ponder,
@@ -383,7 +395,7 @@ def run(  # type: ignore[no-untyped-def]
     entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
-    asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox}
+    asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox, "max_memory_mb": max_memory_mb}
     asked |= _openings_asked(openings)
     with Tournament(Path(out) / name, **asked) as cup:
         building = None if quiet else lambda line: click.echo(f"arena: {line}", err=True)
@@ -625,7 +637,18 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as one JSON object.")
 @_confinement_options
 def check_cmd(  # type: ignore[no-untyped-def]
-    bot, rules, move_ms, startup_ms, time_bank, bots_dir, as_json, memory_mb, max_procs, sandbox, ponder
+    bot,
+    rules,
+    move_ms,
+    startup_ms,
+    time_bank,
+    bots_dir,
+    as_json,
+    memory_mb,
+    max_memory_mb,
+    max_procs,
+    sandbox,
+    ponder,
 ):
     """Check BOT (a name in --bots, or a path) before a tournament: it plays a few short games against
     greedy and random, confined as in `arena run`, and prints a checklist of what the referee would hold
@@ -636,7 +659,7 @@ def check_cmd(  # type: ignore[no-untyped-def]
     found = find_bot(bot, bots_dir)
     asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
     asked |= {"startup_ms": startup_ms, "memory_mb": memory_mb, "max_procs": max_procs}
-    asked |= {"sandbox": sandbox, "ponder": ponder}
+    asked |= {"sandbox": sandbox, "ponder": ponder, "max_memory_mb": max_memory_mb}
     references = reference_bots((ARENA_BOTS, Path(bots_dir)))
     report = check(found, resolve(None, asked), references, say=lambda text: click.echo(text, err=True))
     click.echo(json.dumps(report.to_dict()) if as_json else render(report))

@@ -125,8 +125,8 @@ class RlimitsOnly:
         self.conf = conf
 
     def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
-        conf = self.conf if memory_mb is None else dataclasses.replace(self.conf, memory_mb=memory_mb)
-        return Jail(conf, None, own, extra, allowance=memory_mb is not None)
+        mb, limit = self.conf.memory_of(memory_mb)
+        return Jail(dataclasses.replace(self.conf, memory_mb=mb), None, own, extra, limit)
 
 
 class Jailer:

@@ -492,7 +492,7 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     assert "3600000 ms per bot per game" in page
     assert "cannot begin at an opening (Manchester agents)" in page
     if "mk_java" in agents:
-        assert "4096 MiB; by their bot.toml: mk_java 2048 MiB" in page
+        assert "4096 MiB; a bot.toml may ask for up to 4096 MiB; by their bot.toml: mk_java 2048 MiB" in page
     other = arena(tmp_path, *args, "--time-bank", "5")  # fixed for the tournament's life
     assert other.returncode == 2 and "bank_ms 3600000 (asked: 5000)" in other.stderr
     exported = arena(tmp_path, "export", "--out", out, "--name", "t", "--format", "jsonl")

@@ -75,7 +75,7 @@ def clean(games: list[dict]) -> None:
         assert (g["reason"], g["faulty"]) in {("normal", None), ("early", None)}, g
 
 
-# --- 8: the caller's ARENA_* variables ---------------------------------------------------------------------
+# --- 8: the caller's ARENA_* variables ------------------------------------------------------------------
 
 ENVIRONMENT = """
 def attack():
@@ -97,3 +97,41 @@ def test_only_documented_variables_reach_a_bot(mode: str, workdir: Path) -> None
     protocol = (ROOT / "protocol.md").read_text(encoding="utf-8")
     for name in ("ARENA_MEMORY_MB", "ARENA_SEED", "ARENA_DEPTH"):
         assert f"`{name}`" in protocol
+
+
+# --- 6: bot.toml `memory` over the teacher's limit ------------------------------------------------------
+
+GREEDY_MEMORY = """
+def attack():
+    tmp = os.statvfs("/tmp")
+    log("TMP MiB", tmp.f_blocks * tmp.f_frsize >> 20, "LIMIT", os.environ["ARENA_MEMORY_MB"])
+    held = []
+    for mib in range(16, 1025, 16):
+        held.append(b"x" * (16 << 20))  # written, so that it counts
+        if mib % 128 == 0:
+            log("HELD MiB", mib)
+"""
+
+
+def test_a_bots_memory_request_is_capped_by_the_teacher(mode: str, workdir: Path) -> None:
+    """bot.toml `memory = 1000000` under `--memory 256`: the bot gets 256 MiB (and its /tmp half of that), not
+    what it asked; holding more is an out-of-memory forfeit that names the cap, and the page says so."""
+    bots = workdir / "bots"
+    place(bots, {"first": FIRST})
+    folder = bots / "hoarder"
+    folder.mkdir()
+    (folder / "bot.py").write_text(PRELUDE + GREEDY_MEMORY + LOOP, encoding="utf-8")
+    (folder / "bot.toml").write_text('command = "python3 -P bot.py"\nmemory = 1000000\n', encoding="utf-8")
+    for path in (folder, *folder.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    done, games = tournament(mode, workdir, ["--memory", "256"])
+    assert done.returncode == 0, done.stderr
+    log = tail(games, "hoarder")
+    assert "TMP MiB 128 LIMIT 256" in log, log
+    assert "HELD MiB 512" not in log, log
+    lost = [g for g in games if g["faulty"] == "hoarder"]
+    assert len(lost) == 2 and all(
+        "memory limit of 256 MiB (--memory, as --max-memory)" in g["detail"] for g in lost
+    )
+    page_text = (workdir / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+    assert "hoarder 256 MiB (asked for 1000000 MiB: capped)" in page_text

@@ -63,6 +63,19 @@ class Confinement:
     max_procs: int = 64
     sandbox: bool = False
     drop_root: bool = False  # arena runs as root: each bot runs as an unprivileged uid of its own
+    max_memory_mb: int | None = (
+        None  # the most a bot's bot.toml `memory` gets (--max-memory); None: memory_mb
+    )
+
+    def memory_of(self, asked: int | None) -> tuple[int, str]:
+        """A bot's memory limit and what set it: its bot.toml's `memory` (`asked`), at most the teacher's
+        cap; a bot's author cannot lift their bot over what the teacher allows."""
+        cap = self.max_memory_mb if self.max_memory_mb is not None else self.memory_mb
+        if asked is None:
+            return self.memory_mb, "--memory"
+        if asked > cap:
+            return cap, "--max-memory" if self.max_memory_mb is not None else "--memory, as --max-memory"
+        return asked, "its bot.toml's memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,13 +439,13 @@ class Jail:
         cgroups: Cgroups | None,
         own: Path,
         extra: tuple[str, ...] = (),
-        allowance: bool = False,
+        limit: str = "--memory",
     ) -> None:
         self.conf = conf
         self.cgroups = cgroups
         self.own = own  # the bot's file or folder: the one part of the bots folder it sees
         self.extra = extra  # read-only paths its bot.toml asks for
-        self.allowance = allowance  # conf.memory_mb is the bot's own (bot.toml `memory`), not --memory
+        self.limit = limit  # what set conf.memory_mb: --memory, its bot.toml's memory, --max-memory
         # A uid of its own: a bot that is not root cannot read root's files, change a mount or a cgroup,
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
         self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
@@ -492,8 +505,7 @@ class Jail:
         return self.cgroups.pids() if self.cgroups else []
 
     def _limit(self) -> str:
-        where = "its bot.toml's memory" if self.allowance else "--memory"
-        return f"memory limit of {self.conf.memory_mb} MiB ({where})"
+        return f"memory limit of {self.conf.memory_mb} MiB ({self.limit})"
 
     def _peak(self) -> str:
         peak = self.cgroups.peak_bytes() if self.cgroups is not None else None
@@ -549,12 +561,14 @@ class Warden:
 
     def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
         """A jail for one process of the bot at `own`, which may also read the paths `extra`, with the
-        bot's own memory allowance `memory_mb` (bot.toml `memory`) instead of the tournament's."""
-        conf = self.conf if memory_mb is None else replace(self.conf, memory_mb=memory_mb)
+        bot's own memory allowance `memory_mb` (bot.toml `memory`, up to the teacher's cap) instead of the
+        tournament's."""
+        mb, limit = self.conf.memory_of(memory_mb)
+        conf = replace(self.conf, memory_mb=mb)
         cgroups = None
         if self._parent is not None:
             cgroups = self._parent.child(f"bot-{next(self._names)}", conf.memory_mb * MiB, conf.max_procs)
-        return Jail(conf, cgroups, own, extra, allowance=memory_mb is not None)
+        return Jail(conf, cgroups, own, extra, limit)
 
     @property
     def can_freeze(self) -> bool:
@@ -604,5 +618,5 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")
-    resolved = Confinement(conf.memory_mb, conf.max_procs, sandbox, drop_root)
+    resolved = replace(conf, sandbox=sandbox, drop_root=drop_root)
     return resolved, Capabilities(sandbox, cgroups, tuple(notes))

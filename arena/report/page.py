@@ -312,9 +312,18 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     if state.get("sandbox"):
         sandbox = "on (bubblewrap: an allowlisted filesystem, no network, no other bots' files)"
     allowed = json.loads(store.meta().get("allowances") or "{}")
-    own = ", ".join(f"{bot} {mb} MiB" for bot, mb in sorted(allowed.get("memory", {}).items()))
+    asked = allowed.get("memory_asked", {})
+    own = ", ".join(
+        f"{bot} {mb} MiB" + (f" (asked for {asked[bot]} MiB: capped)" if asked.get(bot, mb) != mb else "")
+        for bot, mb in sorted(allowed.get("memory", {}).items())
+    )
+    cap = settings.max_memory_mb if settings.max_memory_mb is not None else settings.memory_mb
     rows = [
-        Fact("memory per bot", f"{settings.memory_mb} MiB" + (f"; by their bot.toml: {own}" if own else "")),
+        Fact(
+            "memory per bot",
+            f"{settings.memory_mb} MiB; a bot.toml may ask for up to {cap} MiB"
+            + (f"; by their bot.toml: {own}" if own else ""),
+        ),
         Fact("processes per bot", str(settings.max_procs)),
         Fact("thinking on the opponent's time", "allowed (--ponder)" if settings.ponder else "no: paused"),
         Fact("sandbox", sandbox),

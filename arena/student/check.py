@@ -506,7 +506,7 @@ def _figures(
         items.append(Item("think time", WARN if near else OK, summary, problem))
     else:
         items.append(Item("think time", SKIP, "no moves to measure"))
-    memory = bot.memory_mb or settings.memory_mb
+    memory = settings.confinement().memory_of(bot.memory_mb)[0]
     if caps.cgroups and sampler.peak:
         peak = sampler.peak / MiB
         near = peak > NEAR * memory

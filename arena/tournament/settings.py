@@ -39,6 +39,7 @@ class Settings:
         50  # openings generated from the seed (arena/game/openings.py); 0: every game from the start
     )
     book: str | None = None  # a file of openings instead (then `openings` is how many it holds)
+    max_memory_mb: int | None = None  # the most memory a bot's bot.toml may ask for; None: memory_mb
 
     def game_rules(self) -> Kalah | Relay:
         return parse_rules(self.rules)
@@ -50,7 +51,7 @@ class Settings:
 
     def confinement(self) -> Confinement:
         """The limits as asked; `confine.capabilities` then says which of them this machine can enforce."""
-        return Confinement(self.memory_mb, self.max_procs, self.sandbox)
+        return Confinement(self.memory_mb, self.max_procs, self.sandbox, max_memory_mb=self.max_memory_mb)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
