@@ -391,7 +391,6 @@ def run(  # type: ignore[no-untyped-def]
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
     from arena.api import Tournament, entrants
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill <pid> stops as cleanly as Ctrl-C
     entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
@@ -666,8 +665,31 @@ def check_cmd(  # type: ignore[no-untyped-def]
     sys.exit(1 if report.fails else 0)
 
 
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop(signum: int, frame: object) -> None:
+    """Ctrl-C, `kill PID` and a closed terminal all stop arena as Ctrl-C does: a KeyboardInterrupt that
+    unwinds through every clean-up, which ends the bots (one left frozen would stay frozen for good)."""
+    if signum == signal.SIGHUP:  # the terminal is gone: what is still printed must not fail the clean-up
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        os.close(null)
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """`_stop` for each stopping signal that arena was not started ignoring (`nohup arena run` goes on)."""
+    for stop in _STOPS:
+        if signal.getsignal(stop) is not signal.SIG_IGN:
+            signal.signal(stop, _stop)
+
+
 def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
+    _stop_on_signals()
     warnings = logging.StreamHandler(sys.stderr)
     warnings.setFormatter(logging.Formatter("arena: %(levelname)s: %(message)s"))
     log = logging.getLogger("arena")

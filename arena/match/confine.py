@@ -405,16 +405,21 @@ class Cgroups:
         return not any(folder.exists() for folder in self.folders)
 
     def sweep_stale(self) -> None:
-        """Remove what arena processes that were killed (kill -9) left: 'arena-PID' folders of dead PIDs."""
+        """End and remove what arena processes that were killed (kill -9) left: the bots in 'arena-PID'
+        folders of dead PIDs, frozen ones too. A bot's folders in every hierarchy are released as one, so
+        that v1's freezer thaws it before the kill: a frozen process dies of SIGKILL only once thawed."""
+        stale: dict[str, list[Path]] = {}
         for folder in self.folders:
-            for stale in folder.parent.glob("arena-*"):
-                pid = stale.name.split("-")[1]
-                if not pid.isdigit() or Path(f"/proc/{pid}").exists():
-                    continue
-                for child in stale.glob("bot-*"):
-                    Cgroups([child], self.v2).release()
+            for old in folder.parent.glob("arena-*"):
+                pid = old.name.split("-")[1]
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    stale.setdefault(old.name, []).append(old)
+        for olds in stale.values():
+            for bot in sorted({child.name for old in olds for child in old.glob("bot-*")}):
+                Cgroups([old / bot for old in olds], self.v2).release()
+            for old in olds:
                 with contextlib.suppress(OSError):
-                    stale.rmdir()
+                    old.rmdir()
 
     def release(self, patience: float = 2.0) -> None:
         """Kill every process in the cgroup and remove it, waiting for the dead to be reaped."""

@@ -199,20 +199,49 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the worker's finally, which ends its bots
+class _Stop:
+    """A worker's stop signals: SIGTERM (the tournament stops, or died: PR_SET_PDEATHSIG) and SIGHUP (the
+    terminal closed, which reaches the whole foreground group). The first raises SystemExit, which unwinds
+    through the worker's finally that ends its (maybe frozen) bots. Python drops an exception raised while
+    it runs an at-fork callback or a __del__ (a bot's start forks), so `check` raises it again between
+    games. Later signals do nothing: they must not cut the clean-up short."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum = 0
+        for stop in self.SIGNALS:
+            if signal.getsignal(stop) is not signal.SIG_IGN:  # nohup arena run: a closed terminal is no stop
+                signal.signal(stop, self)
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.signum:
+            self.signum = signum
+            raise SystemExit(128 + signum)
+
+    def check(self) -> None:
+        if self.signum:
+            raise SystemExit(128 + self.signum)
 
 
 def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-def]
     """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler: this process's own
+    stop = _Stop()
     _die_with_parent()
     rules = parse_rules(games.spec)
     warden = Warden(games.conf) if games.conf else None
     pool = Pool(warden, games.limits.quit_grace_ms)
     try:
-        while (task := tasks.get()) is not None:
+        while True:
+            stop.check()
+            try:
+                task = tasks.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if task is None:
+                break
             index, south_bot, north_bot, opening = pickle.loads(task)
             south, north = pool.take(south_bot), pool.take(north_bot)
             record = play_game(rules, south, north, games.limits, opening=opening)
@@ -220,7 +249,7 @@ def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-de
             pool.give(north, keep=not games.fresh)
             results.put(pickle.dumps((index, record)))
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+        stop.signum = stop.signum or signal.SIGTERM  # from here on, no signal raises
         pool.kill()
         if warden:
             warden.close()
