@@ -4,8 +4,10 @@ change, a failed build the bot's fault (not entered in a tournament; one line an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,8 +21,8 @@ import pytest
 from botsrc import FIRST_LEGAL_C
 from procs import processes_mentioning
 
-from arena.match.bots import STAMP, BuildError, load_bot
-from arena.match.build import ensure_built, needed
+from arena.match.bots import STAMP, BotError, BuildError, load_bot
+from arena.match.build import _copy_back, _write_stamp, ensure_built, needed
 from arena.match.confine import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -334,11 +336,22 @@ def test_a_build_writing_without_end_is_stopped_by_its_memory_limit_not_the_disk
 @pytest.mark.parametrize("aside", [".bot.arena-{pid}", STAMP + ".{pid}"], ids=["output", "stamp"])
 def test_a_link_planted_where_arena_writes_aside_is_not_written_through(tmp_path: Path, aside: str) -> None:
     """A bot's folder may hold a link at the name arena writes an output or the stamp aside under before
-    renaming it: arena (often root) must not write through it to a file outside the folder."""
+    renaming it: arena (often root) must not write through it to a file outside the folder. A link among a
+    bot's files keeps it from loading at all; one planted while arena builds it (by another process of the
+    bot's author) is not written through either."""
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched\n")
     folder = c_bot(tmp_path / "planter")
-    (folder / aside.format(pid=os.getpid())).symlink_to(victim)
-    with pytest.raises(BuildError, match=r"cannot write the build's files into .*planter"):
-        ensure_built(load_bot(folder), CONF)
+    link = folder / aside.format(pid=os.getpid())
+    link.symlink_to(victim)
+    with pytest.raises(BotError, match=rf"{re.escape(link.name)}: a link to .*victim.txt, not a bot's file"):
+        load_bot(folder)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "bot").write_bytes(b"built")
+    with pytest.raises(OSError):
+        if aside.startswith(".bot"):
+            _copy_back(copy, folder, {"bot": hashlib.sha256(b"built").hexdigest()})
+        else:
+            _write_stamp(folder, None, {"bot": hashlib.sha256(b"built").hexdigest()})
     assert victim.read_text() == "untouched\n"

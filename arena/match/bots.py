@@ -7,15 +7,20 @@ whose `build` command arena runs before the bot plays (arena/match/build.py).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
 
 MANIFEST = "bot.toml"
@@ -74,29 +79,158 @@ class BuildError(BotError):
         self.output = output
 
 
+@dataclass(frozen=True, slots=True)
+class BotFile:
+    """One of a bot's files, found without following a link: its path from the folder that holds the bot
+    ("mybot/bot.c", or "greedy.py" for a bot that is one file), its permission bits and modification time."""
+
+    rel: str
+    mode: int
+    mtime_ns: int
+
+
+def open_regular(path: Path | str, dir_fd: int | None = None) -> BufferedReader:
+    """`path` open for reading if it is a regular file, never through a link and never blocking on a fifo
+    or a device; OSError otherwise (ELOOP for a link, EINVAL for anything but a regular file)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, dir_fd=dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)})", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_IFDIR: "a folder",
+        stat.S_IFLNK: "a link",
+        stat.S_IFIFO: "a fifo",
+        stat.S_IFSOCK: "a socket",
+    }
+    return kinds.get(
+        stat.S_IFMT(mode), "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+    )
+
+
+def bot_files(path: Path, *, strict: bool = True) -> Iterator[tuple[BotFile, BufferedReader]]:
+    """Every regular file of the bot at `path` (a file, or a folder and all below it but __pycache__),
+    sorted by path, each open for reading until the next is asked for. What arena hashes into a bot's
+    version, copies for its build and ships to a cluster's workers is this and only this: each file is
+    opened relative to its folder's descriptor, without following a link, so that a link in a bot's folder
+    (to /etc/shadow, to /proc/kmsg) is never read. BotError, naming the file, for a link, a fifo, a device
+    or a socket (`strict`; else they are passed over) and for a file or folder that cannot be read: a bot
+    must be the same files wherever it runs, and a link's target is neither hashed nor shipped."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            top = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                yield from _walk(top, path, path.name, strict)
+            finally:
+                os.close(top)
+            return
+    except OSError as e:
+        raise _unreadable(path, e) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BotError(f"{path}: {_kind(info.st_mode)}, not a bot's file: {_NOT_FOLLOWED}")
+    try:
+        f = open_regular(path)
+    except OSError as e:
+        raise _unreadable(path, e) from None
+    with f:
+        yield BotFile(path.name, info.st_mode & 0o7777, info.st_mtime_ns), f
+
+
+_NOT_FOLLOWED = "arena reads a bot's own files only, never through a link; put the file itself there"
+
+
+def _walk(fd: int, path: Path, rel: str, strict: bool) -> Iterator[tuple[BotFile, BufferedReader]]:
+    try:
+        names = sorted(os.listdir(fd))
+    except OSError as e:
+        raise _unreadable(path, e) from None
+    for name in names:
+        at, below = path / name, f"{rel}/{name}"
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                if name == "__pycache__":  # Python's own, written as the bot runs
+                    continue
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+                sub = os.open(name, flags, dir_fd=fd)
+                try:
+                    yield from _walk(sub, at, below, strict)
+                finally:
+                    os.close(sub)
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                if not strict:
+                    continue
+                what = _kind(info.st_mode)
+                if stat.S_ISLNK(info.st_mode):
+                    with contextlib.suppress(OSError):
+                        what += f" to {os.readlink(name, dir_fd=fd)}"
+                raise BotError(f"{at}: {what}, not a bot's file: {_NOT_FOLLOWED}")
+            f = open_regular(name, dir_fd=fd)
+        except OSError as e:
+            raise _unreadable(at, e) from None
+        with f:
+            yield BotFile(below, info.st_mode & 0o7777, info.st_mtime_ns), f
+
+
+def _unreadable(path: Path, e: OSError) -> BotError:
+    if e.errno == errno.ELOOP:  # replaced by a link since it was looked at
+        return BotError(f"{path}: a link, not a bot's file: {_NOT_FOLLOWED}")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return BotError(f"{path}: cannot be read (check its permissions)")
+    return BotError(f"{path}: cannot be read: {e.strerror or e}")
+
+
+def read_own(folder: Path, name: str) -> bytes | None:
+    """The file `name` of a bot's folder (bot.toml, the stamp) read without following a link; None if it
+    is not there. BotError if it is a link, not a regular file, or cannot be read."""
+    try:
+        with open_regular(folder / name) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.EINVAL:
+            raise BotError(f"{folder / name}: {e.strerror}: {_NOT_FOLLOWED}") from None
+        raise _unreadable(folder / name, e) from None
+
+
 def built_outputs(folder: Path) -> dict[str, str]:
     """The files the folder's last build made (path relative to the folder -> sha256), from its stamp;
-    empty when it has none or an unreadable one (then the bot is built again)."""
+    empty when it has none or an unreadable one (then the bot is built again). Never bot.toml: a build
+    cannot make the manifest, whatever a stamp says."""
     try:
-        outputs = json.loads((folder / STAMP).read_text(encoding="utf-8")).get("outputs", {})
-    except (OSError, ValueError, AttributeError):
+        outputs = json.loads(read_own(folder, STAMP) or b"{}").get("outputs", {})
+    except (BotError, ValueError, AttributeError):
         return {}
-    return outputs if isinstance(outputs, dict) else {}
+    if not isinstance(outputs, dict):
+        return {}
+    return {rel: sha for rel, sha in outputs.items() if rel != MANIFEST and isinstance(sha, str)}
 
 
 def _digest(path: Path, built: bool = False) -> str:
     """The bot's version: a hash of its files' names and contents. For a bot with a build, the sources only
     (the stamp and the files the build made are left out), so that a rebuild of the same sources is the same
-    version."""
+    version. BotError for a link or a file that cannot be read."""
     h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     skip = {STAMP, *built_outputs(path)} if built else {STAMP}
-    for f in files:
-        if "__pycache__" in f.parts or f != path and f.relative_to(path).as_posix() in skip:
+    for file, f in bot_files(path):
+        if file.rel.partition("/")[2] in skip:
             continue
-        h.update(str(f.relative_to(path.parent)).encode())
+        h.update(file.rel.encode())
         h.update(b"\0")
-        h.update(f.read_bytes())
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
         h.update(b"\0")
     return h.hexdigest()[:16]
 
@@ -114,10 +248,11 @@ def check_name(name: str, path: Path) -> str:
 
 def _from_folder(path: Path) -> Bot:
     manifest = path / MANIFEST
-    if not manifest.is_file():
+    text = read_own(path, MANIFEST)
+    if text is None:
         raise BotError(f'{path}: a bot folder needs a {MANIFEST} with a command, e.g. command = "./bot"')
     try:
-        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
     unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build"}
@@ -240,12 +375,14 @@ def check_command(bot: Bot) -> None:
 def load_bot(path: Path) -> Bot:
     """The bot at `path` (a .py file, an executable, or a folder with bot.toml), or BotError."""
     path = Path(path).absolute()
-    if path.is_dir():
+    try:
+        info = os.lstat(path)
+    except OSError:
+        raise BotError(f"{path}: no such file or folder") from None
+    if stat.S_ISDIR(info.st_mode):
         return _from_folder(path)
-    if not path.exists():
-        raise BotError(f"{path}: no such file or folder")
-    if not path.is_file():
-        raise BotError(f"{path}: not a regular file")
+    if not stat.S_ISREG(info.st_mode):
+        raise BotError(f"{path}: {_kind(info.st_mode)}, not a bot: {_NOT_FOLLOWED}")
     if not os.access(path, os.R_OK):
         raise BotError(f"{path}: cannot be read (check its permissions)")
     if path.suffix == ".py":
@@ -271,14 +408,21 @@ def _looks_like_a_bot(entry: Path) -> bool:
     compiled classes, data and notes beside the bots are not."""
     if not _is_candidate(entry):
         return False
-    if entry.is_dir():
-        return (entry / MANIFEST).exists() or any(
-            f.suffix.lower() in _PROGRAMS for f in entry.iterdir() if f.is_file()
-        )
-    if entry.suffix == ".py" or os.access(entry, os.X_OK):
-        return True
     try:
-        with entry.open("rb") as f:
+        info = entry.lstat()
+    except OSError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            return os.path.lexists(entry / MANIFEST) or any(
+                f.suffix.lower() in _PROGRAMS for f in entry.iterdir() if f.is_file()
+            )
+        except OSError:  # a folder it cannot list: said when it is loaded
+            return True
+    if not stat.S_ISREG(info.st_mode) or entry.suffix == ".py" or os.access(entry, os.X_OK):
+        return True  # a link or a fifo where a bot could be is refused with why (load_bot), never read
+    try:
+        with open_regular(entry) as f:
             return f.read(2) == b"#!"
     except OSError:
         return False
@@ -338,7 +482,7 @@ def find_bot(name_or_path: str, folder: Path) -> Bot:
         return load_bot(given)
     folder = Path(folder)
     candidates = [folder / f"{name_or_path}.py", folder / name_or_path]
-    found = [c for c in candidates if c.exists()]
+    found = [c for c in candidates if os.path.lexists(c)]
     if not found:
         known = ""
         if folder.is_dir():

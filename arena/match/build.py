@@ -35,9 +35,11 @@ from arena.match.bots import (
     Bot,
     BotError,
     BuildError,
+    bot_files,
     built_outputs,
     check_command,
     load_bot,
+    open_regular,
 )
 from arena.match.confine import Confinement, Jail, Warden
 
@@ -110,25 +112,36 @@ def needed(bot: Bot) -> bool:
 
 
 def _sha(path: Path) -> str | None:
+    """The sha256 of the regular file at `path`; None if it is missing, a link or anything else."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             return hashlib.file_digest(f, "sha256").hexdigest()
     except OSError:
         return None
 
 
 def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
-    """The regular files under `folder` (links not followed): relative path -> (size, mtime, sha256)."""
-    found = {}
-    for top, dirs, names in os.walk(folder):
-        dirs.sort()
-        for name in names:
-            path = Path(top, name)
-            info = path.lstat()
-            if stat.S_ISREG(info.st_mode):
-                rel = path.relative_to(folder).as_posix()
-                found[rel] = (info.st_size, info.st_mtime_ns, _sha(path) or "")
-    return found
+    """The regular files under the build's copy `folder` (links and the like, which are not copied back,
+    passed over): path relative to it -> (mode, mtime, sha256)."""
+    return {
+        file.rel.partition("/")[2]: (file.mode, file.mtime_ns, hashlib.file_digest(f, "sha256").hexdigest())
+        for file, f in bot_files(folder, strict=False)
+    }
+
+
+def _copy_in(folder: Path, copy: Path) -> None:
+    """The bot's files but its stamp into `copy`, as bot_files reads them (no link followed), with their
+    modes and modification times (a make-based build compares them)."""
+    copy.mkdir()
+    for file, f in bot_files(folder):
+        rel = file.rel.partition("/")[2]
+        if rel == STAMP:
+            continue
+        target = copy / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(_create(target, file.mode & 0o777), "wb") as out:
+            shutil.copyfileobj(f, out)
+        os.utime(target, ns=(file.mtime_ns, file.mtime_ns))
 
 
 def _scratch(folder: Path) -> Path | None:
@@ -152,8 +165,7 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="arena-build-", dir=_scratch(folder)) as tmp:
             copy = Path(tmp) / folder.name
-            stamp_only = lambda at, names: [STAMP] * (at == str(folder))  # noqa: E731
-            shutil.copytree(folder, copy, symlinks=True, ignore=stamp_only)
+            _copy_in(folder, copy)
             before = _files(copy)
             if jail.uid is not None:  # the build's own uid may write the copy, and only the copy
                 os.chmod(tmp, 0o711)

@@ -33,7 +33,7 @@ from typing import Any
 from distributed import WorkerPlugin, get_worker
 
 from arena.game.rules import Move, parse_rules
-from arena.match.bots import Bot, BotError, load_bot
+from arena.match.bots import Bot, BotError, bot_files, load_bot
 from arena.match.confine import Warden, capabilities
 from arena.match.record import GameRecord
 from arena.match.referee import Player, play_game
@@ -63,19 +63,11 @@ class Shipment:
 
 
 def pack(bot: Bot) -> Shipment:
-    """The files of `bot`, read now (a bot changed since its digest was taken is refused by the workers)."""
-    path = bot.path
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return Shipment(
-        bot.name,
-        bot.digest,
-        path.name,
-        tuple(
-            (str(f.relative_to(path.parent)), f.stat().st_mode & 0o777, f.read_bytes())
-            for f in files
-            if "__pycache__" not in f.relative_to(path.parent).parts
-        ),
-    )
+    """The files of `bot`, read now without following a link (arena.match.bots.bot_files: a link in its
+    folder is never shipped, nor what it points to); a bot changed since its digest was taken is refused
+    by the workers."""
+    files = tuple((file.rel, file.mode & 0o777, f.read()) for file, f in bot_files(bot.path))
+    return Shipment(bot.name, bot.digest, bot.path.name, files)
 
 
 def cache_root() -> Path:

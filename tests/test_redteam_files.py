@@ -1,0 +1,151 @@
+"""The red team, part two (issue 24): what a student's files, build, names and output can do, through the real
+`arena` commands, as root and as an ordinary user (uid 65534), like tests/test_redteam.py, whose helpers it
+uses. Each test fails without its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_redteam import NOBODY, ROOT, as_nobody, mode, workdir  # noqa: F401 (the fixtures)
+
+from arena.report import page
+
+RULES = ("--rules", "kalah,pits=4,seeds=3")
+FIRST_LEGAL = """import sys
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "MOVE":
+        board = [int(w) for w in words[2:]]
+        print(next(p for p in range(1, len(board) // 2) if board[p - 1]), flush=True)
+    elif words and words[0] == "QUIT":
+        break
+"""
+
+
+def arena(
+    mode: str, *args: str, cwd: Path | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """`arena ARGS` as root, or as the ordinary user."""
+    argv = [sys.executable, "-m", "arena", *args]
+    if mode != "root":
+        argv = as_nobody(argv, [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]])
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def folder_bot(
+    folder: Path, source: str = FIRST_LEGAL, toml: str = 'command = ["python", "bot.py"]\n'
+) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "bot.py").write_text(source, encoding="utf-8")
+    (folder / "bot.toml").write_text(toml, encoding="utf-8")
+    return folder
+
+
+def readable(*paths: Path) -> None:
+    """Files and folders the ordinary user can read (and a folder, enter)."""
+    for path in paths:
+        for p in [path, *(path.rglob("*") if path.is_dir() and not path.is_symlink() else [])]:
+            if p.is_symlink() or not (p.is_file() or p.is_dir()):
+                continue
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def reference_bots(bots: Path) -> None:
+    bots.mkdir(exist_ok=True)
+    for name in ("greedy", "random"):
+        shutil.copy(ROOT / "bots" / f"{name}.py", bots / f"{name}.py")
+
+
+def exported(mode: str, out: Path) -> list[dict]:
+    done = arena(mode, "export", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def not_entered(stderr: str) -> dict[str, str]:
+    """`arena run`'s 'not entered' lines: entry -> why."""
+    lines = [line.removeprefix("arena: not entered: ") for line in stderr.splitlines()]
+    return dict(line.split(": ", 1) for line in lines if not line.startswith("arena:") and ": " in line)
+
+
+# --- 4. links, fifos and unreadable files in a bot's folder ---------------------------------------------
+
+
+def test_a_link_a_fifo_or_an_unreadable_file_in_a_bot_leaves_that_bot_out_and_the_run_goes_on(
+    mode: str, workdir: Path
+) -> None:
+    """A link to /proc/kmsg (a read that never ends, as root) or a fifo among a bot's files hung `arena run`
+    before its first game; a file its user cannot read was a traceback. Now arena reads a bot's files with
+    lstat and no link followed: each such bot is not entered, with one line saying which file and why, and
+    the others play."""
+    bots, out = workdir / "bots", workdir / "reports"
+    reference_bots(bots)
+    folder_bot(bots / "kmsg")
+    (bots / "kmsg" / "kmsg").symlink_to("/proc/kmsg")
+    folder_bot(bots / "fifo")
+    os.mkfifo(bots / "fifo" / "pipe")
+    (bots / "loot.py").symlink_to("/proc/kmsg")  # a bot that is itself a link
+    folder_bot(bots / "locked")
+    readable(bots)
+    (bots / "locked" / "key.txt").write_text("root's own\n")
+    (bots / "locked" / "key.txt").chmod(0o600)  # root reads it; the ordinary user cannot
+    os.chmod(bots / "fifo" / "pipe", 0o644)
+    done = arena(
+        mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500", "--jobs", "1"
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    why = not_entered(done.stderr)
+    assert "a link to /proc/kmsg, not a bot's file" in why.get("kmsg", ""), done.stderr
+    assert "a fifo, not a bot's file" in why.get("fifo", ""), done.stderr
+    assert "a link, not a bot" in why.get("loot.py", ""), done.stderr
+    if mode == "root":
+        assert "locked" not in why, done.stderr
+    else:
+        assert "key.txt: cannot be read (check its permissions)" in why.get("locked", ""), done.stderr
+    played = {frozenset((g["south"], g["north"])) for g in exported(mode, out)}
+    entered = {"greedy", "random"} | ({"locked"} if mode == "root" else set())
+    assert played == {frozenset((a, b)) for a in entered for b in entered if a != b}
+
+
+# --- 3. a cluster ships a bot's files, never what a link in them points to ------------------------------
+
+
+def test_a_cluster_never_ships_what_a_link_in_a_bot_points_to(mode: str, workdir: Path) -> None:
+    """`workers.pack` followed links: a link loot.txt -> /etc/shadow in a bot's folder sent the coordinator's
+    /etc/shadow (here: a secret of the user running arena, mode 0600) to every worker's cache, mode 0644,
+    where the bot read it. Now the bot is not entered, and nothing of the secret leaves the machine."""
+    distributed = pytest.importorskip("distributed")
+    bots, out, cache = workdir / "bots", workdir / "reports", workdir / "cache"
+    secret = workdir / "secret.txt"
+    marker = "the-teachers-secret-7f3a"
+    secret.write_text(marker + "\n")
+    secret.chmod(0o600)
+    if mode != "root":
+        os.chown(secret, NOBODY, NOBODY)  # the ordinary user's own, as ~/.ssh/id_ed25519 is
+    reference_bots(bots)
+    folder_bot(bots / "looter")
+    (bots / "looter" / "loot.txt").symlink_to(secret)
+    readable(bots)
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        resources={"games": 1},
+        dashboard_address=None,
+        host="127.0.0.1",
+        env={"ARENA_CACHE": str(cache)},
+    ) as cluster:
+        args = ("run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+        done = arena(mode, *args, "--cluster", cluster.scheduler_address)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    shipped = [p for p in cache.rglob("*") if p.is_file()]
+    assert shipped, "the other bots were shipped"
+    assert [p for p in shipped if marker.encode() in p.read_bytes()] == []
+    assert "looter/loot.txt: a link to" in not_entered(done.stderr).get("looter", ""), done.stderr
+    assert {g["south"] for g in exported(mode, out)} == {"greedy", "random"}
