@@ -330,13 +330,46 @@ def test_close_marks_follow_interval_overlap(tour):
         tour.play(C, B, C, round=1002 + k)
     board = ratings.leaderboard(tour.store)
     assert list(board["bot"]) == ["alice", "bob", "carol"]
-    lo, hi = board["bt_elo"] - board["bt_pm"], board["bt_elo"] + board["bt_pm"]
-    for k in (1, 2):
-        overlap = lo[k - 1] < hi[k] and lo[k] < hi[k - 1]
-        assert board["close_above"][k] == overlap
-        assert board["close_below"][k - 1] == overlap
-    assert not board["close_above"][0] and not board["close_below"][2]
+    assert list(board["place"]) == ["1", "2", "3"]
     assert not board["close_above"].any()  # 80 games a pair separate them clearly
+
+
+def test_shared_places_group_the_bots_not_separated_from_the_groups_top():
+    # intervals: [1590, 1610], [1570, 1600] overlaps the top, [1560, 1580] the second but not the top,
+    # [1400, 1560] overlaps the third; then two bots without games
+    nan = math.nan
+    elo = [1600, 1585, 1570, 1480, nan, nan]
+    pm = [10, 15, 10, 80, nan, nan]
+    assert ratings.shared_places(elo, pm) == [(1, 2), (1, 2), (3, 4), (3, 4), (5, 6), (5, 6)]
+    assert [ratings.place_text(*p) for p in ratings.shared_places(elo, pm)] == ["1-2", "1-2", "3-4", "3-4",
+                                                                               "5-6", "5-6"]  # fmt: skip
+    assert ratings.shared_places([1500.0], [300.0]) == [(1, 1)]
+    assert ratings.shared_places([], []) == []
+
+
+def test_after_two_rounds_places_are_shared_and_a_higher_score_never_ranks_lower(tour):
+    # 6 bots, two rounds of a double round robin with random results: the order follows the scores (every
+    # pair met equally often), and bots the few games do not separate share one place, not a shading per row
+    rng = random.Random(7)
+    field = [make_bot(f"b{k}") for k in range(6)]
+    strength = {b.name: k for k, b in enumerate(field)}
+    for _ in range(2):
+        for s in field:
+            for n in field:
+                if s is not n:
+                    p = 0.5 + 0.08 * (strength[s.name] - strength[n.name])
+                    tour.play(s, n, s if rng.random() < p else n)
+    board = ratings.leaderboard(tour.store)
+    scores = list(board["score_pct"])
+    assert scores == sorted(scores, reverse=True)
+    assert any("-" in p for p in board["place"])
+    for k in range(1, len(board)):
+        if board["close_above"][k]:
+            assert board["rank"][k] == board["rank"][k - 1] and board["place"][k] == board["place"][k - 1]
+        else:
+            assert board["rank"][k] == k + 1
+    text = ratings.format_table(board)
+    assert ratings.ORDER_RULE in text and board["place"][len(board) - 1] in text
 
 
 def pair_table(*results: tuple[int, int, int, int, int]) -> ratings.pd.DataFrame:

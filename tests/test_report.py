@@ -223,7 +223,7 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert len(parser.rows) == len(BOTS)
     shown = [row[1] for row in parser.rows]
     assert shown == list(board["bot"]) == ["alpha", "beta", "gamma", "delta"]
-    assert [row[0] for row in parser.rows] == [str(r) for r in board["rank"]]
+    assert [row[0] for row in parser.rows] == list(board["place"])
     delta = parser.rows[shown.index("delta")]
     assert "1" in delta[9] and "crash" in delta[9]  # the forfeits column
     assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text

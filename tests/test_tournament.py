@@ -321,7 +321,7 @@ def test_run_prints_the_leaderboard_and_stores_every_game(played):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == f"new tournament '{NAME}': 3 bots; 12 of 12 games to play"
-    assert "rank" in lines[1] and "bot" in lines[1]
+    assert "place" in lines[1] and "bot" in lines[1]
     for name in ("greedy", "first", "alphabeta"):
         assert any(re.search(rf"\s{name}\s", line) for line in lines[2:5]), out.stdout
     page = base / "reports" / NAME / "index.html"
@@ -438,8 +438,8 @@ def test_a_changed_bot_is_a_new_version_and_its_old_games_leave_the_leaderboard(
     new_digest = next(b.digest for b in discover(bots) if b.name == "first")
     assert board.set_index("bot").loc["first", "digest"] == new_digest
     lines = out.stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if "rank" in line.split())
-    for line in lines[header + 1 : header + 4]:  # the printed table agrees: rank, bot, 3 numbers, games
+    header = next(i for i, line in enumerate(lines) if "place" in line.split())
+    for line in lines[header + 1 : header + 4]:  # the printed table agrees: place, bot, 3 numbers, games
         words = line.split()
         bot = next(w for w in words if w in ("first", "greedy", "last"))
         assert words[words.index(bot) + 4] == "8", out.stdout

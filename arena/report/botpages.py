@@ -43,7 +43,7 @@ class FaultKind:
 @dataclass(frozen=True, slots=True)
 class BotPage:
     name: str
-    rank: int
+    place: str
     rating: str
     score: str
     wdl: str
@@ -158,7 +158,7 @@ def bot_pages(
         pages.append(
             BotPage(
                 name=str(r.bot),
-                rank=int(r.rank),
+                place=str(r.place),
                 rating=f"{r.mu:.1f} ± {r.sigma:.1f}",
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",

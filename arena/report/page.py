@@ -40,7 +40,8 @@ LONG_TAIL_CHARS = 800
 class Place:
     """One leaderboard row, formatted."""
 
-    rank: int
+    place: str  # '3' or a shared '3-5'
+    shared: bool
     bot: str
     author: str
     digest: str
@@ -55,8 +56,6 @@ class Place:
     reasons: str
     ms_per_move: str
     elo: str
-    close_above: bool
-    close_below: bool
     colour: str  # the bot's colour on the charts
 
 
@@ -155,7 +154,8 @@ def games_href(bot: str, opp: str | None = None) -> str:
 def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
     return [
         Place(
-            rank=int(r.rank),
+            place=str(r.place),
+            shared=bool(r.close_above or r.close_below),
             bot=str(r.bot),
             author=str(r.author) if isinstance(r.author, str) else "",
             digest=str(r.digest),
@@ -172,8 +172,6 @@ def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]
             else str(r.forfeit_reasons).split(" ")[-1],
             ms_per_move=_num(r.ms_per_move, ".1f"),
             elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
-            close_above=bool(r.close_above),
-            close_below=bool(r.close_below),
             colour=styles[int(r.id)].colour,
         )
         for r in board.itertuples(index=False)
@@ -193,10 +191,11 @@ def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
 
 def _matrix(
     board: pd.DataFrame, pairs: pd.DataFrame, variety: pd.DataFrame
-) -> list[tuple[str, list[Cell | None]]]:
-    """Rows and columns in leaderboard order; None on the diagonal."""
+) -> list[tuple[str, str, list[Cell | None]]]:
+    """Rows and columns in leaderboard order, each row with its place and name; None on the diagonal."""
     order = [int(i) for i in board["id"]]
     names = dict(zip(order, board["bot"], strict=True))
+    places = dict(zip(order, (str(p) for p in board["place"]), strict=True))
     met = {(int(r.bot), int(r.opp)): r for r in pairs.itertuples(index=False)}
     distinct = {}
     for v in variety.itertuples(index=False):
@@ -215,11 +214,11 @@ def _matrix(
                 wdl = f"{r.wins}-{r.draws}-{r.losses}"
                 title = (
                     f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
-                    f"distinct), {score:.0%}"
+                    f"distinct), score {score:.1%}"
                 )
                 href = games_href(names[a], names[b])
-                cells.append(Cell(wdl, f"{100 * score:.0f}%", _colour(score), title, href))
-        rows.append((names[a], cells))
+                cells.append(Cell(wdl, f"{100 * score:.0f}", _colour(score), title, href))
+        rows.append((places[a], names[a], cells))
     return rows
 
 
@@ -378,7 +377,9 @@ def render(
         title=store.path.parent.name,
         places=_places(board, styles),
         not_entered=[entry for entry, _ in _not_entered(store)],
-        any_close=bool(board["close_above"].any()),
+        order_rule=ratings.ORDER_RULE,
+        any_shared=bool(board["close_above"].any()),
+        shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),
         matrix=_matrix(board, standings.pairs, variety),
         repeats=_repeats(board, variety),
         faults=_faults(store, board, standings.field),

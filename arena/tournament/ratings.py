@@ -1,9 +1,10 @@
 """Ratings from the store: TrueSkill in schedule order, plain counts beside it, and an order-free check.
 
-TrueSkill is what the leaderboard sorts by (mu - 3 sigma: a bot climbs by winning, not by luck in a few
-games). It depends on the order of games, so it is computed in schedule order (round, ordinal), never in the
-order games happened to finish, and a Bradley-Terry fit over the pairwise counts sits beside it: that fit
-ignores order, and its intervals tell a teacher which adjacent places the games do not separate.
+The leaderboard is ordered by a Bradley-Terry fit over the pairwise counts (Elo scale): it ignores the order
+of games, so in a round robin where every pair met equally often its order is the order of scores, and its
+intervals say which places the games do not separate: those bots share a place ("3-5", see `shared_places`).
+TrueSkill (mu - 3 sigma) stays every bot's rating beside it; it depends on the order of games, so it is
+computed in schedule order (round, ordinal), never in the order games happened to finish.
 
 Only the current field's games count (both bots current versions); a changed bot is a new version and its
 older versions drop out. The games stream from SQLite one at a time, so memory does not grow with them.
@@ -295,9 +296,9 @@ def _reasons(rows: pd.DataFrame) -> str:
 
 
 COLUMNS = [
-    "rank", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct", "margin",
-    "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "close_above", "close_below", "id",
-    "digest", "author",
+    "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
+    "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "close_above", "close_below",
+    "id", "digest", "author",
 ]  # fmt: skip
 _SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
@@ -311,11 +312,51 @@ class Standings:
     field: tuple[int, ...]
 
 
-def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
-    """One row per bot of the current field, best first (by mu - 3 sigma), with a `rank` column.
+ORDER_RULE = (
+    "Ordered by Elo, fitted to all games at once (when every pair has met equally often, the order of "
+    "scores); bots the games cannot tell apart yet share a place."
+)
 
-    Counts come from SQL aggregates; `close_above`/`close_below` mark places whose Bradley-Terry intervals
-    overlap the neighbour's: the games do not tell those bots apart, whatever the order of the table.
+
+def shared_places(elo: Iterable[float], pm: Iterable[float]) -> list[tuple[int, int]]:
+    """(first, last) place of each row of a board already in order: the places the evidence allows.
+
+    A group starts at its best bot and takes in every following bot whose 95% interval overlaps that bot's,
+    so a group is the bots the games do not separate from its top; they share its places ("3-5"). Bots
+    without games (no interval) share the places at the bottom. The one function the settled-ranking
+    stopping rule replaces.
+    """
+    rows = list(zip(elo, pm, strict=True))
+    out: list[tuple[int, int]] = []
+    k = 0
+    while k < len(rows):
+        top_elo, top_pm = rows[k]
+        end = k + 1
+        if math.isnan(top_elo):
+            end = len(rows)
+        else:
+            while (
+                end < len(rows)
+                and not math.isnan(rows[end][0])
+                and (rows[end][0] + rows[end][1] >= top_elo - top_pm)
+            ):
+                end += 1
+        out += [(k + 1, end)] * (end - k)
+        k = end
+    return out
+
+
+def place_text(first: int, last: int) -> str:
+    """'3' or '3-5'."""
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
+    """One row per bot of the current field, best first (see ORDER_RULE), with `rank` (the first of its
+    places) and `place` ('3-5' for a shared place).
+
+    Counts come from SQL aggregates; `close_above`/`close_below` mark a place shared with the row above or
+    below: the games do not tell those bots apart, whatever the order of the table.
     """
     return standings(store, model).board
 
@@ -347,14 +388,17 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board["bt_elo"] = [strengths[i].elo if i in strengths else math.nan for i in ids]
     board["bt_pm"] = [strengths[i].pm if i in strengths else math.nan for i in ids]
 
-    board = board.sort_values(["conservative", "mu", "bot"], ascending=[False, False, True])
-    board["rank"] = board["conservative"].rank(method="min", ascending=False).astype(int)
-    lo, hi = board["bt_elo"] - board["bt_pm"], board["bt_elo"] + board["bt_pm"]
-    overlap = ((lo <= hi.shift(1)) & (hi >= lo.shift(1))).to_numpy(dtype=bool)  # NaN compares False
-    board["close_above"] = overlap
-    below = np.zeros_like(overlap)
-    below[:-1] = overlap[1:]
-    board["close_below"] = below
+    board = board.sort_values(
+        ["bt_elo", "score_pct", "conservative", "bot"],
+        ascending=[False, False, False, True],
+        na_position="last",
+    )
+    places = shared_places(board["bt_elo"], board["bt_pm"])
+    board["rank"] = [first for first, _ in places]
+    board["place"] = [place_text(*p) for p in places]
+    group = [first for first, _ in places]
+    board["close_above"] = [k > 0 and group[k] == group[k - 1] for k in range(len(group))]
+    board["close_below"] = [k + 1 < len(group) and group[k] == group[k + 1] for k in range(len(group))]
     return Standings(board[COLUMNS].reset_index(drop=True), pairs, tuple(ids))
 
 
@@ -370,18 +414,17 @@ def _forfeits(count: int, reasons: str) -> str:
 
 
 def format_table(board: pd.DataFrame) -> str:
-    """The leaderboard for a terminal: compact columns, a ≈ before places too close to call."""
+    """The leaderboard for a terminal: compact columns, shared places as '3-5', the order's rule below."""
     if board.empty:
         return "no bots in the current field yet"
-    heads = ["", "rank", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
+    heads = ["place", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
     heads += ["ms/move", "BT Elo ±"]
-    left = {2, 10}  # bot and forfeits read best left-aligned
+    left = {1, 9}  # bot and forfeits read best left-aligned
     rows = [heads]
     for r in board.itertuples(index=False):
         rows.append(
             [
-                "≈" if r.close_above else "",
-                str(r.rank),
+                str(r.place),
                 r.bot,
                 f"{r.conservative:.1f}",
                 f"{r.mu:.1f}",
@@ -403,6 +446,5 @@ def format_table(board: pd.DataFrame) -> str:
         for row in rows
     ]
     lines = [line.rstrip() for line in lines]
-    if board["close_above"].any():
-        lines.append("≈ too close to call with the place above (Bradley-Terry 95% intervals overlap)")
+    lines.append(ORDER_RULE)
     return "\n".join(lines)
