@@ -956,3 +956,81 @@ def test_kalah_1_2_mover_empty_origin_capture() -> None:
     assert (p.board, p.to_move, p.ended) == ((0, 1, 3, 0), NORTH, None)
     p = rules.play(p, 1)
     assert (p.board, p.to_move, p.ended) == ((0, 1, 0, 3), SOUTH, "normal")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Trace: what a move did, step by step (the replay's seed-by-seed animation plays these)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def apply_steps(
+    board: tuple[int, ...], side: int, steps: tuple[tuple[str, int, int], ...]
+) -> tuple[int, ...]:
+    """The board after moving seeds as the steps say, deciding nothing (what the page's script does)."""
+    b, hand, n = list(board), 0, len(board) // 2 - 1
+    for kind, hole, seeds in steps:
+        assert seeds > 0 and b[hole] >= (seeds if kind != "sow" else 0), (kind, hole, seeds, b)
+        if kind == "lift":
+            assert b[hole] == seeds and hand == 0
+            hand, b[hole] = seeds, 0
+        elif kind == "sow":
+            hand -= 1
+            b[hole] += 1
+        elif kind == "capture":
+            assert b[hole] == seeds
+            b[hole] = 0
+            b[side * (n + 1) + n] += seeds
+        else:
+            assert kind == "sweep" and b[hole] == seeds and hole % (n + 1) != n
+            b[hole] = 0
+            b[(hole // (n + 1)) * (n + 1) + n] += seeds
+    assert hand == 0
+    return tuple(b)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["kalah", "kalah,pits=4,seeds=3,pie", "kalah,empty-capture,end=mover-empty", "mankalah", "kalah,seeds=20",
+     "relay", "relay,chain,pie", "relay,pits=4,seeds=4"],
+)  # fmt: skip
+def test_a_trace_is_play_step_by_step(spec: str) -> None:
+    rules = parse_rules(spec)
+    rng = random.Random(spec)
+    seen = {"capture": 0, "sweep": 0, "extra": 0, "relay": 0}
+    for _ in range(60):
+        pos = rules.initial()
+        while not pos.ended:
+            move = rng.choice(rules.legal_moves(pos))
+            trace = rules.trace(pos, move)
+            assert trace.after == rules.play(pos, move)
+            if move == SWAP:
+                assert trace.steps == ()
+            else:
+                pit = pos.to_move * (pos.pits + 1) + int(move) - 1
+                assert trace.steps[0] == ("lift", pit, pos.board[pit])
+                assert apply_steps(pos.board, pos.to_move, trace.steps) == trace.after.board
+            assert trace.extra == (
+                not trace.after.ended and move != SWAP and trace.after.to_move == pos.to_move
+            )
+            after_sowing = trace.after.store(pos.to_move) - pos.store(pos.to_move)
+            assert trace.banked <= after_sowing or trace.swept
+            seen["capture"] += bool(trace.captured)
+            seen["sweep"] += trace.swept
+            seen["extra"] += trace.extra
+            seen["relay"] += trace.relay
+            pos = trace.after
+    assert seen["capture"] and seen["sweep"]  # the test met what it is about
+    assert (seen["relay"] > 0) == spec.startswith("relay") and (seen["extra"] > 0) == spec.startswith(
+        ("kalah", "mankalah")
+    )
+
+
+def test_a_trace_sows_laps_seed_by_seed_from_the_next_hole():
+    rules = Kalah()
+    board = [0] * 14
+    board[2] = 15  # pit 3 of South: one lap of 13 holes (North's store skipped) and two more
+    board[9] = 1
+    trace = rules.trace(Position(tuple(board), SOUTH, 2), 3)
+    sown = [hole for kind, hole, _ in trace.steps if kind == "sow"]
+    assert sown == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 1, 2, 3, 4]
+    assert 13 not in sown

@@ -75,6 +75,40 @@ class Outcome:
     reason: str  # "normal" or "early"
 
 
+LIFT: Final = "lift"  # a pit's seeds taken into the hand (the move's pit, or a relay lift)
+SOW: Final = "sow"  # one seed from the hand into a hole
+CAPTURE: Final = "capture"  # a hole's seeds into the mover's store
+SWEEP: Final = "sweep"  # the game is over: a hole's seeds into the store of the row it is in
+
+Step = tuple[str, int, int]  # (LIFT, SOW, CAPTURE or SWEEP; the hole, absolute; how many seeds)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What one move did, step by step in the order it happened, for a replay to show (not for search:
+    `play` is the fast path and records nothing). `after` is what `play` returns."""
+
+    after: Position
+    steps: tuple[Step, ...]
+    extra: bool  # the mover moves again
+    relay: bool  # the move lifted a pit again and sowed on (relay sowing)
+
+    @property
+    def captured(self) -> tuple[int, ...]:
+        """The holes a capture emptied, in order."""
+        return tuple(hole for kind, hole, _ in self.steps if kind == CAPTURE)
+
+    @property
+    def banked(self) -> int:
+        """Seeds a capture put in the mover's store."""
+        return sum(seeds for kind, _, seeds in self.steps if kind == CAPTURE)
+
+    @property
+    def swept(self) -> bool:
+        """The game ended and the rows were banked into their stores."""
+        return any(kind == SWEEP for kind, _, _ in self.steps)
+
+
 class Rules(Protocol):
     """What every rule set offers; the referee and the bots use nothing else."""
 
@@ -91,6 +125,7 @@ class Rules(Protocol):
     def initial(self) -> Position: ...
     def legal_moves(self, pos: Position) -> tuple[Move, ...]: ...
     def play(self, pos: Position, move: Move) -> Position: ...
+    def trace(self, pos: Position, move: Move) -> Trace: ...
     def is_over(self, pos: Position) -> bool: ...
     def result(self, pos: Position) -> Outcome: ...
     def from_view(
@@ -183,12 +218,29 @@ class _Board:
         return Position(pos.board, pos.to_move, pos.turn + 1)
 
     @staticmethod
-    def _bank_rows(board: list[int], n: int) -> None:
+    def _bank_rows(board: list[int], n: int, log: list[Step] | None = None) -> None:
         """The game is over: each side banks the seeds left in its own row."""
         for side in (SOUTH, NORTH):
             start = side * (n + 1)
+            if log is not None:
+                log += [(SWEEP, j, board[j]) for j in range(start, start + n) if board[j]]
             board[start + n] += sum(board[start : start + n])
             board[start : start + n] = [0] * n
+
+    def trace(self, pos: Position, move: Move) -> Trace:
+        """`play`, with every step it took: raises IllegalMove as `play` does."""
+        log: list[Step] = []
+        after = self._move(pos, move, log)
+        extra = after.ended is None and after.to_move == pos.to_move and move != SWAP
+        relay = sum(1 for kind, _, _ in log if kind == LIFT) > 1
+        return Trace(after, tuple(log), extra, relay)
+
+    def play(self, pos: Position, move: Move) -> Position:
+        """The position after `move`; raises IllegalMove if it is not legal."""
+        return self._move(pos, move, None)
+
+    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+        raise NotImplementedError
 
     def is_over(self, pos: Position) -> bool:
         return pos.ended is not None
@@ -239,11 +291,11 @@ class Kalah(_Board):
             (self.no_first_extra, "no-first-extra"),
         )
 
-    def play(self, pos: Position, move: Move) -> Position:
-        """The position after `move`; raises IllegalMove if it is not legal."""
+    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
         self.check(pos, move)
         if move == SWAP:
-            return self._settle(list(self._swap(pos).board), pos.to_move, pos.turn + 1, False)
+            return self._settle(list(self._swap(pos).board), pos.to_move, pos.turn + 1, False, log)
         n = self.pits
         side = pos.to_move
         store = side * (n + 1) + n
@@ -254,12 +306,17 @@ class Kalah(_Board):
         i = side * (n + 1) + move - 1
         seeds = board[i]
         board[i] = 0
+        if log is not None:
+            log.append((LIFT, i, seeds))
         # Whole laps first (every hole but the opponent's store, the emptied pit included), then the rest.
         laps, seeds = divmod(seeds, size - 1)
         if laps:
             for j in range(size):
                 if j != skip:
                     board[j] += laps
+            if log is not None:  # as sown: round and round from the next hole on
+                lap = [(SOW, (i + k) % size, 1) for k in range(1, size + 1) if (i + k) % size != skip]
+                log += lap * laps
         while seeds:
             i += 1
             if i == size:
@@ -267,6 +324,8 @@ class Kalah(_Board):
             if i != skip:
                 board[i] += 1
                 seeds -= 1
+                if log is not None:
+                    log.append((SOW, i, 1))
         if i == store and not (self.no_first_extra and pos.turn == 0):
             nxt = side
         else:
@@ -275,13 +334,19 @@ class Kalah(_Board):
             if own_row and board[i] == 1:
                 opposite = 2 * n - i
                 if board[opposite] or self.empty_capture:
+                    if log is not None:
+                        log += [(CAPTURE, i, 1)] + (
+                            [(CAPTURE, opposite, board[opposite])] if board[opposite] else []
+                        )
                     board[store] += board[opposite] + 1
                     board[opposite] = 0
                     board[i] = 0
         turn = pos.turn + (nxt != side)
-        return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side)
+        return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side, log)
 
-    def _settle(self, board: list[int], nxt: int, turn: int, can_swap: bool) -> Position:
+    def _settle(
+        self, board: list[int], nxt: int, turn: int, can_swap: bool, log: list[Step] | None = None
+    ) -> Position:
         """Apply the end rule (banking what is left) or the early finish, then freeze the position."""
         n = self.pits
         south_empty = not any(board[0:n])
@@ -291,7 +356,7 @@ class Kalah(_Board):
         else:
             over = north_empty if nxt == NORTH else south_empty
         if over:
-            self._bank_rows(board, n)
+            self._bank_rows(board, n, log)
             return Position(tuple(board), nxt, turn, "normal")
         # While a swap is pending, who owns the leading store is not settled: no early finish yet.
         if self.early and not can_swap and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
@@ -330,8 +395,8 @@ class Relay(_Board):
     def spec(self) -> str:
         return self._spec("relay", (self.chain, "chain"))
 
-    def play(self, pos: Position, move: Move) -> Position:
-        """The position after `move`; raises IllegalMove if it is not legal."""
+    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
         self.check(pos, move)
         n = self.pits
         side = pos.to_move
@@ -346,12 +411,16 @@ class Relay(_Board):
         seen: set[tuple[int, ...]] = set()
         while True:
             seeds, board[i] = board[i], 0
+            if log is not None:
+                log.append((LIFT, i, seeds))
             reached_opponent = False
             while seeds:
                 i = i + 1 if i + 1 < size else 0
                 if i != skip:
                     board[i] += 1
                     seeds -= 1
+                    if log is not None:
+                        log.append((SOW, i, 1))
                     reached_opponent = reached_opponent or opp <= i < opp + n
             if not (own <= i < store and board[i] > 1 and reached_opponent):
                 break
@@ -362,6 +431,8 @@ class Relay(_Board):
         if opp <= i < opp + n and board[i] in (2, 3):
             j = i
             while True:
+                if log is not None:
+                    log.append((CAPTURE, j, board[j]))
                 board[store] += board[j]
                 board[j] = 0
                 j -= 1
@@ -372,7 +443,7 @@ class Relay(_Board):
         if 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
             return Position(tuple(board), nxt, turn, "normal")
         if not any(board[nxt * (n + 1) : nxt * (n + 1) + n]):
-            self._bank_rows(board, n)
+            self._bank_rows(board, n, log)
             return Position(tuple(board), nxt, turn, "normal")
         return Position(tuple(board), nxt, turn, None, self.pie and turn == 1)
 

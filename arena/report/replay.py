@@ -1,10 +1,8 @@
 """A stored game replayed through the one rules engine, ply by ply, with what each ply did.
 
-The page and the terminal both draw these plies; neither plays a move itself. Every board comes from
-`Rules.play`. What a ply did (an extra turn, a capture, a swap, relay sowing, the end) is read off the
-engine's boards before and after it; the only thing worked out here is where a plain sowing of the pit's
-seeds would have put them (laps, then the rest counter-clockwise, skipping the opponent's store), which is
-geometry, not rules: whatever the engine did beyond it is what gets marked.
+The page and the terminal both draw these plies; neither plays a move itself. Every board, and what a ply
+did step by step (the seeds lifted and sown one by one, a capture, the end sweep, an extra turn, relay
+sowing), comes from the engine's `Rules.trace`: the page's animation only moves seeds where it says.
 
 A forfeit also gets the lines to reproduce it: the NEWGAME and MOVE lines the referee sent the faulty bot
 in that game (`referee.lines_sent`, which `arena check` uses too).
@@ -15,15 +13,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from arena.game.rules import NORTH, SOUTH, SWAP, IllegalMove, Move, Position, Relay, Rules, parse_rules
+from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
 from arena.match.record import GameRecord
 from arena.match.referee import lines_sent
 
 
 @dataclass(frozen=True, slots=True)
 class Ply:
-    """One ply and the position after it. `captured` is how many seeds a capture banked (0: none; -1: a
-    capture whose size the boards do not tell, in relay sowing); `capture_pits` the holes it emptied."""
+    """One ply and the position after it. `captured` is how many seeds a capture banked (0: none);
+    `capture_pits` the holes it emptied; `steps` the engine's steps (`Rules.trace`)."""
 
     move: Move
     mover: int  # the side that moved
@@ -36,6 +34,8 @@ class Ply:
     swap: bool = False
     relay: bool = False
     ended: bool = False
+    steps: tuple[Step, ...] = ()
+    swept: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,57 +79,23 @@ class Replay:
         return Position(ply.board, ply.to_move, ended="normal" if ply.ended else None)
 
 
-def _plain_sowing(board: tuple[int, ...], hole: int, skip: int) -> tuple[list[int], int]:
-    """The board after sowing `hole` and nothing else (whole laps first, as the engine does, then the rest
-    one by one, never into `skip`), and the hole the last seed counts as landing in (the sown pit itself
-    after whole laps only, as in the engine)."""
-    size = len(board)
-    after = list(board)
-    seeds, after[hole] = after[hole], 0
-    laps, rest = divmod(seeds, size - 1)
-    if laps:
-        after = [v + laps if j != skip else v for j, v in enumerate(after)]
-    steps, j = (rest if rest else size - 1), hole
-    while steps:
-        j = (j + 1) % size
-        if j != skip:
-            steps -= 1
-            if rest:
-                after[j] += 1
-    return after, j
+def marks(rules: Rules, before: Position, move: Move, after: Position | None = None) -> Ply:
+    """The ply `move` from `before`, with what it did marked, as the engine traced it (`after`, when given,
+    is the position the caller already has: it must be the engine's)."""
+    ply, traced = _traced(rules, before, move)
+    if after is not None and after != traced:
+        raise ValueError(f"{after} is not where {move} leads from {before}")
+    return ply
 
 
-def marks(rules: Rules, before: Position, move: Move, after: Position) -> Ply:
-    """The ply `move` from `before` to `after` (both the engine's), with what it did marked."""
-    side = before.to_move
-    base = Ply(move, side, after.board, after.to_move, False, ended=after.ended is not None)
-    if move == SWAP:
-        return Ply(move, side, after.board, after.to_move, False, swap=True, ended=base.ended)
-    assert isinstance(move, int)
-    n = before.pits
-    own, store = side * (n + 1), side * (n + 1) + n
-    opp = (1 - side) * (n + 1)
-    plain, last = _plain_sowing(before.board, own + move - 1, opp + n)
-    gain = after.board[store] - before.board[store]
-    into_store = plain[store] - before.board[store]
-    banked = after.ended is not None and not any(after.row(SOUTH)) and not any(after.row(NORTH))
-    extra = after.ended is None and after.to_move == side
-    if isinstance(rules, Relay):
-        relay = not banked and list(after.row(side)) != plain[own : own + n]
-        pits = tuple(j for j in range(opp, opp + n) if after.board[j] == 0 and plain[j] > 0)
-        if banked:
-            pits = ()
-        captured = (gain - into_store if not relay else -1) if pits else 0
-        return Ply(move, side, after.board, after.to_move, False, extra, captured, pits, relay=relay,
-                   ended=base.ended)  # fmt: skip
-    if banked:  # the stores took the rows: a capture shows as more than the plain sowing left in the row
-        row_left = sum(plain[own : own + n])
-        opposite_seeds = gain - into_store - row_left
-        captured = opposite_seeds + 1 if opposite_seeds > 0 else 0
-    else:
-        captured = gain - into_store
-    pits = (last, 2 * n - last) if captured > 0 and own <= last < store else ()
-    return Ply(move, side, after.board, after.to_move, False, extra, max(captured, 0), pits, ended=base.ended)
+def _traced(rules: Rules, before: Position, move: Move, opening: bool = False) -> tuple[Ply, Position]:
+    trace = rules.trace(before, move)
+    a = trace.after
+    ply = Ply(
+        move, before.to_move, a.board, a.to_move, opening, trace.extra, trace.banked, trace.captured,
+        swap=move == SWAP, relay=trace.relay, ended=a.ended is not None, steps=trace.steps, swept=trace.swept,
+    )  # fmt: skip
+    return ply, a
 
 
 def replay(
@@ -144,14 +110,10 @@ def replay(
     positions = [pos]
     for k, move in enumerate(record.plies):
         try:
-            nxt = rules.play(pos, move)
+            ply, nxt = _traced(rules, pos, move, k < len(record.opening))
         except IllegalMove as e:
             error = f"ply {k + 1} ({move}) does not replay: {e}"
             break
-        ply = marks(rules, pos, move, nxt)
-        if k < len(record.opening):
-            ply = Ply(ply.move, ply.mover, ply.board, ply.to_move, True, ply.extra, ply.captured,
-                      ply.capture_pits, ply.swap, ply.relay, ply.ended)  # fmt: skip
         plies.append(ply)
         positions.append(nxt)
         pos = nxt
