@@ -166,7 +166,7 @@ def browse(page: Path, game: int, runs: int = 3) -> dict[str, float]:
             t0 = time.perf_counter()
             driver.execute_script(f"location.hash = '#game-{game}'")
             while not driver.execute_script(
-                "return document.getElementById('ply-counter').textContent.startsWith('ply 0')"
+                "return document.getElementById('ply-counter').textContent.startsWith('start')"
             ):
                 time.sleep(0.01)
             marks["open_game_ms"].append((time.perf_counter() - t0) * 1000)

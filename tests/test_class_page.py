@@ -4,14 +4,18 @@ games, and the leaderboard says shared places and why. The store is tests/classr
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from classroom import NAMES, build
-from test_browser import _wait, browser  # noqa: F401  (the module's headless Chromium)
+from test_browser import _board, _wait, browser  # noqa: F401  (the module's headless Chromium)
 
+from arena.game.rules import parse_rules
+from arena.match.record import GameRecord
 from arena.report import page as report
 from arena.tournament import ratings
+from arena.tournament import store as st
 from arena.tournament.store import Store
 
 
@@ -112,5 +116,137 @@ def test_places_are_shared_where_the_games_do_not_separate_bots_and_the_page_say
         glossary = browser.execute_script("return document.getElementById('glossary').textContent")
         for term in ("mu − 3σ", "Elo ±", "ply", "timeout", "crash", "illegal", "garbled"):
             assert term in glossary
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def _game_with_capture_and_sweep(folder: Path) -> tuple[int, GameRecord, int]:
+    """A game that ends by the rules with a capture on the way: its id, record and the capture's ply."""
+    with Store(folder / "arena.sqlite", create=False) as store:
+        rows = list(st.records_between(store, 0, 200))
+    rules = parse_rules("kalah")
+    for row in rows:
+        record = GameRecord.from_dict(row)
+        if record.faulty:
+            continue
+        pos, capture = rules.initial(), None
+        for k, move in enumerate(record.plies):
+            trace = rules.trace(pos, move)
+            if trace.captured and capture is None:
+                capture = k
+            pos = trace.after
+        if capture is not None and trace.swept:
+            return int(row["id"]), record, capture
+    raise AssertionError("no finished game with a capture in the class store")
+
+
+def _speed(driver: object, ms: int) -> None:
+    """A speed the page does not offer, for the test's own pace."""
+    driver.execute_script(  # type: ignore[attr-defined]
+        "const s = document.getElementById('speed'); s.add(new Option('test', arguments[0])); "
+        "s.value = arguments[0];",
+        str(ms),
+    )
+
+
+def test_a_replay_sows_seed_by_seed_and_ends_on_the_records_stores(browser, klass):  # noqa: F811
+    """Captures and the end sweep are steps of their own; the last board is the engine's."""
+    gid, record, capture = _game_with_capture_and_sweep(klass.parent)
+    rules = parse_rules(record.rules)
+    browser.get(klass.as_uri() + f"#game-{gid}")
+    _wait(browser, "document.getElementById('ply-counter').textContent.startsWith('start')")
+    assert browser.execute_script("return document.getElementById('ply-counter').textContent") == (
+        f"start · {len(record.plies)} moves"
+    )
+    # the stores say whose they are
+    owners = browser.execute_script(
+        "return [...document.querySelectorAll('#board .store .owner')].map(o => o.textContent)"
+    )
+    assert sorted(owners) == sorted([record.south, record.north])
+
+    # one move sown slowly: the seeds leave the hand one at a time, the holes that got one are marked
+    pos = rules.initial()
+    first = rules.trace(pos, record.plies[0])
+    _speed(browser, 150)
+    browser.execute_script("document.getElementById('sow').click()")
+    hands = set()
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        text = browser.execute_script("return document.getElementById('hand').textContent")
+        if text:
+            hands.add(text)
+        if (
+            browser.execute_script("return document.getElementById('ply-counter').textContent")
+            == (f"move 1 of {len(record.plies)}")
+            and not text
+            and len(hands) > 1
+        ):
+            break
+        time.sleep(0.02)
+    seeds = first.steps[0][2]
+    assert {f"in hand: {k}" for k in range(1, seeds + 1)} >= hands and len(hands) >= min(seeds, 3)
+    _wait(browser, "document.getElementById('hand').textContent === ''")
+    assert _board(browser) == first.after.board
+    got = browser.execute_script(
+        "return [...document.querySelectorAll('#board .hole.got')].map(h => Number(h.dataset.hole))"
+    )
+    assert sorted(got) == sorted({h for kind, h, _ in first.steps if kind == "sow"} - {first.steps[0][1]})
+
+    # the whole game played seed by seed: captures and the sweep are steps of their own, and it ends on the
+    # engine's board, whose stores are the record's
+    _speed(browser, 2)
+    browser.execute_script("document.getElementById('play').click()")
+    said = set()
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        text = browser.execute_script("return document.getElementById('r-what').textContent")
+        said |= {word for word in ("capture:", "game over:") if word in text}
+        if browser.execute_script("return document.getElementById('play').textContent") == "▶ play":
+            break
+        time.sleep(0.005)
+    assert browser.execute_script("return document.getElementById('ply-counter').textContent") == (
+        f"move {len(record.plies)} of {len(record.plies)}"
+    )
+    assert browser.execute_script("return document.getElementById('r-error').textContent") == ""
+    board = _board(browser)
+    n = rules.pits
+    assert (board[n], board[2 * n + 1]) == (record.south_store, record.north_store)
+    assert "capture:" in said or "game over:" in said  # sampled at the page's pace: at least one seen
+
+    # at a pace a person follows, the capture and the end sweep each stand as a step with its own words
+    for ply, words in ((capture, "capture:"), (len(record.plies) - 1, "game over:")):
+        browser.get(klass.as_uri() + f"#game-{gid}/{ply}")
+        _wait(browser, f"document.getElementById('scrub').value === '{ply}'")
+        _speed(browser, 120)
+        browser.execute_script("document.getElementById('sow').click()")
+        _wait(browser, f"document.getElementById('r-what').textContent.includes('{words}')", timeout=30)
+
+
+def test_the_big_board_fills_a_projector_and_keys_drive_the_replay(browser, klass):  # noqa: F811
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    gid, record, _ = _game_with_capture_and_sweep(klass.parent)
+    _size(browser, 1280, 800)
+    try:
+        browser.get(klass.as_uri() + f"#game-{gid}")
+        _wait(browser, "document.querySelectorAll('#board .hole').length > 0")
+        width = "document.getElementById('board').getBoundingClientRect().width"
+        small = browser.execute_script(f"return {width}")
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("b")
+        big = browser.execute_script(f"return {width}")
+        assert big > 1.5 * small and big <= 1280
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= 1280
+        body.send_keys(Keys.ARROW_RIGHT)
+        body.send_keys(Keys.ARROW_RIGHT)
+        assert browser.execute_script("return document.getElementById('ply-counter').textContent").startswith(
+            "move 2 of"
+        )
+        body.send_keys(Keys.END)
+        n = parse_rules(record.rules).pits
+        board = _board(browser)
+        assert (board[n], board[2 * n + 1]) == (record.south_store, record.north_store)
+        body.send_keys("b")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -29,7 +29,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from arena.game.rules import SWAP, Rules, parse_rules
+from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, parse_rules
 from arena.match.record import GameRecord, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.tournament import store as st
@@ -38,7 +38,7 @@ from arena.tournament.store import Store
 
 FOLDER = "games"
 BLOCK = 250  # games per replay file: ~250 KB of Kalah(6,6); one file is what opening a game costs
-FORMAT = 1  # bump when the encoding changes: every block is written again
+FORMAT = 2  # bump when the encoding changes: every block is written again
 HEADER = "// arena replays "
 # Think time is kept as a histogram per bot over the move's share of the time limit, 8 bins a decade from
 # 0.01% of the limit up to 10 times it (past the limit: the startup allowance of a first move, or a timeout).
@@ -140,6 +140,7 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
         "n": plies[-1].to_move if plies else game.start.to_move,
         "t": [round(ms, 1) for ms in record.move_ms],
     }
+    data["s"] = ",".join(map(_steps, plies))
     if biggest <= CHAR_MAX:
         data["b"] = _chars(chain.from_iterable(p.board for p in plies))
     else:
@@ -166,6 +167,16 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
                      "stderr": record.stderr.get(record.faulty, ""), "ply": len(plies), "lines": [],
                      "cmd": "", "note": ""}  # fmt: skip
     return data
+
+
+_MARK = {LIFT: "(", CAPTURE: "*", SWEEP: "#"}  # a sown seed has no mark: the hole alone
+
+
+def _steps(p: Ply) -> str:
+    """A ply's steps as the engine traced them (`Rules.trace`), one character a hole (code 48 + hole),
+    lifts, captures and the end sweep marked by a character before it; the page's animation moves seeds
+    exactly so and decides nothing."""
+    return "".join(_MARK.get(kind, "") + chr(48 + hole) for kind, hole, _ in p.steps)
 
 
 def _flags(p: Ply) -> int:
