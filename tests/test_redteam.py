@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from botsrc import FIRST_LEGAL_C
 
+from arena.match import bwrap
 from arena.match.confine import sandbox_problem
 from arena.report import page
 
@@ -180,7 +181,7 @@ NOBODY = 65534
 def as_nobody(argv: list[str], keep: list[Path]) -> list[str]:
     """`argv` run by uid 65534, as an ordinary user runs arena: in a mount namespace where /root (which root
     keeps to itself, and where this machine may keep its Python) shows only the folders in `keep` below it."""
-    wrap = ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root"]
+    wrap = [bwrap.find().path or "bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", "/root"]
     tops = {
         Path("/root", path.relative_to("/root").parts[0]) for path in keep if path.is_relative_to("/root")
     }

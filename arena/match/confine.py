@@ -35,6 +35,8 @@ from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 
+from arena.match import bwrap
+
 MiB = 1024 * 1024
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
 # exceptions, Python's, C++'s, C's, Go's and Rust's, and the JVM's warning when it cannot commit memory.
@@ -151,7 +153,7 @@ def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> 
     /proc, and the allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
     tmp, shm = str(memory_mb * MiB // 2), str(memory_mb * MiB // 4)  # files count as memory: a share
     # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
-    args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    args = [bwrap.find().path or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
     for key, value in environment(memory_mb).items():
         args += ["--setenv", key, value]
     # Root keeps no user namespace: bubblewrap mounts as root, then setpriv takes a real unprivileged uid
@@ -194,8 +196,9 @@ _SHELL = "/bin/bash"
 
 def sandbox_problem() -> str | None:
     """None if bubblewrap runs here, else why not (in words for the terminal and the report)."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed: bots run without a sandbox (apt-get install bubblewrap)"
+    found = bwrap.find()
+    if found.path is None:
+        return f"{found.problem}: bots run without a sandbox ({bwrap.INSTALL})"
     if not os.path.exists(_SHELL):
         return f"{_SHELL} is not installed: bots run without a sandbox (it hands a sandboxed bot its pipes)"
     try:
