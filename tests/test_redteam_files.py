@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from botsrc import FIRST_LEGAL_C
 from test_redteam import NOBODY, ROOT, as_nobody, mode, workdir  # noqa: F401 (the fixtures)
 
 from arena.report import page
@@ -148,4 +149,40 @@ def test_a_cluster_never_ships_what_a_link_in_a_bot_points_to(mode: str, workdir
     assert shipped, "the other bots were shipped"
     assert [p for p in shipped if marker.encode() in p.read_bytes()] == []
     assert "looter/loot.txt: a link to" in not_entered(done.stderr).get("looter", ""), done.stderr
+    assert {g["south"] for g in exported(mode, out)} == {"greedy", "random"}
+
+
+# --- 8. a build cannot change the bot's own files --------------------------------------------------------
+
+REWRITING_BUILD = """#!/bin/sh
+printf 'paths = ["/"]\\nmemory = 100000\\n' >> bot.toml
+echo '/* and the source, out of the version */' >> bot.c
+exec cc -O2 -o bot bot.c
+"""
+
+
+def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path) -> None:
+    """A build rewrote bot.toml (paths = ["/"], memory = 100000) and its source, and the stamp then listed
+    both as the build's outputs: copied back, and left out of the bot's version, so that an edited bot
+    played under its old one. Now the files there before the build are sources: a build that changes one
+    fails, naming it, and the folder is as it was."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc)")
+    bots, out = workdir / "bots", workdir / "reports"
+    reference_bots(bots)
+    folder = bots / "rewriter"
+    folder.mkdir()
+    (folder / "bot.c").write_text(FIRST_LEGAL_C)
+    (folder / "build.sh").write_text(REWRITING_BUILD)
+    (folder / "bot.toml").write_text('build = "./build.sh"\ncommand = "./bot"\n')
+    readable(bots)
+    (folder / "build.sh").chmod(0o755)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for path in (bots, folder, *folder.iterdir()):  # the student's own files
+        os.chown(path, NOBODY if mode != "root" else 0, NOBODY if mode != "root" else 0)
+    done = arena(mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before, "bot.toml and bot.c as they were"
+    why = not_entered(done.stderr).get("rewriter", "")
+    assert "build failed: it changed bot.c (and 1 more), a file of the bot's own" in why, done.stderr
     assert {g["south"] for g in exported(mode, out)} == {"greedy", "random"}

@@ -5,7 +5,9 @@ The build is the student's code running, so it is confined as the bot is (the sa
 memory and process limits, an unprivileged uid when arena is root, a clean environment), with a time limit,
 and it may write its own folder only: it runs in a copy of the folder that its uid owns (on a tmpfs, so what
 it writes counts against its memory), shown at the folder's own path in the sandbox, and the files it made
-or changed are copied back. A stamp in the folder
+are copied back. The files that were there before it (but the last build's outputs) are the bot's sources,
+bot.toml among them: a build that changes one fails, so that no build rewrites its own manifest (to widen
+its limits) or turns a source into an output (out of the bot's version). A stamp in the folder
 (bots.STAMP) records the digest of the sources and a hash of every file the build made; whether a build is
 needed is then a few hashes of a small folder: sources edited, outputs deleted or changed -> build again.
 """
@@ -177,9 +179,25 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
             for argv in bot.build:
                 _step(jail, argv, copy, log, deadline, seconds, manifest)
             after = _files(copy)
-            made = {rel: v[2] for rel, v in after.items() if before.get(rel) != v}
+            # The files that were there before the build are the bot's sources (bot.toml always), but for
+            # the last build's outputs: the build may not change them, and only new files are copied back.
+            last = built_outputs(folder)
+            sources = {rel for rel in before if rel not in last}
+            changed = sorted(rel for rel in sources if rel in after and after[rel][2] != before[rel][2])
+            if changed:
+                more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+                raise BuildError(
+                    f"{manifest}: build failed: it changed {changed[0]}{more}, a file of the bot's own (a "
+                    f"build may only make new files; if the build is meant to make {changed[0]}, delete it "
+                    f"from {folder})"
+                )
+            made = {
+                rel: v[2]
+                for rel, v in after.items()
+                if rel not in sources and rel != STAMP and before.get(rel) != v
+            }
             # Outputs of the last build that this one left as they were are outputs still.
-            for rel, sha in built_outputs(folder).items():
+            for rel, sha in last.items():
                 if rel not in made and rel in after and after[rel][2] == sha:
                     made[rel] = sha
             try:
