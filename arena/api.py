@@ -26,7 +26,7 @@ from arena.game.openings import Book, generate, load_book, order
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
-from arena.match.confine import Capabilities, Confinement, Warden, capabilities
+from arena.match.confine import Capabilities, Confinement, Warden, capabilities, grant, ungranted
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
@@ -88,11 +88,17 @@ def entrants(
     gauntlet: str | None = None,
     *,
     build: Callable[[Bot], Bot] | None = None,
+    read_only: Sequence[str] = (),
+    private: Sequence[Path | str] = (),
 ) -> Entrants:
     """A run's entrants, or BotError when there is no tournament to play (fewer than two bots, no such
     gauntlet bot). `build` builds each bot that has a build (arena.match.build.ensure_built): one whose
-    build fails is not entered, its reason the compiler's first error."""
+    build fails is not entered, its reason the compiler's first error. A bot whose bot.toml asks to read
+    paths that the teacher's `read_only` does not grant is not entered either; GrantError when `read_only`
+    would show bots a private place (the bots folder, `private` such as the reports folder)."""
     found = survey(Path(bots)) if isinstance(bots, str | Path) else Survey(tuple(bots), ())
+    folders = [bots] if isinstance(bots, str | Path) else [b.path.parent for b in found.bots]
+    found = _granted(found, grant(read_only, [*folders, *private]))
     if build is not None:
         found = _built(found, build)
     where = f"{bots}" if isinstance(bots, str | Path) else "the list"
@@ -107,6 +113,28 @@ def entrants(
         if hero is None:
             raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
     return Entrants(found.bots, hero, found.broken)
+
+
+def not_granted(bot: Bot, granted: Sequence[str]) -> str | None:
+    """Why `bot` may not play under the teacher's read-only paths `granted` (None: it may): its bot.toml
+    asks to read more. A bot's author asks; only the teacher grants."""
+    missing = ungranted(bot.paths, granted)
+    if not missing:
+        return None
+    flags = " ".join(f"--read-only {p}" for p in missing)
+    return f"its bot.toml asks to read {', '.join(missing)}, which the teacher has not granted ({flags})"
+
+
+def _granted(found: Survey, granted: Sequence[str]) -> Survey:
+    """The survey with every bot whose bot.toml asks for paths not granted moved to the broken."""
+    bots, broken = [], list(found.broken)
+    for bot in found.bots:
+        why = not_granted(bot, granted)
+        if why is None:
+            bots.append(bot)
+        else:
+            broken.append((bot.path.name, why))
+    return Survey(tuple(bots), tuple(sorted(broken)))
 
 
 def _built(found: Survey, build: Callable[[Bot], Bot]) -> Survey:
@@ -129,6 +157,7 @@ _SETTING_TEXT = {
     "memory_mb": "memory {} MiB",
     "max_procs": "at most {} processes",
     "max_memory_mb": "a bot.toml may ask for up to {} MiB",
+    "read_only": "bots may read {}",
     "ponder": "pondering {}",
     "sandbox": "sandbox {}",
     "bank_ms": "time bank {} ms",
@@ -183,6 +212,7 @@ class Tournament:
         try:
             self.stored = store.settings() if store else None  # as found: None for a new tournament
             self.settings = resolve(settings or self.stored, asked)
+            grant(self.settings.read_only, [self.folder.parent])  # GrantError before a store is made
             book = store.book() if store and self.stored else None
             self.book = book if book is not None else make_book(self.settings)
             # A new tournament's file is written only once its settings and openings hold.
@@ -218,7 +248,8 @@ class Tournament:
         def build(bot: Bot) -> Bot:
             return ensure_built(bot, self._local()[0], say=on_build)
 
-        return entrants(bots, gauntlet, build=build)
+        private = [self.folder.parent]  # the reports folder
+        return entrants(bots, gauntlet, build=build, read_only=self.settings.read_only, private=private)
 
     @classmethod
     def open(cls, folder: Path | str) -> Tournament:
@@ -275,7 +306,6 @@ class Tournament:
         allowances = {
             "memory": {b.name: conf.memory_of(b.memory_mb)[0] for b in field if b.memory_mb is not None},
             "memory_asked": {b.name: b.memory_mb for b in field if b.memory_mb is not None},
-            "paths": {b.name: list(b.paths) for b in field if b.paths},
         }
         self.store.set_meta("allowances", json.dumps(allowances))
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
@@ -388,6 +418,10 @@ class Match:
         self.settings = settings or Settings()
         self.rules = self.settings.game_rules()
         check_rules([x for x in (a, b) if isinstance(x, Bot)], self.rules)
+        granted = grant(self.settings.read_only, [x.path.parent for x in (a, b) if isinstance(x, Bot)])
+        for bot in (x for x in (a, b) if isinstance(x, Bot)):
+            if why := not_granted(bot, granted):
+                raise BotError(f"{bot.path}: {why}")
         conf, self.capabilities = confinement_here(self.settings)
         # A bot with a build is built first: BuildError (one line; the compiler's output in .output) if not.
         a, b = (ensure_built(x, conf) if isinstance(x, Bot) else x for x in (a, b))

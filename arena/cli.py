@@ -16,6 +16,7 @@ import click
 from arena.game.openings import BookError
 from arena.game.rules import RulesError, parse_rules
 from arena.match.bots import BotError, BuildError, find_bot
+from arena.match.confine import GrantError
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
@@ -48,6 +49,15 @@ RULES = RulesParam()
 
 def _confinement_options(f):  # type: ignore[no-untyped-def]
     """Limits on bots. Defaults are None so that a resumed tournament keeps its own."""
+    f = click.option(
+        "--read-only",
+        "read_only",
+        multiple=True,
+        metavar="PATH",
+        help="A folder (or file) every bot may read in the sandbox, e.g. a conda environment or a data set; "
+        "repeatable. A bot whose bot.toml asks for paths plays only if they are granted here. Not /, /home, "
+        "/tmp, /var, the bots or reports folder, nor a folder holding one.",
+    )(f)
     f = click.option(
         "--ponder/--no-ponder",
         default=None,
@@ -99,6 +109,17 @@ def _openings_asked(openings: str | None) -> dict[str, object]:
             f"{openings}: a number of openings (0 or more) or a book file", param_hint="'--openings'"
         )
     return {"openings": int(openings)} if openings.isdigit() else {"book": openings}
+
+
+def _read_only(paths: tuple[str, ...]) -> tuple[str, ...] | None:
+    """--read-only as a setting: absolute paths, as the tournament keeps them; None: not asked."""
+    return tuple(os.path.abspath(p) for p in paths) or None
+
+
+def _say_read_only(paths: tuple[str, ...]) -> None:
+    """Name the teacher's grant at the start: what every bot may read besides its own files."""
+    if paths:
+        click.echo(f"arena: every bot may read (--read-only): {', '.join(paths)}", err=True)
 
 
 def _bank_ms(seconds: float | None) -> int | None:
@@ -174,6 +195,7 @@ def play(  # type: ignore[no-untyped-def]
     max_procs,
     sandbox,
     ponder,
+    read_only,
 ):
     """Play GAMES games between bots A and B (names in --bots, or paths), alternating sides.
 
@@ -193,11 +215,13 @@ def play(  # type: ignore[no-untyped-def]
         "sandbox": sandbox,
         "ponder": ponder,
         "seed": seed,
+        "read_only": _read_only(read_only),
     }
     asked |= _openings_asked(openings)
     if openings is None:  # two deterministic bots repeat one pair of games: a series goes through openings
         asked["openings"] = min(Settings().openings, (games + 1) // 2) if games > 1 else 0
     with Match(seat_a, seat_b, resolve(None, asked)) as match:
+        _say_read_only(match.settings.read_only)
         first, second = (p.name for p in match.players)
         try:
             _play_games(match, games, show and HUMAN not in (a, b), as_json, out)
@@ -387,16 +411,20 @@ def run(  # type: ignore[no-untyped-def]
     max_procs,
     sandbox,
     ponder,
+    read_only,
 ):
     """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
     from arena.api import Tournament, entrants
 
-    entrants(bots_dir, hero)  # before the store exists: a bad bots folder leaves nothing behind
+    # Before the store exists: a bad bots folder, or a grant of a private place, leaves nothing behind.
+    entrants(bots_dir, hero, read_only=_read_only(read_only) or (), private=[out])
     asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
     asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
     asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox, "max_memory_mb": max_memory_mb}
+    asked |= {"read_only": _read_only(read_only)}
     asked |= _openings_asked(openings)
     with Tournament(Path(out) / name, **asked) as cup:
+        _say_read_only(cup.settings.read_only)
         building = None if quiet else lambda line: click.echo(f"arena: {line}", err=True)
         for entry, why in cup.enter(bots_dir, hero, on_build=building).broken:  # a failed build too
             click.echo(f"arena: not entered: {entry}: {why}", err=True)
@@ -648,6 +676,7 @@ def check_cmd(  # type: ignore[no-untyped-def]
     max_procs,
     sandbox,
     ponder,
+    read_only,
 ):
     """Check BOT (a name in --bots, or a path) before a tournament: it plays a few short games against
     greedy and random, confined as in `arena run`, and prints a checklist of what the referee would hold
@@ -659,6 +688,7 @@ def check_cmd(  # type: ignore[no-untyped-def]
     asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
     asked |= {"startup_ms": startup_ms, "memory_mb": memory_mb, "max_procs": max_procs}
     asked |= {"sandbox": sandbox, "ponder": ponder, "max_memory_mb": max_memory_mb}
+    asked |= {"read_only": _read_only(read_only)}
     references = reference_bots((ARENA_BOTS, Path(bots_dir)))
     report = check(found, resolve(None, asked), references, say=lambda text: click.echo(text, err=True))
     click.echo(json.dumps(report.to_dict()) if as_json else render(report))
@@ -712,7 +742,7 @@ def main() -> None:
         for line in e.output.splitlines():
             click.echo(f"    {line}", err=True)
         sys.exit(1)
-    except (BotError, BookError, ClusterError, RulesError, StoreError) as e:
+    except (BotError, BookError, ClusterError, GrantError, RulesError, StoreError) as e:
         click.echo(f"arena: error: {e}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:

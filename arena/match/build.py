@@ -163,7 +163,7 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     folder = bot.path
     manifest = folder / MANIFEST
     warden = Warden(conf)
-    jail = warden.jail(folder, bot.paths, bot.memory_mb)
+    jail = warden.jail(folder, bot.memory_mb)
     try:
         with tempfile.TemporaryDirectory(prefix="arena-build-", dir=_scratch(folder)) as tmp:
             copy = Path(tmp) / folder.name

@@ -12,8 +12,9 @@ Each layer is used where the machine offers it, and what is missing is said, so 
   pauses every process of the bot at once (daemons that left its session included, and processes started
   while it is frozen), and a list of all of them, so that all of them can be ended.
 - bubblewrap (`bwrap`), where installed and working: the bot's filesystem is an allowlist (the system's
-  program and library folders, arena's Python, its own file or folder, the read-only paths its bot.toml
-  names, a private size-bounded /tmp, a minimal /dev, its own /proc), no network, its own PID namespace.
+  program and library folders, arena's Python, its own file or folder, the read-only paths the teacher
+  grants with --read-only, a private size-bounded /tmp, a minimal /dev, its own /proc), no network, its
+  own PID namespace. A bot's bot.toml `paths` only asks: a bot is entered only if the teacher granted them.
 - no privilege: started by root, a bot runs as an unprivileged user id of its own (bubblewrap sets up the
   sandbox as root, then `setpriv` drops every capability, sets no-new-privileges and changes to that uid
   before the bot's program runs); started by an ordinary user, it is that user with no capabilities.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import resource
 import secrets
 import shutil
@@ -65,9 +67,8 @@ class Confinement:
     max_procs: int = 64
     sandbox: bool = False
     drop_root: bool = False  # arena runs as root: each bot runs as an unprivileged uid of its own
-    max_memory_mb: int | None = (
-        None  # the most a bot's bot.toml `memory` gets (--max-memory); None: memory_mb
-    )
+    max_memory_mb: int | None = None  # the most a bot.toml's `memory` gets (--max-memory); None: memory_mb
+    read_only: tuple[str, ...] = ()  # what the teacher lets every bot read (--read-only), checked by `grant`
 
     def memory_of(self, asked: int | None) -> tuple[int, str]:
         """A bot's memory limit and what set it: its bot.toml's `memory` (`asked`), at most the teacher's
@@ -148,9 +149,71 @@ def _ro_bind(path: str, made: set[str]) -> list[str]:
     return [*args, "--ro-bind", path, path]
 
 
-def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> list[str]:
-    """bubblewrap's part of every sandbox: namespaces, a clean environment, the private /tmp, /dev and
-    /proc, and the allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
+class GrantError(ValueError):
+    """A read-only path the teacher may not grant bots: the message is one line saying why."""
+
+
+# Places no bot may read: the whole machine, the kernel's and the runtime's (sockets of sessions, D-Bus,
+# agents), the machine's state and everyone's home. Neither they nor a folder holding one can be granted.
+_PRIVATE = ("/", "/proc", "/sys", "/dev", "/run", "/tmp", "/var", "/home", "/root")
+# Nothing inside these either: a bot has its own /proc, /dev and /tmp (which would hide what is granted
+# there), and /sys and /run are the kernel's and the sessions' (sockets).
+_PRIVATE_INSIDE = ("/proc", "/sys", "/dev", "/run", "/tmp")
+
+
+def _homes() -> set[str]:
+    homes = set()
+    for entry in pwd.getpwall():
+        if entry.pw_dir.startswith("/") and os.path.isdir(entry.pw_dir):
+            homes.add(os.path.realpath(entry.pw_dir))
+    return homes
+
+
+def grant(paths: Sequence[str], private: Sequence[Path | str] = ()) -> tuple[str, ...]:
+    """The teacher's read-only paths as bound (real paths, links followed), or GrantError naming the first
+    that would show a bot a private place: one of `_PRIVATE`, a user's home, one of `private` (the bots
+    folder, the reports folder), a folder that holds one of them, or a place inside /proc, /sys, /dev, /run,
+    /tmp or `private`."""
+    homes = _homes()
+    shut = {os.path.realpath(p) for p in private}
+    granted = []
+    for given in paths:
+        if not os.path.isabs(given):
+            raise GrantError(f"--read-only {given}: give an absolute path")
+        plain = os.path.normpath(given)
+        try:
+            real = os.path.realpath(given, strict=True)
+        except OSError:
+            real = plain  # judged as given (/proc/1/root), else said to be missing
+        seen = f"{given} (a link to {real})" if real != plain else given
+        for path in dict.fromkeys((plain, real)):
+            holds = [p for p in (*_PRIVATE, *sorted(homes), *sorted(shut)) if Path(p).is_relative_to(path)]
+            inside = [p for p in (*sorted(shut), *_PRIVATE_INSIDE) if Path(path).is_relative_to(p)]
+            if holds or inside:
+                where = holds[0] if holds else inside[0]
+                what = "is" if path == where else ("holds" if holds else "is inside")
+                raise GrantError(
+                    f"--read-only {seen}: {what} {where}, which no bot may read; grant the folder a bot "
+                    "needs, e.g. /opt/conda"
+                )
+        if not os.path.isdir(real) and not os.path.isfile(real):
+            raise GrantError(f"--read-only {given}: no such folder or file on this machine")
+        granted.append(real)
+    return tuple(dict.fromkeys(granted))
+
+
+def ungranted(asked: Sequence[str], granted: Sequence[str]) -> list[str]:
+    """The paths of `asked` (a bot's bot.toml `paths`) that no granted read-only path covers."""
+    return [p for p in asked if not any(Path(os.path.realpath(p)).is_relative_to(g) for g in granted)]
+
+
+def _bwrap_base(
+    memory_mb: int, as_root: bool, made: set[str] | None = None, read_only: Sequence[str] = ()
+) -> list[str]:
+    """bubblewrap's part of every sandbox: namespaces, a clean environment, the teacher's `read_only`
+    paths, the private /tmp, /dev and /proc over them (whatever a path holds, those stay private), and the
+    allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
+    made = made if made is not None else set()
     tmp, shm = str(memory_mb * MiB // 2), str(memory_mb * MiB // 4)  # files count as memory: a share
     # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
     args = [bwrap.find().path or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
@@ -161,12 +224,13 @@ def _bwrap_base(memory_mb: int, as_root: bool, made: set[str] | None = None) -> 
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not as_root:
         args += ["--unshare-user", "--cap-drop", "ALL"]
+    for path in read_only:
+        args += _ro_bind(path, made)
     # /tmp and /dev/shm as on any system, writable by all and sticky, bounded by shares of the memory limit
     # (with cgroups their pages count against it too; without, these bounds are all that holds them).
     args += ["--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", shm, "--tmpfs", "/dev/shm", "--proc", "/proc"]
     args += _system_binds()
-    made = made if made is not None else set()
     made |= {"/tmp", "/dev", "/proc"}  # mounted above: not to be made again (or their modes changed)
     for path in _arena_paths():
         args += _ro_bind(path, made)
@@ -446,13 +510,11 @@ class Jail:
         conf: Confinement,
         cgroups: Cgroups | None,
         own: Path,
-        extra: tuple[str, ...] = (),
         limit: str = "--memory",
     ) -> None:
         self.conf = conf
         self.cgroups = cgroups
         self.own = own  # the bot's file or folder: the one part of the bots folder it sees
-        self.extra = extra  # read-only paths its bot.toml asks for
         self.limit = limit  # what set conf.memory_mb: --memory, its bot.toml's memory, --max-memory
         # A uid of its own: a bot that is not root cannot read root's files, change a mount or a cgroup,
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
@@ -465,9 +527,8 @@ class Jail:
         if not self.conf.sandbox:
             return [*prefix, *argv]
         made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made)
-        for path in (str(self.own), *self.extra):
-            args += _ro_bind(path, made)
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
+        args += _ro_bind(str(self.own), made)
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
         return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
 
@@ -479,9 +540,7 @@ class Jail:
         if not self.conf.sandbox:
             return [*prefix, *argv]
         made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made)
-        for path in self.extra:
-            args += _ro_bind(path, made)
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
         args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own)]
         return [*args, "--chdir", str(self.own), "--", *prefix, *argv]
 
@@ -567,16 +626,16 @@ class Warden:
     def has_cgroups(self) -> bool:
         return self._parent is not None
 
-    def jail(self, own: Path, extra: tuple[str, ...] = (), memory_mb: int | None = None) -> Jail:
-        """A jail for one process of the bot at `own`, which may also read the paths `extra`, with the
-        bot's own memory allowance `memory_mb` (bot.toml `memory`, up to the teacher's cap) instead of the
-        tournament's."""
+    def jail(self, own: Path, memory_mb: int | None = None) -> Jail:
+        """A jail for one process of the bot at `own`, which may also read the teacher's read-only paths,
+        with the bot's own memory allowance `memory_mb` (bot.toml `memory`, up to the teacher's cap)
+        instead of the tournament's."""
         mb, limit = self.conf.memory_of(memory_mb)
         conf = replace(self.conf, memory_mb=mb)
         cgroups = None
         if self._parent is not None:
             cgroups = self._parent.child(f"bot-{next(self._names)}", conf.memory_mb * MiB, conf.max_procs)
-        return Jail(conf, cgroups, own, extra, limit)
+        return Jail(conf, cgroups, own, limit)
 
     @property
     def can_freeze(self) -> bool:
@@ -599,6 +658,12 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             notes.append(problem)
     else:
         notes.append("sandbox off (--no-sandbox): bots can read other bots' files and use the network")
+    granted: list[str] = []
+    for path in conf.read_only:  # checked before (arena.api), but a cluster's machine may differ
+        try:
+            granted += grant([path])
+        except GrantError as e:
+            notes.append(f"{e}: bots here do not see it")
     drop_root = False
     if root:
         # Without the sandbox a bot's own uid must reach arena's Python by the ordinary file permissions.
@@ -626,5 +691,5 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")
-    resolved = replace(conf, sandbox=sandbox, drop_root=drop_root)
+    resolved = replace(conf, sandbox=sandbox, drop_root=drop_root, read_only=tuple(granted))
     return resolved, Capabilities(sandbox, cgroups, tuple(notes))

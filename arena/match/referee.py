@@ -101,7 +101,7 @@ class Player:
         """Start the bot's process, confined by the warden, unless it runs already."""
         if self._wire is None:
             bot = self.bot
-            jail = self.warden.jail(bot.path, bot.paths, bot.memory_mb) if self.warden else None
+            jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
             proc = BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
             self._wire = WIRES[bot.protocol](proc)
             self._fresh = True

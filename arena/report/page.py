@@ -327,10 +327,9 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         Fact("thinking on the opponent's time", "allowed (--ponder)" if settings.ponder else "no: paused"),
         Fact("sandbox", sandbox),
     ]
-    rows += [
-        Fact("read-only paths", f"{bot} (its bot.toml): {', '.join(paths)}")
-        for bot, paths in sorted(allowed.get("paths", {}).items())
-    ]
+    if settings.read_only:
+        granted = ", ".join(settings.read_only)
+        rows.append(Fact("read-only paths", f"{granted} (--read-only: every bot may read them)"))
     rows += [Fact("warning", note) for note in state.get("notes", [])]
     rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
     rows += [Fact("not entered", f"{entry}: {why}") for entry, why in _not_entered(store)]

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.api import confinement_here
+from arena.api import confinement_here, not_granted
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
 from arena.match.bots import Bot, BotError, BuildError, load_bot
 from arena.match.build import ensure_built
-from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden
+from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, check_rules, lines_sent, play_game, starts_anywhere
@@ -314,6 +314,8 @@ def check(
     settings = settings or Settings()
     rules = settings.game_rules()
     check_rules((bot,), rules)
+    if why := not_granted(bot, grant(settings.read_only, [bot.path.parent])):
+        raise BotError(f"{bot.path}: {why}")
     refs = references or reference_bots((ARENA_BOTS,))
     if refs is None:
         raise BotError(

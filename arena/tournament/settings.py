@@ -40,6 +40,10 @@ class Settings:
     )
     book: str | None = None  # a file of openings instead (then `openings` is how many it holds)
     max_memory_mb: int | None = None  # the most memory a bot's bot.toml may ask for; None: memory_mb
+    read_only: tuple[str, ...] = ()  # paths every bot may read (--read-only): the teacher's grant
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "read_only", tuple(self.read_only))  # a stored list reads back as one
 
     def game_rules(self) -> Kalah | Relay:
         return parse_rules(self.rules)
@@ -51,7 +55,13 @@ class Settings:
 
     def confinement(self) -> Confinement:
         """The limits as asked; `confine.capabilities` then says which of them this machine can enforce."""
-        return Confinement(self.memory_mb, self.max_procs, self.sandbox, max_memory_mb=self.max_memory_mb)
+        return Confinement(
+            self.memory_mb,
+            self.max_procs,
+            self.sandbox,
+            max_memory_mb=self.max_memory_mb,
+            read_only=self.read_only,
+        )
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
