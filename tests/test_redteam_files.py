@@ -186,3 +186,26 @@ def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path
     why = not_entered(done.stderr).get("rewriter", "")
     assert "build failed: it changed bot.c (and 1 more), a file of the bot's own" in why, done.stderr
     assert {g["south"] for g in exported(mode, out)} == {"greedy", "random"}
+
+
+# --- 10. names that look alike ----------------------------------------------------------------------------
+
+
+def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_play(tmp_path: Path) -> None:
+    """`grееdy` (Cyrillic е) ranked beside `greedy`. Now a name mixing scripts is not entered, nor are two
+    names whose TR39 skeletons are equal (Latin `cop`, Cyrillic `сор`) or that are one name case aside;
+    names in one script (Greek `αλφα`) play, and a name written in NFD (as a Mac names files) is kept NFC.
+    Run once: a name's rules do not depend on who runs arena."""
+    bots, out = tmp_path / "bots", tmp_path / "reports"
+    reference_bots(bots)
+    for name in ("grееdy", "cop", "сор", "αλφα", "cafe\u0301", "Solo", "solo"):
+        shutil.copy(ROOT / "bots" / "greedy.py", bots / f"{name}.py")
+    done = arena("root", "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    why = not_entered(done.stderr)
+    assert "not mix them (got 'grееdy': CYRILLIC and LATIN" in why.get("grееdy.py", ""), done.stderr
+    assert "its name 'cop' looks like 'сор' (сор.py)" in why.get("cop.py", ""), done.stderr
+    assert "its name 'сор' looks like 'cop' (cop.py)" in why.get("сор.py", ""), done.stderr
+    assert "two bots are named" in why.get("Solo.py", "") and "two bots are named" in why.get("solo.py", "")
+    names = {g[side] for g in exported("root", out) for side in ("south", "north")}
+    assert names == {"greedy", "random", "αλφα", "café"}

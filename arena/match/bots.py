@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path
 
+from arena.match import names
+
 MANIFEST = "bot.toml"
 # What arena/match/build.py knows of a bot folder's last build: the digest of its sources and the files the
 # build made. Hidden, so that the bots folder passes it over, and kept out of the bot's digest with them.
@@ -236,12 +238,19 @@ def _digest(path: Path, built: bool = False) -> str:
 
 
 def check_name(name: str, path: Path) -> str:
+    """The bot's name (NFC), or BotError: one character not allowed, or scripts mixed (arena.match.names)."""
+    name = names.normal(name)
     if not _NAME.fullmatch(name):
         better = re.sub(r"[^\w.+-]", "_", name).strip("_.+-")[:64] or "mybot"
         renamed = path.with_name(better + (path.suffix if path.is_file() and path.suffix == ".py" else ""))
         raise BotError(
             f"{path}: a bot's name may use letters, digits and _ . + - only, starting with a letter or digit "
             f"(got {name!r}); rename it, e.g. to {renamed.name}"
+        )
+    if mixed := names.mixed(name):
+        raise BotError(
+            f"{path}: a bot's name may use letters of any script, but not mix them (got {name!r}: {mixed}, "
+            "letters that look alike on a leaderboard); rename it in one script"
         )
     return name
 
@@ -453,16 +462,27 @@ def survey(folder: Path) -> Survey:
         except BotError as e:
             broken.append((entry.name, str(e).removeprefix(f"{entry.absolute()}: ")))
             continue
-        found.setdefault(bot.name, []).append(bot)
-    bots = []
-    for name, same in sorted(found.items()):
+        found.setdefault(names.key(bot.name), []).append(bot)
+    unique = []
+    for same in found.values():  # one name, as arena compares names: case and width aside (NFKC, casefold)
         if len(same) == 1:
-            bots.append(same[0])
+            unique.append(same[0])
             continue
         places = " and ".join(b.path.name for b in same)
         for b in same:
-            broken.append((b.path.name, f"two bots are named {name!r} ({places}): rename or remove one"))
-    return Survey(tuple(bots), tuple(sorted(broken)))
+            broken.append((b.path.name, f"two bots are named {b.name!r} ({places}): rename or remove one"))
+    alike: dict[str, list[Bot]] = {}
+    for bot in unique:  # names that look alike (Unicode's confusables): neither plays, as for one name
+        alike.setdefault(names.skeleton(bot.name), []).append(bot)
+    bots = []
+    for same in alike.values():
+        if len(same) == 1:
+            bots.append(same[0])
+            continue
+        for b in same:
+            others = ", ".join(f"{o.name!r} ({o.path.name})" for o in same if o is not b)
+            broken.append((b.path.name, f"its name {b.name!r} looks like {others}: rename one of them"))
+    return Survey(tuple(sorted(bots, key=lambda b: b.name)), tuple(sorted(broken)))
 
 
 def discover(folder: Path) -> list[Bot]:
