@@ -472,53 +472,53 @@ def _open_in_browser(page: Path) -> None:
 
 
 class _Progress:
-    """Progress on stderr while games finish, with the real games/s: a bar on a terminal, else (a log file,
-    CI) a plain line every few seconds; nothing when quiet."""
+    """Progress and the scores so far on stderr while games finish, with the real games/s: on a terminal a
+    compact table redrawn in place every few seconds, else (a log file, CI) a plain line every few seconds
+    with the leaders; nothing when quiet."""
 
     EVERY = 5.0  # seconds between plain lines
+    REDRAW = 2.0  # seconds between redraws of the table on a terminal
 
     def __init__(self, quiet: bool) -> None:
+        from arena.report.terminal import Scores
+
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
-        self.bar: click._termui_impl.ProgressBar[object] | None = None
         self.started = time.monotonic()
         self.said = self.started
         self.done = 0
+        self.drawn = 0  # lines of the last table drawn, to draw over
+        self.scores = Scores()
 
     def rate(self, _: object = None) -> str:
         return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
 
     def __call__(self, done: int, total: int, record: GameRecord | None) -> None:
         self.done = done
+        if record is not None:
+            self.scores.add(record)
         if self.quiet or total == 0:
             return
-        if not self.tty:
-            now = time.monotonic()
-            if done == 0:
-                click.echo(f"arena: playing {total} games", err=True)
-            elif now - self.said >= self.EVERY or done == total:
-                self.said = now
-                left = (total - done) * (now - self.started) / done
-                click.echo(
-                    f"arena: {done} of {total} games, {self.rate()}, about {left:.0f} s left", err=True
-                )
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(
-                length=total,
-                label="games",
-                show_eta=True,
-                show_pos=True,
-                item_show_func=self.rate,
-                file=sys.stderr,
-            )
-            self.bar.__enter__()
-        else:
-            self.bar.update(1, record)
+        now = time.monotonic()
+        left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
+        if done == 0:
+            click.echo(f"arena: playing {total} games", err=True)
+        elif now - self.said >= (self.REDRAW if self.tty else self.EVERY) or done == total:
+            self.said = now
+            if self.tty:
+                self._draw([*self.scores.table(), f"{done} of {total} games, {self.rate()}, {left}"])
+            else:
+                leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
+                click.echo(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}", err=True)
+
+    def _draw(self, lines: list[str]) -> None:
+        """Over the last table: the cursor goes up to its first line and clears to the end of the screen."""
+        up = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
+        click.echo(up + "\n".join(lines), err=True)
+        self.drawn = len(lines)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
+        self.drawn = 0
 
 
 @cli.command("report")

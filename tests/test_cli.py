@@ -1,6 +1,7 @@
 """The `arena` command end to end: real processes, and one clear line for every mistake a user can make."""
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -150,7 +151,43 @@ def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path)
     assert run.returncode == 0, run.stderr
     lines = run.stderr.splitlines()
     assert lines[0] == "arena: playing 12 games"  # at once, not only when the first lines are due
-    assert re.fullmatch(r"arena: 12 of 12 games, [0-9.]+ games/s, about 0 s left", lines[-1]), lines
+    last = re.fullmatch(r"arena: 12 of 12 games, [0-9.]+ games/s, about 0 s left; leading: (.*)", lines[-1])
+    assert last, lines
+    # the three leaders of the four bots with their score so far (6 games each: 12 games, 2 a pair)
+    leaders = re.findall(r"(\w+) ([0-9.]+)% \((\d+)\)", last[1])
+    assert len(leaders) == 3 and {g for _, _, g in leaders} == {"6"} and last[1].endswith(", ...")
+    assert [float(p) for _, p, _ in leaders] == sorted((float(p) for _, p, _ in leaders), reverse=True)
+
+
+def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
+    import pty
+
+    argv = [sys.executable, "-m", "arena", "run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2",
+            "--move-time", "200", "--rounds", "2"]  # fmt: skip
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the pty closed: arena exited
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out = proc.communicate(timeout=120)[0]
+    os.close(leader)
+    assert proc.returncode == 0, seen
+    text = seen.decode()
+    tables = text.count("bot  ")
+    assert tables >= 1 and re.search(r"bot\s+score\s+W-D-L\s+games\s+forfeits", text), text
+    assert "24 of 24 games" in text
+    for name in ("alphabeta", "greedy", "random", "solver"):
+        assert re.search(rf"{name}\s+[0-9.]+%\s+\d+-\d+-\d+\s+12\b", text), text  # its final row
+    if tables > 1:
+        assert "\x1b[" in text and "F\x1b[J" in text  # redrawn in place, not scrolled
+    assert b"report: " in out
 
 
 def test_solve_has_a_time_limit_by_default_and_says_what_it_can_solve():

@@ -8,6 +8,7 @@ with the bot that owns it at that moment, so after a SWAP the names change sides
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.record import GameRecord
@@ -167,3 +168,62 @@ def stored_game(store: Store, game: int) -> str | None:
     else:
         result = f"{record.winner} wins {record.south_store}-{record.north_store} (south-north stores)"
     return replay_text(played, title, result)
+
+
+@dataclass(slots=True)
+class _Tally:
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    forfeits: int = 0
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+
+class Scores:
+    """The score of every bot over the games of this run so far, as they finish (cutechess and fastchess
+    print theirs so): a compact table for a terminal, or one line for a log. Plain counts: the ratings and
+    shared places come with the leaderboard at the end."""
+
+    def __init__(self) -> None:
+        self.bots: dict[str, _Tally] = {}
+        self.games = 0
+
+    def add(self, record: GameRecord) -> None:
+        self.games += 1
+        for bot in (record.south, record.north):
+            t = self.bots.setdefault(bot, _Tally())
+            t.games += 1
+            if record.winner is None:
+                t.draws += 1
+            elif record.winner == bot:
+                t.wins += 1
+            else:
+                t.losses += 1
+                t.forfeits += record.faulty == bot
+
+    def _order(self) -> list[tuple[str, _Tally]]:
+        return sorted(self.bots.items(), key=lambda kv: (-kv[1].score, -kv[1].games, kv[0]))
+
+    def table(self, rows: int = 10) -> list[str]:
+        """The best `rows` bots (and how many more), best first: score, W-D-L, games, forfeits."""
+        order = self._order()
+        shown = order[:rows]
+        width = max((len(name) for name, _ in shown), default=3)
+        lines = [f"{'bot':<{width}}  {'score':>6}  {'W-D-L':>11}  {'games':>5}  forfeits"]
+        for name, t in shown:
+            wdl = f"{t.wins}-{t.draws}-{t.losses}"
+            score = f"{100 * t.score:5.1f}%"
+            lines.append(f"{name:<{width}}  {score}  {wdl:>11}  {t.games:>5}  {t.forfeits or ''}".rstrip())
+        if len(order) > rows:
+            lines.append(f"... and {len(order) - rows} more")
+        return lines
+
+    def line(self, rows: int = 3) -> str:
+        """'greedy 75.0% (8), random 40.0% (8), ...': the leaders, for a log line."""
+        order = self._order()
+        text = ", ".join(f"{name} {100 * t.score:.1f}% ({t.games})" for name, t in order[:rows])
+        return text + (", ..." if len(order) > rows else "")
