@@ -242,11 +242,10 @@ def test_a_forfeit_shows_where_and_why_and_how_to_reproduce_it(browser, cup):
     assert lines[0] == f"NEWGAME 4 3 {side} {RULES}"
     assert lines[-1].startswith("MOVE 300 ") and all(line.startswith("MOVE 300 ") for line in lines[1:])
     command = browser.find_element(By.ID, "fx-cmd").text
-    # The command, fed to the bot, makes it crash the same way at the same move.
-    bot = cup.parent.parent / "bots" / "crashy.py"
-    replayed = subprocess.run(
-        f"{command} | {sys.executable} -P {bot}", shell=True, capture_output=True, text=True
-    )
+    # The command is short and names the bot's own file; run where the tournament ran, it makes the bot crash
+    # the same way at the same move.
+    assert command.endswith("| python3 -P bots/crashy.py") and command.startswith("printf '")
+    replayed = subprocess.run(command, shell=True, capture_output=True, text=True, cwd=cup.parent.parent)
     assert replayed.returncode == 1 and "gave up" in replayed.stderr
     assert replayed.stderr.count("thinking") == len(lines) - 1
 

@@ -179,3 +179,47 @@ def test_the_live_page_is_rewritten_now_and_then_and_says_how_far(tmp_path, monk
     assert seen == [(0, 10), (1, 10), (4, 10)] and len(opened) == 1
     assert not list((tmp_path / "page").glob(".*.part"))
     store.close()
+
+
+OOPS = """\
+import sys
+for line in sys.stdin:
+    if line.startswith("MOVE"):
+        board = [int(x) for x in line.split()[2:]]
+        print("thinking", file=sys.stderr, flush=True)
+        pick = board[99]  # an IndexError on the first move
+"""
+
+
+def test_one_short_reproduce_command_everywhere_and_tracebacks_start_at_the_bot(tmp_path):
+    import json
+    import re
+    import shutil
+
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "bots" / "greedy.py", bots)
+    (bots / "oops.py").write_text(OOPS)
+    arena = [sys.executable, "-m", "arena"]
+    argv = [*arena, "run", "--rounds", "1", "--rules", "kalah,pits=3,seeds=2", "--quiet", "--no-sandbox"]
+    run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    shown = subprocess.run([*arena, "replay", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    # the terminal's command: the bot's own path, as a student types it
+    (command,) = [line.strip() for line in shown.stdout.splitlines() if line.strip().startswith("printf ")]
+    assert (
+        command.endswith("| python3 -P bots/oops.py") and "runpy" not in command and "YOUR-BOT" not in command
+    )
+    # the page's is the same command
+    block = (tmp_path / "reports" / "default" / "games" / "b0.js").read_text().splitlines()[1]
+    data = json.loads(block[block.index(",") + 1 : -2])
+    assert data["1"]["x"]["cmd"] == command
+    # the stored stderr and the command's run: the traceback from the bot's file on, no launcher frames
+    stderr = data["1"]["x"]["stderr"]
+    again = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    for text in (stderr, again.stderr):
+        assert "IndexError" in text and "runpy" not in text and '"<string>"' not in text, text
+        frames = re.findall(r'File "([^"]+)"', text)
+        assert frames and all(f.endswith("oops.py") for f in frames), text
+    assert again.returncode == 1

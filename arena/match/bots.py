@@ -46,10 +46,63 @@ _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs
 # How a NAME.py bot is run: with arena's Python; -P keeps the bot's folder off sys.path (so bots/random.py
 # does not shadow the standard library's random); stdout line-buffered, so a print() reaches the referee
 # at once as one write even if the student forgot to flush (-u would flush too, but in two writes a line).
+# An exception's traceback starts at the bot's own file: the launcher's frames (and runpy's) are left out,
+# so a student reads the same traceback as from `python3 bots/mybot.py`.
 PY_LAUNCHER = (
-    "import runpy, sys; sys.argv = sys.argv[1:]; sys.stdout.reconfigure(line_buffering=True); "
-    "runpy.run_path(sys.argv[0], run_name='__main__')"
+    "import runpy, sys, traceback; sys.argv = sys.argv[1:]; sys.stdout.reconfigure(line_buffering=True)\n"
+    "try: runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    "except Exception as e:\n"
+    "    tb = e.__traceback__\n"
+    "    while tb is not None and tb.tb_frame.f_code.co_filename != sys.argv[0]: tb = tb.tb_next\n"
+    "    traceback.print_exception(type(e), e, tb or e.__traceback__); sys.exit(1)"
 )
+
+
+def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None) -> str:
+    """How a person runs the bot at `path` from a shell, short and real: `python3 -P bots/mybot.py` for a
+    single-file Python bot (-P as arena runs it, so bots/random.py cannot shadow the standard library),
+    `bots/mybot` for a program, `(cd bots/mybot && ./run)` for a folder with its bot.toml command (`argv`,
+    when known). The path is shown relative to `here` (the current folder) when it lies inside it."""
+    shown = _shown(path, here or Path.cwd())
+    if path.suffix == ".py" and not path.is_dir():
+        return f"python3 -P {shlex.quote(shown)}"
+    if path.is_dir():
+        run = "the command in its bot.toml" if argv is None else shlex.join(_short(argv, path))
+        return f"(cd {shlex.quote(shown)} && {run})"
+    return shlex.quote(shown if "/" in shown else f"./{shown}")
+
+
+def reproduce_command(lines: tuple[str, ...] | list[str], path: Path, argv: tuple[str, ...] | None = None,
+                      here: Path | None = None) -> str:  # fmt: skip
+    """The one command, everywhere arena prints one (the page, `arena replay`, `arena check`), that feeds
+    the bot the referee's `lines` of a game: `printf '...' | python3 -P bots/mybot.py`."""
+    text = shlex.quote("".join(line + "\\n" for line in lines))
+    run = run_command(path, argv, here)
+    if run.startswith("(cd "):  # the pipe goes into the command inside the brackets
+        folder, _, command = run[1:-1].partition(" && ")
+        return f"({folder} && printf {text} | {command})"
+    return f"printf {text} | {run}"
+
+
+def _shown(path: Path, here: Path) -> str:
+    try:
+        return str(path.relative_to(here)) if path.is_absolute() else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _short(argv: tuple[str, ...], folder: Path) -> list[str]:
+    """A folder bot's command as its bot.toml says it: its programs relative to the folder, python3 for
+    arena's Python."""
+    out = []
+    for k, arg in enumerate(argv):
+        if k == 0 and arg == sys.executable:
+            out.append("python3")
+        elif arg.startswith(str(folder) + os.sep):
+            out.append("./" + arg[len(str(folder)) + 1 :])
+        else:
+            out.append(arg)
+    return out
 
 
 class BotError(ValueError):

@@ -215,9 +215,11 @@ def _block(
     limit = float(move_ms or 1000)
     games: dict[str, Any] = {}
     think: dict[int, Think] = {}
+    paths = st.bot_paths(store)
     for row in st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1):
         record = _record(row)
-        game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None)
+        where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
+        game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None, where)
         games[str(row["id"])] = encode(game, record)
         ids = {record.south: int(row["south_id"]), record.north: int(row["north_id"])}
         owners = [record.south, record.north]

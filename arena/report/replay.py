@@ -10,10 +10,11 @@ in that game (`referee.lines_sent`, which `arena check` uses too).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
+from arena.match.bots import reproduce_command
 from arena.match.record import GameRecord
 from arena.match.referee import lines_sent
 
@@ -48,7 +49,7 @@ class Fault:
     stderr: str
     plies: int  # plies played when it happened: the position after them is where it was
     lines: tuple[str, ...]  # the referee's lines to the faulty bot in this game, the last one unanswered
-    command: str  # the lines as one printf command a student can pipe into the bot
+    command: str  # the lines piped into the bot, as one command (bots.reproduce_command)
     bank_note: str  # '' or why the MOVE times in the lines are approximate
 
 
@@ -99,9 +100,14 @@ def _traced(rules: Rules, before: Position, move: Move, opening: bool = False) -
 
 
 def replay(
-    record: GameRecord, move_ms: int | None = None, bank_ms: int | None = None, rules: Rules | None = None
+    record: GameRecord,
+    move_ms: int | None = None,
+    bank_ms: int | None = None,
+    rules: Rules | None = None,
+    paths: dict[str, Path] | None = None,
 ) -> Replay:
-    """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines."""
+    """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines;
+    `paths` where the bots are, by name, for the reproduce command."""
     rules = rules or parse_rules(record.rules)
     pos = rules.initial()
     start = pos
@@ -120,7 +126,7 @@ def replay(
     swap_at = next((k for k, p in enumerate(plies) if p.swap), -1)
     fault = None
     if record.faulty and not error:
-        fault = _fault(record, rules, positions, move_ms, bank_ms)
+        fault = _fault(record, rules, positions, move_ms, bank_ms, (paths or {}).get(str(record.faulty)))
     return Replay(
         rules.spec,
         start,
@@ -135,13 +141,17 @@ def replay(
 
 
 def _fault(
-    record: GameRecord, rules: Rules, positions: list[Position], move_ms: int | None, bank_ms: int | None
+    record: GameRecord,
+    rules: Rules,
+    positions: list[Position],
+    move_ms: int | None,
+    bank_ms: int | None,
+    path: Path | None,
 ) -> Fault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
     if it was its turn."""
     bot = str(record.faulty)
     lines = lines_sent(rules, record, bot, move_ms, bank_ms)
-    text = "".join(line + "\\n" for line in lines)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
     note = note if bank_ms else ""
     return Fault(
@@ -151,6 +161,6 @@ def _fault(
         record.stderr.get(bot, ""),
         len(positions) - 1,
         tuple(lines),
-        f"printf {shlex.quote(text)}",
+        reproduce_command(lines, path or Path(f"bots/{bot}.py")),
         note,
     )

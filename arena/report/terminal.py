@@ -117,7 +117,7 @@ def replay_text(game: Replay, title: str, result: str) -> str:
         out += ["", f"{f.bot} forfeited ({f.reason}) after ply {f.plies}: {f.detail}"]
         if f.stderr:
             out += ["its stderr (tail):", *("    " + line for line in f.stderr.rstrip("\n").splitlines())]
-        out += ["reproduce it: feed the bot the referee's lines of this game", f"    {f.command} | YOUR-BOT"]
+        out += ["reproduce it: feed the bot the referee's lines of this game", f"    {f.command}"]
         if f.bank_note:
             out.append(f"    ({f.bank_note})")
     return "\n".join(out)
@@ -156,7 +156,11 @@ def stored_game(store: Store, game: int) -> str | None:
         return None
     record = GameRecord.from_dict(row)
     settings = store.settings()
-    played = replay(record, settings.move_ms if settings else None, settings.bank_ms if settings else None)
+    paths = st.bot_paths(store)
+    where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
+    played = replay(
+        record, settings.move_ms if settings else None, settings.bank_ms if settings else None, None, where
+    )
     title = (
         f"game {game}, round {row['round']}: {record.south} (south) vs {record.north} (north), "
         f"{record.rules}, finished {row['finished_at']}"

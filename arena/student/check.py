@@ -24,7 +24,7 @@ from typing import Any
 
 from arena.api import confinement_here, not_granted
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
-from arena.match.bots import Bot, BotError, BuildError, load_bot
+from arena.match.bots import Bot, BotError, BuildError, load_bot, reproduce_command, run_command
 from arena.match.build import ensure_built
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import Fault
@@ -256,18 +256,19 @@ class Sampler:
 
 
 def command_line(bot: Bot, lines: tuple[str, ...], wait_s: int = 0) -> str:
-    """A shell line that feeds `lines` to the bot as the referee did (outside the sandbox). `wait_s`: then
-    keep its input open (as the referee does) and say whether it was still running after that long."""
+    """A shell line that feeds `lines` to the bot as the referee did (outside the sandbox): the one
+    reproduce command (bots.reproduce_command). `wait_s`: then keep its input open (as the referee does) and
+    say whether it was still running after that long."""
+    if not wait_s:
+        return reproduce_command(lines, bot.path, bot.argv)
     text = shlex.quote("".join(line + "\\n" for line in lines))
-    run = shlex.join(bot.argv)
-    if wait_s:
-        run = (
-            f"(printf {text}; sleep {wait_s + 1}) | timeout {wait_s} {run}; "
-            f'echo "exit status $? (124: still running {wait_s} s after the last line)"'
-        )
-    else:
-        run = f"printf {text} | {run}"
-    return f"(cd {shlex.quote(str(bot.cwd))} && {run})" if bot.path.is_dir() else run
+    run = run_command(bot.path, bot.argv)
+    inner = run[1:-1].partition(" && ") if run.startswith("(cd ") else ("", "", run)
+    timed = (
+        f"(printf {text}; sleep {wait_s + 1}) | timeout {wait_s} {inner[2]}; "
+        f'echo "exit status $? (124: still running {wait_s} s after the last line)"'
+    )
+    return f"({inner[0]} && {timed})" if inner[0] else timed
 
 
 def _tail(text: str) -> str:

@@ -579,6 +579,11 @@ def id_blocks(store: Store, size: int) -> list[tuple[int, int, int, str]]:
     return [(int(b), int(c), int(s), str(f)) for b, c, s, f in store.db.execute(query, (size,))]
 
 
+def bot_paths(store: Store) -> dict[int, Path]:
+    """Where each bot version was found, by id: what a reproduce command runs."""
+    return {int(i): Path(p) for i, p in store.db.execute("SELECT id, path FROM bots")}
+
+
 def bot_versions(store: Store) -> list[tuple[int, str, str]]:
     """(id, name, digest) of every bot version the store has seen, in id order."""
     return [(int(i), str(n), str(d)) for i, n, d in store.db.execute("SELECT id, name, digest FROM bots")]
