@@ -181,6 +181,12 @@ def assert_ends_as_recorded(record: GameRecord) -> None:
     assert (pos.store(SOUTH), pos.store(NORTH)) == (record.south_store, record.north_store), record
 
 
+def said(stderr: str) -> list[str]:
+    """The lines arena wrote on stderr, less the machine's warnings ('arena: warning: ...': no sandbox, no
+    cgroups, bots as root), which come first on a machine without bubblewrap or cgroups."""
+    return [line for line in stderr.splitlines() if not line.startswith("arena: warning: ")]
+
+
 def assert_one_line_error(run: subprocess.CompletedProcess[str], words: Iterable[str]) -> None:
     """A usage error: exit status 2, nothing on stdout, one line on stderr naming `words`."""
     assert run.returncode == 2, run

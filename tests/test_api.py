@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL
+from conftest import said
 from procs import processes_mentioning
 
 from arena.api import Match, Tournament
@@ -360,7 +361,7 @@ def test_a_second_run_of_a_tournament_stops_at_once_naming_the_first(tmp_path: P
         ]
         out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2
-        (line,) = out.stderr.splitlines()
+        (line,) = said(out.stderr)
         assert line.startswith(
             f"arena: error: tournament 'cup' is being played right now by arena (pid {holder.pid}"
         )
@@ -378,7 +379,7 @@ def run_into(bots: Path, out: Path) -> str:
     argv = [sys.executable, "-m", "arena", "run", "--bots", bots, "--out", out]
     done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.splitlines()
+    (line,) = said(done.stderr)
     assert line.startswith("arena: error: "), line
     return line
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL_C
+from conftest import said
 from procs import processes_mentioning
 
 from arena.match.bots import STAMP, BotError, BuildError, load_bot
@@ -159,7 +160,7 @@ def test_arena_play_of_a_bot_that_does_not_compile_is_one_line_and_the_compilers
     out = arena("play", "badc", "random", "--bots", str(bots), *QUICK)
     assert out.returncode == 1, out.stderr
     assert out.stdout == "" and "Traceback" not in out.stderr
-    first, *rest = out.stderr.splitlines()
+    first, *rest = said(out.stderr)
     assert first.startswith(f"arena: error: {bots / 'badc' / 'bot.toml'}: build failed: './build.sh' exited")
     assert "undefined_thing" in first
     assert rest and all(line.startswith("    ") for line in rest)
@@ -249,7 +250,7 @@ def test_a_build_that_does_not_make_the_command_is_the_bots_fault(tmp_path: Path
     with pytest.raises(BuildError, match=r"command './bot' not found in .*; the build did not make it"):
         ensure_built(load_bot(folder), CONF)
     out = arena("play", str(folder), str(ROOT / "bots" / "random.py"), *QUICK)
-    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.returncode == 1 and len(said(out.stderr)) == 1, out.stderr
 
 
 def test_the_built_folder_is_what_travels_to_a_cluster_worker(tmp_path: Path) -> None:

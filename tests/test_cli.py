@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_ends_as_recorded, assert_one_line_error
+from conftest import assert_ends_as_recorded, assert_one_line_error, said
 
 from arena.match.record import GameRecord
 
@@ -66,7 +66,7 @@ def test_play_openings_only_for_a_series_unless_asked(tmp_path: Path) -> None:
     played = [json.loads(line)["opening"] for line in fixed.stdout.splitlines()]
     assert played == [[1, 2], [1, 2]], fixed.stderr
     bad = arena("play", "greedy", "random", "--openings", str(tmp_path / "none.txt"))
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "none.txt" in bad.stderr
+    assert bad.returncode == 2 and len(said(bad.stderr)) == 1 and "none.txt" in bad.stderr
 
 
 def test_play_text_summary_and_show():
@@ -139,7 +139,7 @@ def test_ctrl_c_in_play_prints_the_score_so_far():
     play.send_signal(signal.SIGINT)
     out, err = play.communicate(timeout=30)
     assert play.returncode == 130
-    (line,) = err.strip().splitlines()
+    (line,) = said(err.strip())
     games = 1 + len(out.splitlines())
     found = re.fullmatch(r"arena: interrupted after (\d+) games?: greedy (\S+) - (\S+) random so far", line)
     assert found, line
@@ -149,7 +149,7 @@ def test_ctrl_c_in_play_prints_the_score_so_far():
 def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path):
     run = arena("run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2", "--move-time", "200")
     assert run.returncode == 0, run.stderr
-    lines = run.stderr.splitlines()
+    lines = said(run.stderr)
     assert lines[0] == "arena: playing 12 games"  # at once, not only when the first lines are due
     last = re.fullmatch(r"arena: 12 of 12 games, [0-9.]+ games/s, about 0 s left; leading: (.*)", lines[-1])
     assert last, lines

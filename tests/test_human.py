@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import CPU_REPORTER
-from conftest import assert_ends_as_recorded
+from conftest import assert_ends_as_recorded, said
 
 from arena import Settings
 from arena.api import Match
@@ -156,7 +156,7 @@ def test_the_end_of_the_input_or_q_ends_the_session_cleanly():
     run = play("human", "random", "--rules", "kalah,pits=3,seeds=2", script="1\n")
     assert run.returncode == 0
     clean(run)
-    assert run.stderr.splitlines() == [
+    assert said(run.stderr) == [
         "arena: the input ended in game 1, which is not counted: human 0 - 0 random so far"
     ]
     run = play(
@@ -164,7 +164,7 @@ def test_the_end_of_the_input_or_q_ends_the_session_cleanly():
     )
     assert run.returncode == 0
     clean(run)
-    (line,) = run.stderr.splitlines()
+    (line,) = said(run.stderr)
     quit_line = r"arena: you quit in game (\d), which is not counted: random (\S+) - (\S+) human so far"
     found = re.fullmatch(quit_line, line)
     assert found, line
@@ -211,7 +211,7 @@ def test_ctrl_c_while_the_person_thinks_prints_the_score_so_far():
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
-    assert err.decode().strip() == "arena: interrupted after 0 games: human 0 - 0 random so far"
+    assert said(err.decode().strip()) == ["arena: interrupted after 0 games: human 0 - 0 random so far"]
     assert out.decode() == "\n"  # the prompt's line is ended
 
 
@@ -222,8 +222,7 @@ def test_human_is_always_the_person_and_two_people_are_refused(tmp_path):
     run = subprocess.run(argv, cwd=ROOT, input="q\n", capture_output=True, text=True, timeout=60)
     assert run.returncode == 0
     assert (
-        run.stderr.splitlines()[0]
-        == f"arena: 'human' is you; the bot named human in {tmp_path} plays by its path"
+        said(run.stderr)[0] == f"arena: 'human' is you; the bot named human in {tmp_path} plays by its path"
     )
     assert "you play north against greedy" in run.stdout
     both = play("human", "human", script="")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL
+from conftest import said
 
 from arena.api import Tournament
 from arena.game.openings import (
@@ -195,7 +196,7 @@ def test_a_book_file_fixes_the_openings_and_a_bad_one_is_one_line(tmp_path: Path
     (tmp_path / "bad.txt").write_text("1 2\n4 4 4 4\n", encoding="utf-8")
     out = arena_run(tmp_path, "--openings", "bad.txt", "--name", "bad")
     assert out.returncode == 2
-    (line,) = out.stderr.strip().splitlines()
+    (line,) = said(out.stderr.strip())
     assert line.startswith("arena: error: bad.txt, line 2: 4 4 4 4 is not legal under kalah,pits=4,seeds=3: ")
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "reports" / "bad" / STORE_FILE).exists()
