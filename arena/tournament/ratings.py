@@ -225,6 +225,35 @@ def _newton(theta: np.ndarray, score: np.ndarray, games: np.ndarray) -> np.ndarr
     return theta - theta.mean(axis=1, keepdims=True)
 
 
+def prior_games(n: int, prior_draws: float = PRIOR_DRAWS) -> np.ndarray:
+    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents."""
+    prior = np.full((n, n), prior_draws / max(1, n - 1))
+    np.fill_diagonal(prior, 0.0)
+    return prior
+
+
+def fit(score: np.ndarray, total: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """Maximum-likelihood Bradley-Terry log-strengths (mean 0) from points `score[i, j]` of i against j in
+    `total[i, j]` games (a draw half a point; the prior's virtual games included, which keeps them finite).
+
+    By the MM algorithm (Hunter 2004), finished by Newton steps: MM alone crawls for thousands of iterations
+    when a bot wins nearly everything, as deterministic bots do. From `start` (a fit of a few games ago),
+    Newton alone: the likelihood is concave, so it gets there in a few steps.
+    """
+    n = len(score)
+    if start is None:
+        p = np.ones(n)
+        for _ in range(200):  # MM: every step raises the likelihood
+            new = score.sum(axis=1) / (total / (p[:, None] + p[None, :])).sum(axis=1)
+            new /= math.exp(np.log(new).mean())  # only ratios matter: keep the geometric mean at 1
+            done = np.max(np.abs(np.log(new) - np.log(p))) < 1e-12
+            p = new
+            if done:
+                break
+        start = np.log(p)
+    return _newton(np.asarray(start, dtype=float)[None, :], score[None], total)[0]
+
+
 def bradley_terry(
     pairs: pd.DataFrame,
     bots: Iterable[int],
@@ -234,9 +263,8 @@ def bradley_terry(
 ) -> dict[int, Strength]:
     """Order-free strengths from pairwise counts (columns bot, opp, games, wins, draws; a draw counts half).
 
-    Fitted by the MM algorithm (Hunter 2004), finished by Newton steps: MM alone crawls for thousands of
-    iterations when a bot wins nearly everything, as deterministic bots do. Such a bot has no finite
-    maximum-likelihood strength, so a weak prior is added: `prior_draws` virtual drawn games per bot, spread
+    Fitted by `fit`. A bot that wins everything has no finite maximum-likelihood strength, so a weak prior
+    is added: `prior_draws` virtual drawn games per bot, spread
     evenly over its opponents; it keeps those strengths finite and joins up a field whose games do not
     connect everyone, and hardly moves bots with many games.
 
@@ -261,19 +289,9 @@ def bradley_terry(
             wins[i, j] += row.wins
             draws[i, j] += row.draws
             games[i, j] += row.games
-    prior = np.full((n, n), prior_draws / (n - 1))
-    np.fill_diagonal(prior, 0.0)
+    prior = prior_games(n, prior_draws)
     score, total = wins + 0.5 * draws + 0.5 * prior, games + prior
-
-    p = np.ones(n)
-    for _ in range(200):  # MM: every step raises the likelihood
-        new = score.sum(axis=1) / (total / (p[:, None] + p[None, :])).sum(axis=1)
-        new /= math.exp(np.log(new).mean())  # only ratios matter: keep the geometric mean at 1
-        done = np.max(np.abs(np.log(new) - np.log(p))) < 1e-12
-        p = new
-        if done:
-            break
-    theta = _newton(np.log(p)[None, :], score[None], total)[0]
+    theta = fit(score, total)
 
     upper = np.triu(games, 1).astype(np.int64)  # each pair once: i < j
     draw_rate = np.divide(np.triu(draws, 1), upper, out=np.zeros((n, n)), where=upper > 0)

@@ -1,0 +1,153 @@
+"""Ratings with their uncertainty: each bot's Elo with a 95% interval, and the odds of every place.
+
+The strengths are the leaderboard's order-free Bradley-Terry fit (`ratings.fit`: a draw is half a point,
+the same weak prior of virtual draws), here on the results of game pairs: two games from one opening, once
+from each side. Their uncertainty is the Laplace approximation of the posterior: normal around the fit, with
+the inverse of the log-likelihood's curvature as covariance (as BayesElo's), scaled by the pairs' dispersion:
+the observed variance of pair scores over what independent games would give. Deterministic bots make the two
+games of a pair move together (an opening that favours south gives each bot one win), and a draw varies less
+than a coin, so pairs tell more than twice a game; the dispersion measures by how much instead of assuming.
+
+P(rank = k) is counted over seeded draws from that posterior (as BayesElo's `prediction` simulates), so it is
+the same for the same results and seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena.tournament.ratings import ELO_CENTRE, ELO_PER_NAT, PRIOR_DRAWS, Z95, fit, prior_games
+
+SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
+DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
+RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pairs:
+    """Results between n bots (indices 0..n-1). `counts[i, j, k]`: game pairs of i and j in which i scored
+    k half points (so `counts[j, i, 4 - k]` is the same number); `single[i, j]`: games outside a pair
+    (a pair cut short) as i's (wins, draws, losses) against j."""
+
+    counts: np.ndarray  # (n, n, 5) int
+    single: np.ndarray  # (n, n, 3) int
+
+    @classmethod
+    def empty(cls, n: int) -> Pairs:
+        return cls(np.zeros((n, n, SCORES), dtype=np.int64), np.zeros((n, n, 3), dtype=np.int64))
+
+    @property
+    def n(self) -> int:
+        return len(self.counts)
+
+    def add(self, a: np.ndarray, b: np.ndarray, half_points: np.ndarray) -> Pairs:
+        """These results with more pairs added: bot a[t] scored half_points[t] (0..4) against b[t]."""
+        counts = self.counts.copy()
+        a, b, k = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), np.asarray(half_points)
+        np.add.at(counts, (a, b, k), 1)
+        np.add.at(counts, (b, a, SCORES - 1 - k), 1)
+        return Pairs(counts, self.single)
+
+    def add_game(self, a: int, b: int, points: float) -> Pairs:
+        """These results with one game outside a pair: a scored `points` (1, 0.5 or 0) against b."""
+        single = self.single.copy()
+        k = {1.0: 0, 0.5: 1, 0.0: 2}[float(points)]
+        single[a, b, k] += 1
+        single[b, a, 2 - k] += 1
+        return Pairs(self.counts, single)
+
+    def pairings(self) -> np.ndarray:
+        """Game pairs played by each two bots, (n, n)."""
+        return self.counts.sum(axis=2)
+
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(points of i against j, games of i against j), each (n, n)."""
+        k = np.arange(SCORES) / 2.0
+        score = (self.counts * k).sum(axis=2) + self.single[..., 0] + 0.5 * self.single[..., 1]
+        return score, 2.0 * self.pairings() + self.single.sum(axis=2)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Posterior:
+    """Bots' strengths on the Elo scale (the field's mean at 1500) and their joint uncertainty."""
+
+    elo: np.ndarray  # (n,)
+    cov: np.ndarray  # (n, n), Elo²: the strengths are centred, so a bot's variance is about its place
+    dispersion: float  # observed variance of pair scores over that of independent games
+    theta: np.ndarray  # the fit in natural units, to start the next fit from
+
+    @property
+    def n(self) -> int:
+        return len(self.elo)
+
+    def pm(self) -> np.ndarray:
+        """Half-widths of each bot's 95% interval, in Elo."""
+        return Z95 * np.sqrt(np.maximum(np.diag(self.cov), 0.0))
+
+    def difference(self, i: int, j: int) -> tuple[float, float]:
+        """Mean and standard deviation of elo[i] - elo[j]."""
+        var = self.cov[i, i] + self.cov[j, j] - 2.0 * self.cov[i, j]
+        return float(self.elo[i] - self.elo[j]), math.sqrt(max(var, 1e-12))
+
+    def p_above(self, i: int, j: int, by: float = 0.0) -> float:
+        """P(elo[i] > elo[j] + by)."""
+        mean, sd = self.difference(i, j)
+        return normal_cdf((mean - by) / sd)
+
+    def order(self) -> np.ndarray:
+        """Bots best first by posterior mean (ties by index)."""
+        return np.lexsort((np.arange(self.n), -self.elo))
+
+    def samples(self, count: int, seed: int) -> np.ndarray:
+        """`count` seeded draws of all strengths from the posterior, (count, n)."""
+        values, vectors = np.linalg.eigh(self.cov)
+        root = vectors * np.sqrt(np.maximum(values, 0.0))
+        z = np.random.default_rng(seed).standard_normal((count, self.n))
+        return self.elo + z @ root.T
+
+    def rank_odds(self, count: int = RANK_SAMPLES, seed: int = 0) -> np.ndarray:
+        """P(bot i finishes in place k + 1), (n, n): each row sums to 1."""
+        draws = self.samples(count, seed)
+        places = np.argsort(np.argsort(-draws, axis=1, kind="stable"), axis=1, kind="stable")
+        odds = np.zeros((self.n, self.n))
+        np.add.at(odds, (np.broadcast_to(np.arange(self.n), places.shape), places), 1.0)
+        return odds / count
+
+
+def normal_cdf(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray | None = None) -> Posterior:
+    """The Bradley-Terry fit of `pairs` with its Laplace covariance, scaled by the pairs' dispersion.
+    A bot without games sits at the centre with the prior's wide uncertainty."""
+    n = pairs.n
+    prior = prior_games(n, prior_draws)
+    score, games = pairs.points()
+    total = games + prior
+    theta = fit(score + 0.5 * prior, total, start)
+    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
+    info = total * p * (1.0 - p)
+    hessian = np.diag(info.sum(axis=1)) - info
+    # The strengths are free up to a common shift: pinning their mean makes the curvature invertible, and
+    # inv(H + J/n) - J/n is then the covariance of the centred strengths.
+    pin = np.full((n, n), 1.0 / n)
+    cov_nats = np.linalg.inv(hessian + pin) - pin
+    phi = dispersion(pairs, p)
+    cov = phi * ELO_PER_NAT**2 * cov_nats
+    return Posterior(ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta)
+
+
+def dispersion(pairs: Pairs, p: np.ndarray) -> float:
+    """Pearson's dispersion of the pair scores under the fit: Σ (score - 2p)² over Σ 2p(1 - p), each pair
+    of bots once, shrunk towards 1 (independent games) by a prior worth a few pairs."""
+    upper = np.triu(np.ones_like(p, dtype=bool), 1)
+    counts = pairs.counts[upper]  # (m, 5)
+    expected = 2.0 * p[upper]
+    k = np.arange(SCORES) / 2.0
+    residual = (counts * (k[None, :] - expected[:, None]) ** 2).sum()
+    model = (counts.sum(axis=1) * 2.0 * p[upper] * (1.0 - p[upper])).sum()
+    return float((residual + DISPERSION_WEIGHT) / (model + DISPERSION_WEIGHT))

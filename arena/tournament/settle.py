@@ -1,0 +1,182 @@
+"""When a ranking is settled, in words a teacher can check.
+
+The ranking is the posterior's order (`posterior.Posterior.order`). What a teacher needs of it: no bot
+stands below a neighbour that is more than `resolution` Elo weaker. Each pair of neighbours has a risk, the
+posterior probability that the lower is more than `resolution` better (the pair the wrong way round beyond
+the resolution), and the ranking is settled when those risks sum to at most 1 - `confidence`: then, by the
+union bound, the whole ranking is right to within the resolution at `confidence`, not just each pair. A
+settled pair is
+- ordered: the upper one is the better at `confidence` (P(upper > lower) >= 0.95 by default), or
+- shared: its order is not sure, but it cannot be wrong by more than the resolution: the two share a place,
+  shown as "3-5";
+and while the risks sum to more, the riskiest pairs are open: more games are needed there.
+
+Why a sum and not a test per pair: a class of 30 has 29 neighbour pairs, and in simulation
+(benchmarks/schedule_efficiency.py) rules that settle each pair at 95% on its own left a neighbour pair
+more than 30 Elo the wrong way round in 8% (each difference measured to ±30, 95% two-sided) to 30% (the
+lower at most 30 better, one-sided) of the runs they called settled, where the rule promises at most 5%.
+
+`top` settles only the first `top` places: the neighbours among them and the last of them against every bot
+below; `references` (bot names) settle every bot against each reference bot, so a big class gets pass/fail
+against `greedy` without ordering everyone.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from arena.tournament.posterior import Posterior, normal_cdf
+
+CONFIDENCE = 0.95
+RESOLUTION = 30.0
+
+
+class Status(enum.Enum):
+    ORDERED = "ordered"
+    SHARED = "shared"
+    OPEN = "open"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What 'settled' means for a run: stated on the terminal and the page as `describe()` says it."""
+
+    confidence: float = CONFIDENCE
+    resolution: float = RESOLUTION
+    top: int | None = None  # settle only the first `top` places
+    references: tuple[str, ...] = ()  # and every bot against these bots
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.confidence, float | int) and 0.5 < self.confidence < 1.0):
+            raise ValueError(
+                f"confidence must be between 0.5 and 1 (for instance 0.95), not {self.confidence}"
+            )
+        if not (isinstance(self.resolution, float | int) and 0.0 <= self.resolution < math.inf):
+            raise ValueError(f"resolution must be 0 Elo or more (for instance 30), not {self.resolution}")
+        if self.top is not None and self.top < 1:
+            raise ValueError(f"settle top K needs K of 1 or more, not {self.top}")
+
+    def describe(self) -> str:
+        """The rule in one sentence."""
+        c, r = f"{self.confidence * 100:g}%", f"{self.resolution:g}"
+        where = "" if self.top is None else f"among the first {self.top} places (and against any bot below), "
+        sentence = (
+            f"Settled when, with {c} confidence, {where}no bot stands below a neighbour that is more than "
+            f"{r} Elo weaker; neighbours whose order is not {c} sure share a place"
+        )
+        if self.references:
+            sentence += f"; every bot is placed likewise against {', '.join(self.references)}"
+        return sentence + "."
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One pair the rule needs settled: `upper` stands above `lower` in the ranking (bot indices)."""
+
+    upper: int
+    lower: int
+    status: Status
+    p: float  # P(upper is the better)
+    risk: float  # P(lower is more than the resolution better): the pair the wrong way round
+    reference: bool  # against a reference bot rather than between neighbours
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The rule applied to a posterior: the ranking, its places and what is still open."""
+
+    rule: Rule
+    order: tuple[int, ...]  # bot indices, best first
+    places: tuple[str, ...]  # the place shown at each position: "1", "3-5"
+    claims: tuple[Claim, ...]
+
+    @property
+    def settled(self) -> bool:
+        return all(c.status is not Status.OPEN for c in self.claims)
+
+    @property
+    def open(self) -> tuple[Claim, ...]:
+        return tuple(c for c in self.claims if c.status is Status.OPEN)
+
+    def place_of(self) -> dict[int, str]:
+        """Each bot's shown place."""
+        return {b: p for b, p in zip(self.order, self.places, strict=True)}
+
+    def describe_open(self, names: Sequence[str], most: int = 8) -> str:
+        """What is still open, most uncertain first, in one line: '' when settled."""
+        claims = sorted(self.open, key=lambda c: abs(c.p - 0.5))
+        if not claims:
+            return ""
+        words = [f"{names[c.upper]} vs {names[c.lower]} ({c.p:.0%} sure of the order)" for c in claims[:most]]
+        more = f" and {len(claims) - most} more" if len(claims) > most else ""
+        pairs = "pair" if len(claims) == 1 else "pairs"
+        return f"still open, {len(claims)} {pairs}: " + ", ".join(words) + more
+
+
+def risks(post: Posterior, pairs: Sequence[tuple[int, int]], resolution: float) -> list[tuple[float, float]]:
+    """(P(upper better), P(lower more than `resolution` better)) of each (upper, lower) pair."""
+    out = []
+    for upper, lower in pairs:
+        mean, sd = post.difference(upper, lower)
+        out.append((normal_cdf(mean / sd), normal_cdf(-(mean + resolution) / sd)))
+    return out
+
+
+def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
+    """Apply `rule` to `post` (bots named `names`, in index order)."""
+    order = [int(i) for i in post.order()]
+    n = len(order)
+    pairs: list[tuple[int, int, bool]] = []
+    top = n if rule.top is None else min(rule.top, n)
+    for k in range(min(top, n - 1)):
+        pairs.append((order[k], order[k + 1], False))
+    if top < n:  # the last of the first `top` places against everyone below
+        pairs += [(order[top - 1], order[j], False) for j in range(top + 1, n)]
+    index = {name: i for i, name in enumerate(names)}
+    position = {b: k for k, b in enumerate(order)}
+    refs = [index[r] for r in rule.references if r in index]
+    seen = {(a, b) for a, b, _ in pairs}
+    for r in refs:
+        for b in range(n):
+            a, c = (r, b) if position[r] < position[b] else (b, r)
+            if b != r and (a, c) not in seen:
+                seen.add((a, c))
+                pairs.append((a, c, True))
+    odds = risks(post, [(a, b) for a, b, _ in pairs], rule.resolution)
+    # The riskiest claims are open until the others' risks sum to at most 1 - confidence: then, by the
+    # union bound, no claim is the wrong way round by more than the resolution at `confidence`.
+    budget = 1.0 - rule.confidence
+    by_risk = sorted(range(len(pairs)), key=lambda k: (-odds[k][1], k))
+    tail = [0.0] * (len(pairs) + 1)
+    for rank in range(len(pairs) - 1, -1, -1):
+        tail[rank] = tail[rank + 1] + odds[by_risk[rank]][1]
+    cut = next(rank for rank in range(len(pairs) + 1) if tail[rank] <= budget)
+    is_open = {by_risk[rank] for rank in range(cut)}
+    claims = tuple(
+        Claim(a, b, _status(odds[k][0], k in is_open, rule), odds[k][0], odds[k][1], ref)
+        for k, (a, b, ref) in enumerate(pairs)
+    )
+    ordered = {(c.upper, c.lower) for c in claims if c.status is Status.ORDERED}
+    return Verdict(rule, tuple(order), _places(order, ordered), claims)
+
+
+def _status(p: float, is_open: bool, rule: Rule) -> Status:
+    if is_open:
+        return Status.OPEN
+    return Status.ORDERED if p >= rule.confidence else Status.SHARED
+
+
+def _places(order: Sequence[int], ordered: set[tuple[int, int]]) -> tuple[str, ...]:
+    """Places shown: neighbours not ordered share a place, so a run of them reads '3-5'."""
+    n = len(order)
+    places: list[str] = []
+    start = 0
+    for k in range(n):
+        if k == n - 1 or (order[k], order[k + 1]) in ordered:
+            label = str(start + 1) if k == start else f"{start + 1}-{k + 1}"
+            places += [label] * (k - start + 1)
+            start = k + 1
+    return tuple(places)

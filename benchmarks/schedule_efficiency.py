@@ -1,0 +1,167 @@
+"""Games until a ranking is settled: the adaptive schedule against a round robin of 100 rounds.
+
+    python benchmarks/schedule_efficiency.py [--bots 30 100] [--seeds 40] [--sd 250] [--draws 0.06]
+
+Virtual bots of known Elo (no processes): every game's result is drawn from the Elo curve, with 6% draws
+(fewer where a win is near certain, so the expected score is the curve's), each pairing two games. They are
+driven through the real schedule (`adaptive.plan`), ratings (`posterior.posterior`) and stopping rule
+(`settle.verdict`), batch by batch as `arena run` plays them: the next batch is decided while one is being
+played, from the batches already complete, and the run stops when the complete results are settled.
+
+For each field size, over `--seeds` fields of bots drawn with Elo SD `--sd`, it prints
+- games until settled, against the 100-round round robin's n(n-1)100 games;
+- the share of pairs more than the resolution apart ordered wrong, and top-3 exact, for both, ranked the
+  same way (the posterior's order);
+- calibration: among runs called settled, the share whose ranking has a neighbour pair reversed by more
+  than the resolution; it must be at most 1 - confidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # small matrices: BLAS threads only fight over a shared machine's cores
+
+import numpy as np  # noqa: E402  (after the thread counts, which numpy reads once)
+
+from arena.tournament.adaptive import batch_size, plan  # noqa: E402
+from arena.tournament.posterior import SCORES, Pairs, Posterior, posterior  # noqa: E402
+from arena.tournament.settle import Rule, verdict  # noqa: E402
+
+
+def pair_odds(elo_a: np.ndarray, elo_b: np.ndarray, draws: float) -> np.ndarray:
+    """P(a scores k half points in a pair of games against b), (..., 5), the two games independent."""
+    p = 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
+    d = np.minimum(draws, 2.0 * np.minimum(p, 1.0 - p))
+    game = np.stack([1.0 - p - d / 2.0, d, p - d / 2.0], axis=-1)  # 0, 1, 2 half points
+    pair = np.zeros((*p.shape, SCORES))
+    for x in range(3):
+        for y in range(3):
+            pair[..., x + y] += game[..., x] * game[..., y]
+    return pair
+
+
+def play(
+    elo: np.ndarray, batch: tuple[tuple[int, int], ...], draws: float, rng: np.random.Generator
+) -> tuple:
+    a = np.array([x for x, _ in batch])
+    b = np.array([y for _, y in batch])
+    odds = pair_odds(elo[a], elo[b], draws)
+    u = rng.random(len(a))[:, None]
+    k = (u > np.cumsum(odds, axis=1)[:, :-1]).sum(axis=1)
+    return a, b, k
+
+
+@dataclass
+class Outcome:
+    games: int
+    settled: bool
+    post: Posterior
+
+
+def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> Outcome:
+    """Batches as `arena run` plays them: batch i+2 is decided when batch i is complete, from batches <= i,
+    so one batch is always in hand; the run ends when the complete batches are settled and none is left."""
+    n = len(elo)
+    names = [f"bot{i}" for i in range(n)]
+    rng = np.random.default_rng(10_000 + seed)
+    size = batch_size(n)
+    done = Pairs.empty(n)
+    index = 0
+    in_hand = [plan(done, rule, names, seed, 0, size), plan(done, rule, names, seed, 1, size)]
+    index = 2
+    games = 0
+    post = posterior(done)
+    while in_hand:
+        batch = in_hand.pop(0)
+        if batch:
+            done = done.add(*play(elo, batch, draws, rng))
+            games += 2 * len(batch)
+        post = posterior(done, start=post.theta)
+        if games >= cap:
+            break
+        nxt = plan(done, rule, names, seed, index, size, post)
+        index += 1
+        if nxt:
+            in_hand.append(nxt)
+    settled = verdict(post, rule, names).settled
+    return Outcome(games, settled, post)
+
+
+def round_robin(elo: np.ndarray, rounds: int, draws: float, rng: np.random.Generator) -> Posterior:
+    n = len(elo)
+    a, b = np.triu_indices(n, 1)
+    odds = pair_odds(elo[a], elo[b], draws)
+    counts = np.stack([rng.multinomial(rounds, o) for o in odds])
+    pairs = Pairs.empty(n)
+    full = pairs.counts.copy()
+    full[a, b] = counts
+    full[b, a] = counts[:, ::-1]
+    return posterior(Pairs(full, pairs.single))
+
+
+def judge(elo: np.ndarray, post: Posterior, resolution: float) -> tuple[float, bool, bool]:
+    """(share of pairs more than `resolution` apart ordered wrong, top 3 exact, a neighbour pair in the
+    ranking reversed by more than `resolution`)."""
+    order = post.order()
+    truth = elo[order]  # true strengths in the order ranked
+    i, j = np.triu_indices(len(elo), 1)  # i ranked above j
+    apart = np.abs(truth[i] - truth[j]) > resolution
+    wrong = apart & (truth[j] > truth[i])
+    share = wrong.sum() / max(1, apart.sum())
+    top3 = bool(np.array_equal(order[:3], np.argsort(-elo)[:3]))
+    reversed_neighbour = bool(np.any(truth[1:] - truth[:-1] > resolution))
+    return float(share), top3, reversed_neighbour
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bots", type=int, nargs="+", default=[30, 100])
+    parser.add_argument("--seeds", type=int, default=40)
+    parser.add_argument("--sd", type=float, default=250.0)
+    parser.add_argument("--draws", type=float, default=0.06)
+    parser.add_argument("--rounds", type=int, default=100, help="rounds of the round robin compared")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--resolution", type=float, default=30.0)
+    args = parser.parse_args()
+    rule = Rule(args.confidence, args.resolution)
+    print(rule.describe())
+    for n in args.bots:
+        rr_games = n * (n - 1) * args.rounds
+        rows = []
+        started = time.perf_counter()
+        for seed in range(args.seeds):
+            elo = np.random.default_rng(seed).normal(0.0, args.sd, n)
+            run = adaptive(elo, rule, seed, args.draws, cap=rr_games)
+            rr = round_robin(elo, args.rounds, args.draws, np.random.default_rng(20_000 + seed))
+            rows.append((run.games, run.settled, *judge(elo, run.post, rule.resolution),
+                         *judge(elo, rr, rule.resolution)))  # fmt: skip
+        took = time.perf_counter() - started
+        t = np.array(rows, dtype=float)
+        games, settled = t[:, 0], t[:, 1].astype(bool)
+        print(f"\n{n} bots, {args.seeds} seeds, Elo SD {args.sd:g}, {args.draws:.0%} draws ({took:.0f} s)")
+        print(f"  round robin of {args.rounds} rounds: {rr_games:,} games")
+        print(
+            f"  adaptive: games until settled mean {games.mean():,.0f} (median {np.median(games):,.0f}, "
+            f"max {games.max():,.0f}) = {games.mean() / rr_games:.1%} of the round robin; "
+            f"settled {settled.sum()}/{len(settled)}"
+        )
+        print(
+            f"  pairs > {rule.resolution:g} Elo apart ordered wrong: adaptive {t[:, 2].mean():.3%} "
+            f"(runs with any: {(t[:, 2] > 0).mean():.0%}), round robin {t[:, 5].mean():.3%} "
+            f"(runs with any: {(t[:, 5] > 0).mean():.0%})"
+        )
+        print(f"  top 3 exact: adaptive {t[:, 3].mean():.0%}, round robin {t[:, 6].mean():.0%}")
+        calib = t[settled, 4].mean() if settled.any() else float("nan")
+        print(
+            f"  calibration: settled runs with a neighbour pair reversed by > {rule.resolution:g} Elo: "
+            f"{calib:.1%} (must be <= {1 - rule.confidence:.0%}); round robin's ranking: {t[:, 7].mean():.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Ratings with uncertainty: the posterior is the leaderboard's Bradley-Terry fit, its intervals cover the
+truth as often as they say (by simulation over seeds), pairs that move together narrow them, and the rank
+odds are a seeded count over posterior draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arena.tournament import ratings
+from arena.tournament.posterior import Pairs, posterior
+
+
+def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06) -> Pairs:
+    """Every two bots meet `pairings` times; each game drawn from the Elo curve, independently."""
+    rng = np.random.default_rng(seed)
+    a, b = np.triu_indices(len(elo), 1)
+    a, b = np.repeat(a, pairings), np.repeat(b, pairings)
+    p = 1.0 / (1.0 + 10.0 ** ((elo[b] - elo[a]) / 400.0))
+    d = np.minimum(draws, 2 * np.minimum(p, 1 - p))
+    half = [(rng.random(len(a)) > np.stack([1 - p - d / 2, 1 - p + d / 2])).sum(axis=0) for _ in range(2)]
+    return Pairs.empty(len(elo)).add(a, b, half[0] + half[1])
+
+
+def test_the_strengths_are_the_leaderboards_bradley_terry_fit() -> None:
+    pairs = random_pairs(np.array([0.0, 80.0, 200.0, -150.0]), 30, seed=3)
+    score, games = pairs.points()
+    n = pairs.n
+    wins = (pairs.counts * np.array([0, 0, 0, 1, 2])).sum(axis=2)  # a draw in a pair of 1½ is in `draws`
+    draws_ = 2 * (score - wins)  # points = wins + draws / 2
+    rows = [
+        {"bot": i, "opp": j, "games": games[i, j], "wins": wins[i, j], "draws": draws_[i, j]}
+        for i in range(n)
+        for j in range(n)
+        if i != j
+    ]
+    board = ratings.bradley_terry(pd.DataFrame(rows), range(n), resamples=2)
+    post = posterior(pairs)
+    assert post.elo == pytest.approx([board[i].elo for i in range(n)], abs=1e-6)
+
+
+def test_the_95_percent_interval_of_a_difference_covers_the_truth_about_95_percent_of_the_time() -> None:
+    elo = np.array([0.0, 40.0, 90.0, -60.0, 10.0])
+    covered = []
+    for seed in range(300):
+        post = posterior(random_pairs(elo, 12, seed))
+        mean, sd = post.difference(1, 3)
+        truth = (elo[1] - elo[3]) * 0.94  # 6% draws pull the expected score 6% towards a half
+        covered.append(abs(mean - truth) <= 1.96 * sd)
+    assert 0.91 <= np.mean(covered) <= 0.99
+
+
+def pairs_of(half_points: list[int]) -> Pairs:
+    """Two bots, one pair per entry: bot 0 scored that many half points (0..4) against bot 1."""
+    k = np.array(half_points)
+    return Pairs.empty(2).add(np.zeros(len(k), int), np.ones(len(k), int), k)
+
+
+def test_pairs_that_split_one_each_narrow_the_interval_and_pairs_that_go_all_one_way_widen_it() -> None:
+    split = posterior(pairs_of([2] * 60 + [3] * 20))  # each side wins its own game; 20 pairs 1½
+    independent = posterior(pairs_of([0] * 5 + [1] * 15 + [2] * 25 + [3] * 25 + [4] * 10))
+    swings = posterior(pairs_of([0] * 25 + [4] * 35 + [2] * 20))
+    for post in (split, independent, swings):  # the same points: 80 pairs, bot 0 with 90 of 160
+        assert post.elo[0] - post.elo[1] == pytest.approx(split.elo[0] - split.elo[1], rel=1e-9)
+    assert split.dispersion < 0.5 < independent.dispersion < 1.2 < swings.dispersion
+    assert split.pm()[0] < independent.pm()[0] < swings.pm()[0]
+
+
+def test_a_bot_without_games_sits_at_the_centre_with_a_wide_interval() -> None:
+    pairs = random_pairs(np.array([0.0, 100.0, 200.0]), 40, seed=1)
+    grown = Pairs(np.zeros((4, 4, 5), dtype=np.int64), np.zeros((4, 4, 3), dtype=np.int64))
+    grown.counts[:3, :3] = pairs.counts
+    post = posterior(grown)
+    assert post.pm()[3] > 2.5 * post.pm()[:3].max()
+    assert post.difference(0, 1)[1] < post.difference(0, 3)[1] / 5  # the three are still well told apart
+    assert abs(post.elo[3] - 1500) < 60
+
+
+def test_rank_odds_are_seeded_sum_to_one_and_follow_the_evidence() -> None:
+    elo = np.array([400.0, 0.0, 0.0, -400.0])
+    post = posterior(random_pairs(elo, 20, seed=2))
+    odds = post.rank_odds(seed=5)
+    assert np.array_equal(odds, post.rank_odds(seed=5))
+    assert not np.array_equal(odds, post.rank_odds(seed=6))
+    assert odds.sum(axis=1) == pytest.approx(np.ones(4))
+    assert odds.sum(axis=0) == pytest.approx(np.ones(4))
+    assert odds[0, 0] > 0.99 and odds[3, 3] > 0.99
+    assert 0.15 < odds[1, 1] < 0.85 and odds[1, 1] + odds[2, 1] > 0.98  # the equal two share places 2-3

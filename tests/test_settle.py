@@ -1,0 +1,110 @@
+"""The stopping rule on small cases: what is ordered, what shares a place, what is still open, top K and
+reference bots, and bad settings refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arena.tournament.posterior import Pairs, Posterior, posterior
+from arena.tournament.settle import Rule, Status, verdict
+
+
+def known(elo: list[float], sd: float) -> Posterior:
+    """A posterior with these means and independent uncertainties of `sd` Elo each."""
+    n = len(elo)
+    return Posterior(np.array(elo, dtype=float), np.eye(n) * sd**2, 1.0, np.zeros(n))
+
+
+NAMES = ["ann", "bob", "cat", "dan", "eve"]
+
+
+def test_far_apart_bots_are_ordered_and_take_places_one_by_one() -> None:
+    v = verdict(known([1700, 1500, 1300], 20), Rule(), NAMES[:3])
+    assert v.order == (0, 1, 2)
+    assert [c.status for c in v.claims] == [Status.ORDERED, Status.ORDERED]
+    assert v.places == ("1", "2", "3") and v.settled and v.describe_open(NAMES) == ""
+
+
+def test_close_bots_that_cannot_be_wrong_by_the_resolution_share_a_place() -> None:
+    # 10 Elo apart, each ± 5: the order is not sure, but neither is 30 Elo better than the other
+    v = verdict(known([1600, 1510, 1500, 1490, 1300], 5), Rule(), NAMES)
+    assert v.places == ("1", "2-4", "2-4", "2-4", "5")
+    assert v.settled
+
+
+def test_a_pair_that_could_be_the_wrong_way_round_by_more_than_the_resolution_is_open_and_named() -> None:
+    v = verdict(known([1600, 1520, 1500, 1300], 25), Rule(), NAMES[:4])
+    assert not v.settled
+    (claim,) = v.open
+    assert (claim.upper, claim.lower) == (1, 2) and 0.5 < claim.p < 0.95
+    assert claim.risk == pytest.approx(0.0786, abs=1e-3)  # P(cat > bob + 30) = Φ(-50 / 35.4)
+    assert v.describe_open(NAMES) == "still open, 1 pair: bob vs cat (71% sure of the order)"
+    assert v.places == ("1", "2-3", "2-3", "4")
+
+
+def test_the_risks_add_up_over_the_ranking_not_pair_by_pair() -> None:
+    sd = 30 / 2.0537 / 2**0.5  # each pair of equal bots: P(the lower more than 30 better) = 2%
+    v = verdict(known([1500, 1500, 1500, 1500], sd), Rule(), NAMES[:4])
+    assert [round(c.risk, 3) for c in v.claims] == [0.02, 0.02, 0.02]
+    assert not v.settled and len(v.open) == 1  # 6% in all; with one pair settled more, 4% would do
+    assert verdict(known([1500, 1500, 1500], sd), Rule(), NAMES[:3]).settled
+
+
+def test_a_finer_resolution_or_a_higher_confidence_keeps_a_pair_open() -> None:
+    post = known([1600, 1510, 1500], 5)  # bob over cat: 10 ± 7.1 Elo
+    assert verdict(post, Rule(resolution=30), NAMES[:3]).settled
+    assert not verdict(post, Rule(resolution=0), NAMES[:3]).settled
+    assert not verdict(post, Rule(confidence=0.999, resolution=5), NAMES[:3]).settled
+
+
+def test_settle_top_k_needs_only_the_first_places_and_the_boundary() -> None:
+    post = known([1900, 1700, 1500, 1495, 1490], 20)  # the bottom three are not told apart
+    assert not verdict(post, Rule(), NAMES).settled
+    top2 = verdict(post, Rule(top=2), NAMES)
+    assert top2.settled
+    assert {(c.upper, c.lower) for c in top2.claims} == {(0, 1), (1, 2), (1, 3), (1, 4)}
+    assert top2.places == ("1", "2", "3-5", "3-5", "3-5")
+    assert not verdict(known([1900, 1700, 1690, 1495, 1490], 20), Rule(top=2), NAMES).settled
+
+
+def test_reference_bots_settle_every_bot_against_them() -> None:
+    post = known([1900, 1700, 1500, 1480, 1300], 30)
+    v = verdict(post, Rule(top=1, references=("cat",)), NAMES)
+    refs = {(c.upper, c.lower): c.status for c in v.claims if c.reference}
+    assert set(refs) == {(1, 2), (2, 3), (2, 4)}  # ann vs cat is already claimed: ann's top place
+    assert refs[(2, 3)] is Status.OPEN and refs[(1, 2)] is Status.ORDERED
+    assert not v.settled
+    assert verdict(post, Rule(top=1), NAMES).settled
+
+
+def test_the_rule_reads_as_a_sentence() -> None:
+    assert Rule().describe() == (
+        "Settled when, with 95% confidence, no bot stands below a neighbour that is more than 30 Elo weaker; "
+        "neighbours whose order is not 95% sure share a place."
+    )
+    text = Rule(0.9, 50, top=3, references=("greedy",)).describe()
+    assert "among the first 3 places" in text and "50 Elo weaker" in text and "90% confidence" in text
+    assert text.endswith("every bot is placed likewise against greedy.")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"confidence": 1.5}, "confidence must be between 0.5 and 1 (for instance 0.95), not 1.5"),
+        ({"confidence": 0.5}, "confidence must be between 0.5 and 1 (for instance 0.95), not 0.5"),
+        ({"resolution": -3}, "resolution must be 0 Elo or more (for instance 30), not -3"),
+        ({"resolution": float("nan")}, "resolution must be 0 Elo or more (for instance 30), not nan"),
+        ({"top": 0}, "settle top K needs K of 1 or more, not 0"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        Rule(**kwargs)
+    assert str(err.value) == message
+
+
+def test_a_settled_ranking_from_real_fits_of_clearly_different_bots() -> None:
+    pairs = Pairs.empty(3).add(np.repeat([0, 1, 0], 40), np.repeat([1, 2, 2], 40), np.repeat([3, 3, 4], 40))
+    v = verdict(posterior(pairs), Rule(), NAMES[:3])
+    assert v.settled and v.order == (0, 1, 2) and v.places == ("1", "2", "3")
