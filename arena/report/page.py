@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -305,8 +306,7 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     if settings is None:
         return []
     meta = store.meta()
-    raw = meta.get("confinement")
-    state = json.loads(raw) if raw else {}
+    state = _confinement_state(store)
     sandbox = "off"
     if state.get("sandbox"):
         sandbox = "on (bubblewrap: an allowlisted filesystem, no network, no other bots' files)"
@@ -334,6 +334,12 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
     rows += [Fact("not entered", f"{entry}: {why}") for entry, why in _not_entered(store)]
     return rows
+
+
+def _confinement_state(store: Store) -> dict[str, Any]:
+    """The limits bots ran under in the last run (meta 'confinement'), with `notes`: what was missing."""
+    raw = store.meta().get("confinement")
+    return json.loads(raw) if raw else {}
 
 
 def _not_entered(store: Store) -> list[tuple[str, str]]:
@@ -376,6 +382,7 @@ def render(
         title=store.path.parent.name,
         places=_places(board, styles),
         not_entered=[entry for entry, _ in _not_entered(store)],
+        unconfined=_confinement_state(store).get("notes", []),
         order_rule=ratings.ORDER_RULE,
         any_shared=bool(board["close_above"].any()),
         shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),
