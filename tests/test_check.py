@@ -193,6 +193,8 @@ def test_a_bot_that_times_out_only_as_north(tmp_path):
     assert failed["status"] == "FAIL" and failed["problem"].startswith(
         "forfeit (timeout): no reply within 100 ms"
     )
+    # a Python bot's lines reach arena at each end of line: no word of C's buffers to it
+    assert "printed no answer line" in failed["problem"] and "C++" not in failed["problem"]
     # the second game of its process: the lines start with the whole first game and its END
     lines = failed["reproduce"]
     assert lines[0].startswith("NEWGAME 6 6 south kalah") and any(line.startswith("END ") for line in lines)
@@ -243,6 +245,9 @@ def test_a_bot_that_dies_at_start_fails_every_game_and_says_what_went_untested(t
     report = checked(dies, status=1)
     assert [i["status"] for i in report["items"][:3]] == ["FAIL", "FAIL", "warn"]
     assert "no board for me" in item(report, "game 1")["problem"]
+    # game 3 fails as games 1 and 2 did: not a fault of the pie rule's
+    third = report["items"][2]["problem"]
+    assert "only under the pie rule" not in third and "the same fault as above" in third
     assert (
         "in a new process (game 1's forfeit ended the last: NEWGAME after END untested)"
         in (report["items"][1]["name"])
@@ -285,7 +290,7 @@ def test_a_bot_that_plays_an_empty_pit_after_its_extra_turn(tmp_path):
     report = checked(bot(tmp_path, "again", again), status=1)
     failed = item(report, "game 1")
     assert failed["status"] == "FAIL" and failed["problem"].startswith("forfeit (illegal)")
-    assert "is empty" in failed["problem"]
+    assert "is empty" in failed["problem"] and "numbered 1..n from the bot's own left" in failed["problem"]
     out, _, _ = feed(failed["command"])
     answers = out.split()
     assert len(answers) >= 2 and answers[-1] == answers[-2]
@@ -379,3 +384,10 @@ def test_without_reference_bots_the_check_says_where_it_looked(tmp_path, monkeyp
     mine.write_text("print(1)\n")
     with pytest.raises(BotError, match=r"no reference bots: .*no-bots and the --bots folder; copy them"):
         check_module.check(load_bot(mine), Settings(openings=0))
+
+
+def test_a_forfeit_after_one_move_says_one_move(tmp_path):
+    second = bot(tmp_path, "second", variant(on_move='if moves == 2: raise SystemExit("two is too many")'))
+    report = checked(second, status=1)
+    failed = item(report, "game 1")
+    assert failed["summary"] == "forfeits after 1 move", failed

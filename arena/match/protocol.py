@@ -83,6 +83,8 @@ class V1:
     one_game = False
     from_position = True  # every MOVE carries the whole board
 
+    python = False  # a Python bot (arena flushes its lines): the timeout hint does not speak of C's buffers
+
     def __init__(self, proc: BotProcess) -> None:
         self.proc = proc
 
@@ -140,6 +142,11 @@ class V1:
         if partial:
             shown = partial if len(partial) <= _SHOWN else partial[:_SHOWN] + "..."
             return f"{detail}: it wrote {shown!r} but no end of line (end each answer with a newline)"
+        if self.python:  # arena runs Python with stdout flushed at each end of line: it did not print one
+            return (
+                f"{detail}, nor in {grace * 1000:.0f} ms more: it printed no answer line (was it still "
+                "thinking, or waiting for input it had already read?)"
+            )
         return (
             f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, it must end the line and "
             "flush stdout: C, C++ and Java buffer their output)"

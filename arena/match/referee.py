@@ -24,6 +24,7 @@ from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire, end_line, move_line, newgame_line
 from arena.match.record import GameRecord
 
+_PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
 
 
@@ -104,6 +105,8 @@ class Player:
             jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
             proc = BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
             self._wire = WIRES[bot.protocol](proc)
+            if isinstance(self._wire, V1):
+                self._wire.python = bot.path.suffix == ".py"  # its timeout hint speaks of Python
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -289,7 +292,9 @@ def play_game(
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
-                    raise Fault("illegal", f"played {move}: {e}") from None
+                    raise Fault(
+                        "illegal", f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
+                    ) from None
             moves.append(move)
             move_ms.append(round(took, 2))
             think_ms[mover.name] += took

@@ -300,6 +300,7 @@ class _Tally:
     startups: list[float] = dataclasses.field(default_factory=list)  # ms from a start to its first answer
     think: list[float] = dataclasses.field(default_factory=list)  # ms of each move but a first one
     per_game: list[float] = dataclasses.field(default_factory=list)  # ms of thinking in each game
+    failed: set[str] = dataclasses.field(default_factory=set)  # reasons of the games that must pass
 
 
 def check(
@@ -417,7 +418,11 @@ def _game(
         return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.detail})")
     status = FAIL if trial.binding else WARN
     problem = f"forfeit ({record.reason}): {record.detail}"
-    if not trial.binding:
+    if trial.binding:
+        tally.failed.add(record.reason)
+    elif record.reason in tally.failed:
+        problem += f" (under the pie rule too: {trial.rules.spec}; the same fault as above)"
+    else:
         problem += f" (only under the pie rule: {trial.rules.spec})"
     if not v1:  # the referee's lines are v1's; a Manchester agent's game is told by its plies
         problem += f"; the game's plies: {' '.join(map(str, record.plies)) or 'none'}"
@@ -425,7 +430,7 @@ def _game(
     return Item(
         name,
         status,
-        f"forfeits after {len(times)} moves",
+        f"forfeits after {len(times)} move{'' if len(times) == 1 else 's'}",
         problem,
         _tail(record.stderr.get(me.name, "")),
         lines,
