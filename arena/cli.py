@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from arena.game.openings import BookError
-from arena.game.rules import RulesError, parse_rules
+from arena.game.rules import RulesError, parse_rules, rule_sets
 from arena.match.bots import BotError, BuildError, find_bot
 from arena.match.confine import GrantError
 from arena.student.new import LANGUAGES
@@ -45,6 +45,9 @@ class RulesParam(click.ParamType):
 
 
 RULES = RulesParam()
+RULES_HELP = (
+    f"Rules: a rule set, then options joined by commas, e.g. kalah,pits=4,seeds=3,pie. {rule_sets()}."
+)
 
 
 def _confinement_options(f):  # type: ignore[no-untyped-def]
@@ -152,17 +155,29 @@ def _time_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="arena")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Arena: Kalah bot tournaments. Bots are programs speaking protocol v1 or the Manchester agents'
-    protocol (see protocol.md)."""
+    protocol (see protocol.md).
+
+    \b
+    Start here:
+      arena new mybot            a starter bot to improve, in bots/mybot/
+      arena check mybot          does it follow the protocol?
+      arena play mybot human     play against it yourself
+      arena run --rounds 2       every bot in bots/ against every other;
+                                 then open reports/default/index.html
+    """
+    if ctx.invoked_subcommand is None:  # bare `arena`: the help, which is no error
+        click.echo(ctx.get_help())
 
 
 @cli.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
+@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help=RULES_HELP)
 @click.option("--games", type=click.IntRange(1, 1_000_000), default=1, show_default=True)
 @_time_options
 @_bots_option("Folder where bot names are looked up.")
@@ -325,7 +340,7 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
     help="Rounds: in each, every pair meets twice, once on each side.",
 )
 @click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
-@click.option("--rules", "rules", type=RULES, help="Rules spec [default: kalah, or the tournament's].")
+@click.option("--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: kalah, or the tournament's].")
 @click.option(
     "--move-time",
     "move_ms",
@@ -562,7 +577,7 @@ SOLVE_SECONDS = 60.0  # `arena solve` gives up after this long unless told other
 
 
 @cli.command("solve")
-@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
+@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help=RULES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option(
     "--time-limit",
@@ -658,7 +673,7 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
 
 @cli.command("check")
 @click.argument("bot")
-@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help="Rules spec.")
+@click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help=RULES_HELP)
 @_time_options
 @_bots_option("Folder where bot names are looked up (and greedy and random, if arena has none of its own).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as one JSON object.")

@@ -197,3 +197,17 @@ def test_solve_has_a_time_limit_by_default_and_says_what_it_can_solve():
     assert "a win by 4 for the first player" in done.stdout
     slow = arena("solve", "--rules", "kalah", "--time-limit", "1")
     assert slow.returncode == 1 and "not solved within 1 s" in slow.stderr
+
+
+def test_bare_arena_prints_its_help_with_where_to_start_and_no_error():
+    bare = arena()
+    assert bare.returncode == 0 and bare.stderr == ""
+    assert "Start here:" in bare.stdout and "arena new mybot" in bare.stdout and "arena run" in bare.stdout
+    assert bare.stdout == arena("--help").stdout
+
+
+def test_the_rules_option_lists_the_rule_sets():
+    for command in ("run", "play", "check", "solve"):
+        text = " ".join(arena(command, "--help").stdout.split())
+        assert "kalah [pie, empty-capture" in text and "relay [pie, chain" in text, command
+        assert "mankalah (= kalah,pits=7,seeds=7,pie,no-first-extra)" in text, command

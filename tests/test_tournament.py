@@ -616,7 +616,21 @@ def case_not_sqlite(base):  # type: ignore[no-untyped-def]
     def unchanged(base: Path) -> None:
         assert db_file(base).read_bytes() == garbage
 
-    return run_args(base, two_bots(base)), ["arena.sqlite is not an arena store"], unchanged
+    return (
+        run_args(base, two_bots(base)),
+        ["arena.sqlite is not an arena store", "another --name", ".recover"],
+        unchanged,
+    )
+
+
+def case_empty_store(base):  # type: ignore[no-untyped-def]
+    db_file(base).parent.mkdir(parents=True)
+    db_file(base).write_bytes(b"")  # a copy that failed: not a new tournament
+
+    def unchanged(base: Path) -> None:
+        assert db_file(base).read_bytes() == b""
+
+    return run_args(base, two_bots(base)), ["arena.sqlite is empty (0 bytes)", "another --name"], unchanged
 
 
 def case_other_version(base):  # type: ignore[no-untyped-def]
@@ -653,6 +667,7 @@ def case_export_missing(base):  # type: ignore[no-untyped-def]
         case_other_move_time,
         case_nobody,
         case_not_sqlite,
+        case_empty_store,
         case_other_version,
         case_report_missing,
         case_export_missing,

@@ -465,6 +465,18 @@ _CLASSES: Final = {"kalah": Kalah, "relay": Relay}
 _PRESETS: Final = {"mankalah": MANKALAH}
 
 
+def rule_sets() -> str:
+    """The rule sets and their options, in one line for a --help: what a spec may say."""
+    sets = []
+    for name, (flags, valued) in _OPTIONS.items():
+        options = [*flags, *(f"{k}={'|'.join(END_RULES) if k == 'end' else 'N'}" for k in valued)]
+        sets.append(f"{name} [{', '.join(options)}]")
+    for name, p in _PRESETS.items():
+        same = f"kalah,pits={p.pits},seeds={p.seeds}" + ",pie" * p.pie + ",no-first-extra" * p.no_first_extra
+        sets.append(f"{name} (= {same})")
+    return "; ".join(sets)
+
+
 def parse_rules(spec: str) -> Kalah | Relay:
     """Parse a rules spec strictly: an unknown, repeated or malformed option is an error naming it."""
     if not spec:

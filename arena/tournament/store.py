@@ -126,6 +126,11 @@ class Store:
         self._ids: dict[tuple[str, str], int] = {}  # bot versions' ids: this process is the one writer
         if not create and not self.path.exists():
             raise StoreError(f"no tournament store at {self.path}; run 'arena run' first")
+        if self.path.is_file() and self.path.stat().st_size == 0:  # not a new tournament: an emptied store
+            raise StoreError(
+                f"{self.path} is empty (0 bytes), not a tournament store: a copy that failed or a full disk "
+                "may have emptied it; move it away to start this tournament anew, or give another --name"
+            )
         self._lock: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +146,10 @@ class Store:
             version = self._meta("schema")
             tables = self.db.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{self.path} is not an arena store ({e})") from None
+            raise StoreError(
+                f"{self.path} is not an arena store or is damaged ({e}): give another --name for a new "
+                f"tournament; to save its games try 'sqlite3 {self.path} .recover > saved.sql'"
+            ) from None
         if version is None and tables:
             raise StoreError(f"{self.path} is not an arena store (it holds other tables)")
         if version == "1":
