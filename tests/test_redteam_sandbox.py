@@ -10,9 +10,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 import test_redteam
 from test_redteam import LOOP, PRELUDE, as_nobody
 
@@ -219,3 +221,153 @@ def test_the_granted_paths_lie_under_the_private_mounts() -> None:
     argv = Warden(conf).jail(ROOT / "bots" / "random.py").command(["true"], ROOT, (0, 1, 2))
     bind = argv.index("/usr/share")
     assert argv[bind - 1] == "--ro-bind" and bind < argv.index("--tmpfs") < argv.index("--proc")
+
+
+# --- 2 and 3: keyrings, and the system calls behind container escapes -------------------------------------
+
+# System call numbers (asm/unistd.h) of the attacks, where the test knows them.
+CALLS = {
+    "x86_64": {"keyctl": 250, "add_key": 248, "unshare": 272, "clone": 56, "io_uring_setup": 425,
+               "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "bpf": 321},
+    "aarch64": {"keyctl": 219, "add_key": 217, "unshare": 97, "clone": 220, "io_uring_setup": 425,
+                "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "bpf": 280},
+}  # fmt: skip
+SYSCALLS = """
+import ctypes, platform, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {calls!r}[platform.machine()]
+def call(name, *args):
+    ctypes.set_errno(0)
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    result = libc.syscall(ctypes.c_long(NR[name]), *args)
+    return result, ctypes.get_errno()
+def report(name, result, errno):
+    log(f"CALL {{name}} {{'DENIED' if result == -1 else 'ALLOWED'}} errno {{errno}}")
+def keyring_read(ring, description):
+    found, errno = call("keyctl", 10, ring, b"user", description, 0)  # KEYCTL_SEARCH
+    if found < 0:
+        return f"DENIED errno {{errno}}"
+    buffer = ctypes.create_string_buffer(64)
+    size, errno = call("keyctl", 11, found, buffer, 64)  # KEYCTL_READ
+    return f"READ {{buffer.raw[:max(size, 0)].decode(errors='replace')}}"
+"""
+KEEPER = """
+def attack():
+    for ring in (-4, -3):  # the user keyring, the session keyring
+        report("add_key", *call("add_key", b"user", b"left-behind", b"bot-secret", 10, ring))
+"""
+FINDER = """
+def look():  # at every move: the keeper may have played before
+    log("SESSION SECRET", keyring_read(-3, b"arena-redteam-secret"))  # arena's session keyring
+    for name, ring in (("USER", -4), ("SESSION", -3)):
+        log(name, "LEFT", keyring_read(ring, b"left-behind"))
+def attack():
+    report("unshare", *call("unshare", 0x10000000))  # CLONE_NEWUSER
+    child, errno = call("clone", 0x10000000 | signal.SIGCHLD, 0, 0, 0, 0)  # a child in a user namespace
+    if child == 0:
+        os._exit(0)
+    if child > 0:
+        os.waitpid(child, 0)
+    report("clone", child, errno)
+    params = ctypes.create_string_buffer(120)
+    report("io_uring_setup", *call("io_uring_setup", 8, params))
+    report("userfaultfd", *call("userfaultfd", 1))  # UFFD_USER_MODE_ONLY
+    attr = ctypes.create_string_buffer(128)
+    attr[4] = 128  # size; type 0 (hardware), config 0 (cycles)
+    report("perf_event_open", *call("perf_event_open", attr, 0, -1, -1, 0))
+    report("bpf", *call("bpf", 0, ctypes.create_string_buffer(128), 128))  # BPF_MAP_CREATE
+    target = os.fork()
+    if target == 0:
+        time.sleep(5)
+        os._exit(0)
+    report("ptrace", *call("ptrace", 16, target, 0, 0))  # PTRACE_ATTACH to its own child
+    os.kill(target, 9)
+    os.waitpid(target, 0)
+"""
+# Runs arena with a secret in a session keyring of its own, as a teacher's session may hold one.
+WITH_SECRET = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {calls!r}[__import__("platform").machine()]
+assert libc.syscall(ctypes.c_long(NR["keyctl"]), ctypes.c_long(1), None) > 0  # a new session keyring
+secret = (b"user", b"arena-redteam-secret", b"hunter2", 7, ctypes.c_long(-3))  # into the session keyring
+key = libc.syscall(ctypes.c_long(NR["add_key"]), *secret)
+assert key > 0, ctypes.get_errno()
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workdir: Path) -> None:
+    """A bot cannot read a key in arena's session keyring, nor leave a key for another bot, nor make a user
+    namespace (unshare, clone), set up io_uring or userfaultfd, open perf events, load BPF or ptrace: the
+    seccomp filter answers EPERM, and each bot has a fresh session keyring besides."""
+    import platform
+
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    prelude = PRELUDE + SYSCALLS.format(calls=CALLS)
+    looking = LOOP.replace("        moves += 1", "        look()\n        moves += 1")
+    assert looking != LOOP
+    bots = {"keeper": prelude + KEEPER + LOOP, "finder": prelude + FINDER + looking, "first": FIRST}
+    place(workdir / "bots", bots)
+    wrapper = workdir / "with_secret.py"
+    wrapper.write_text(WITH_SECRET.format(calls=CALLS), encoding="utf-8")
+    wrapper.chmod(0o644)
+    out = workdir / "reports"
+    argv = [str(wrapper), "-m", "arena", "run", "--bots", str(workdir / "bots"), "--out", str(out)]
+    argv += ["--rules", RULES, "--move-time", "2000", "--jobs", "1"]
+    command = [sys.executable, *argv]
+    if mode == "user":
+        command = as_nobody(command, keep())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    export = [sys.executable, "-m", "arena", "export", "--out", str(out)]
+    lines = subprocess.run(export, capture_output=True, text=True, check=True).stdout.splitlines()
+    games = [json.loads(line) for line in lines]
+    clean(games)
+    found, kept = tail(games, "finder"), tail(games, "keeper")
+    assert kept.count("CALL add_key DENIED errno 1") == kept.count("CALL add_key") == 2, kept
+    for line in ("SESSION SECRET", "USER LEFT", "SESSION LEFT"):  # at every move: never found
+        assert found.count(f"{line} DENIED errno 1\n") == found.count(f"{line} ") > 0, (line, found)
+    for name in ("unshare", "clone", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf", "ptrace"):
+        assert f"CALL {name} DENIED errno 1\n" in found, (name, found)
+
+
+KEYRING_PEEK = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {calls!r}[platform.machine()]
+search = (ctypes.c_long(10), ctypes.c_long(-3), b"user", b"{name}", None)  # KEYCTL_SEARCH, the session's
+found = libc.syscall(ctypes.c_long(NR["keyctl"]), *search)
+print("FOUND" if found > 0 else f"ERRNO {{ctypes.get_errno()}}", flush=True)
+"""
+
+
+def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
+    """Without the sandbox (so without the seccomp filter), a bot still cannot reach a key of arena's session
+    keyring: it joins a new one of its own before its program runs."""
+    import ctypes
+    import platform
+    import uuid
+
+    from arena.match.process import BotProcess
+
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    keyctl, add_key = (ctypes.c_long(CALLS[platform.machine()][n]) for n in ("keyctl", "add_key"))
+    assert libc.syscall(keyctl, ctypes.c_long(1), None) > 0  # this test's own session keyring
+    name = f"arena-test-{uuid.uuid4().hex[:8]}"
+    assert libc.syscall(add_key, b"user", name.encode(), b"hunter2", 7, ctypes.c_long(-3)) > 0
+    peek = tmp_path / "peek.py"
+    peek.write_text(KEYRING_PEEK.format(calls=CALLS, name=name), encoding="utf-8")
+    jail = Warden(Confinement(sandbox=False)).jail(peek)
+    bot = BotProcess.start([sys.executable, str(peek)], cwd=tmp_path, jail=jail)
+    try:
+        assert bot.read_line(time.monotonic() + 10) == "ERRNO 126"  # ENOKEY: not in its keyring
+    finally:
+        bot.kill()
+    plain = subprocess.run([sys.executable, str(peek)], capture_output=True, text=True, check=True)
+    assert plain.stdout == "FOUND\n"  # the key is there for a process of arena's session

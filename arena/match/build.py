@@ -228,11 +228,14 @@ def _step(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=jail.passed,  # its seccomp filter, for bubblewrap
                 preexec_fn=jail.preexec,
             )
         except (OSError, subprocess.SubprocessError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise BuildError(f"{manifest}: build {shown!r} could not be started: {reason}") from None
+        finally:
+            jail.close_passed()
         try:
             code = popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:

@@ -23,7 +23,10 @@ Each layer is used where the machine offers it, and what is missing is said, so 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
+import platform
 import pwd
 import resource
 import secrets
@@ -32,12 +35,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 
-from arena.match import bwrap
+from arena.match import bwrap, seccomp
 
 MiB = 1024 * 1024
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
@@ -224,6 +227,8 @@ def _bwrap_base(
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not as_root:
         args += ["--unshare-user", "--cap-drop", "ALL"]
+        if "--disable-userns" in _bwrap_options(args[0]):  # bubblewrap 0.8 on
+            args += ["--disable-userns"]  # no user namespace inside (seccomp denies them too)
     for path in read_only:
         args += _ro_bind(path, made)
     # /tmp and /dev/shm as on any system, writable by all and sticky, bounded by shares of the memory limit
@@ -235,6 +240,39 @@ def _bwrap_base(
     for path in _arena_paths():
         args += _ro_bind(path, made)
     return args
+
+
+@functools.cache
+def _bwrap_options(path: str) -> str:
+    """What this bubblewrap's --help lists (its options), '' if it does not answer."""
+    try:
+        return subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+# keyctl's number (asm/unistd.h) where arena knows it; KEYCTL_JOIN_SESSION_KEYRING with no name joins a new
+# anonymous session keyring, so that nothing of the keyrings arena's session holds reaches the bot.
+_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+@functools.cache
+def _syscall() -> Callable[..., int] | None:
+    """libc's syscall(), resolved in arena's process (the child between fork and exec only calls it)."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_long
+    return function
+
+
+def _new_session_keyring() -> None:
+    """Join a new session keyring of the process's own (in the child before exec)."""
+    number, syscall = _KEYCTL.get(platform.machine()), _syscall()
+    if number is not None and syscall is not None:
+        syscall(ctypes.c_long(number), ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
 
 
 def _drop_to(uid: int) -> list[str]:
@@ -519,6 +557,23 @@ class Jail:
         # A uid of its own: a bot that is not root cannot read root's files, change a mount or a cgroup,
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
         self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
+        self.passed: list[int] = []  # descriptors the sandboxed child inherits: its seccomp filter
+        _syscall()  # resolved here, not in the child
+
+    def _seccomp(self) -> list[str]:
+        """bubblewrap's option that loads the seccomp filter (arena/match/seccomp.py), if there is one."""
+        fd = seccomp.program_fd()
+        if fd is None:
+            return []
+        self.passed.append(fd)
+        return ["--seccomp", str(fd)]
+
+    def close_passed(self) -> None:
+        """Close arena's copies of the descriptors handed to the child, once it has started."""
+        for fd in self.passed:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.passed.clear()
 
     def command(self, argv: Sequence[str], cwd: Path, stdio: tuple[int, int, int]) -> list[str]:
         """The command that runs `argv` confined, the bot's stdin, stdout and stderr being the descriptors
@@ -528,7 +583,7 @@ class Jail:
             return [*prefix, *argv]
         made: set[str] = set()
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += _ro_bind(str(self.own), made)
+        args += [*_ro_bind(str(self.own), made), *self._seccomp()]
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
         return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
 
@@ -541,7 +596,7 @@ class Jail:
             return [*prefix, *argv]
         made: set[str] = set()
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own)]
+        args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own), *self._seccomp()]
         return [*args, "--chdir", str(self.own), "--", *prefix, *argv]
 
     def environment(self) -> dict[str, str]:
@@ -555,6 +610,7 @@ class Jail:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # Root ignores RLIMIT_NPROC; the bot's own uid, once setpriv has changed to it, does not.
         resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
+        _new_session_keyring()
         if self.cgroups is not None:
             pid = str(os.getpid()).encode()
             for path in self.cgroups.procs_files():
@@ -658,6 +714,8 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             notes.append(problem)
     else:
         notes.append("sandbox off (--no-sandbox): bots can read other bots' files and use the network")
+    if sandbox and seccomp.problem():
+        notes.append(seccomp.problem())
     granted: list[str] = []
     for path in conf.read_only:  # checked before (arena.api), but a cluster's machine may differ
         try:

@@ -113,7 +113,7 @@ class BotProcess:
                 stdin=subprocess.DEVNULL if sandboxed else stdin_r,
                 stdout=subprocess.DEVNULL if sandboxed else stdout_w,
                 stderr=stderr_w,
-                pass_fds=theirs if sandboxed else (),
+                pass_fds=(*theirs, *jail.passed) if jail is not None and sandboxed else (),
                 start_new_session=True,
                 preexec_fn=jail.preexec if jail else None,
             )
@@ -127,6 +127,8 @@ class BotProcess:
         finally:
             for fd in theirs:
                 os.close(fd)
+            if jail is not None:
+                jail.close_passed()
         return cls(popen, (stdin_w, stdout_r, stderr_r), jail)
 
     @property

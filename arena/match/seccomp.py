@@ -1,0 +1,140 @@
+"""The system calls no bot may make: a seccomp filter that bubblewrap loads before the bot's program runs.
+
+What container runtimes deny by default (Docker's profile, as a deny list), answered EPERM: the kernel
+surface behind most container escapes and the calls that reach past the sandbox. New user namespaces (and
+with them every other kind: `unshare`, `setns`, `clone` with a CLONE_NEW* flag; `clone3`, whose flags sit
+in memory a filter cannot read, answers ENOSYS, so that the C library falls back to `clone`), the kernel's
+keyrings (a session keyring shared with arena would hand a bot its keys), io_uring, userfaultfd, perf,
+bpf, ptrace and process_vm_*, mounting, kexec and modules, and the machine's clock, swap, accounting and
+reboot. A bot of another architecture's calling convention (i386 `int 0x80` on x86_64, x32) is killed.
+
+Built with libseccomp (through pyseccomp's ctypes binding): the library Docker, podman, systemd and
+bubblewrap's own users build their filters with, which knows every architecture's syscall numbers and its
+ABI quirks (x32 on x86_64), where a hand-assembled BPF program would carry its own tables. A machine
+without libseccomp runs bots without the filter, and arena says so.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+
+# Every flag of clone() that makes a new namespace (linux/sched.h): a bot stays in the sandbox's.
+_CLONE_NEW = {
+    "CLONE_NEWTIME": 0x00000080,
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+DENIED = (
+    # namespaces: a user namespace gives a process every capability over a world of its own
+    "unshare",
+    "setns",
+    # the kernel's keyrings: a session keyring inherited from arena, keys another bot left
+    "keyctl",
+    "add_key",
+    "request_key",
+    # kernel surfaces behind most escapes
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
+    "perf_event_open",
+    "bpf",
+    # other processes' memory
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
+    # mounts
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+    "chroot",
+    # files by handle, past every path check
+    "open_by_handle_at",
+    "name_to_handle_at",
+    # the machine
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "syslog",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "iopl",
+    "ioperm",
+    "vhangup",
+    "nfsservctl",
+)
+
+
+@functools.cache
+def _built() -> tuple[bytes, str]:
+    """The filter as a BPF program for this machine's architecture, or b"" and why there is none."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, RuntimeError, OSError) as e:  # RuntimeError: pyseccomp finds no libseccomp
+        return b"", f"no seccomp filter for bots ({e}; apt-get install libseccomp2)"
+    deny = sc.ERRNO(errno.EPERM)
+    bpf = sc.SyscallFilter(sc.ALLOW)  # bad architecture: killed (libseccomp's default)
+    for name in DENIED:
+        try:
+            bpf.add_rule(deny, name)
+        except (OSError, ValueError):  # a call this kernel's architecture or this libseccomp lacks
+            continue
+    with_flag = ((name, flag) for name in ("clone",) for flag in _CLONE_NEW.values())
+    for name, flag in with_flag:
+        bpf.add_rule(deny, name, sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    try:
+        bpf.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    except (OSError, ValueError):
+        pass
+    fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
+    try:
+        bpf.export_bpf(os.fdopen(os.dup(fd), "wb"))
+        return os.pread(fd, 1 << 20, 0), ""
+    finally:
+        os.close(fd)
+
+
+def problem() -> str:
+    """'' when bots get the filter here, else why not (for the terminal and the page)."""
+    return _built()[1]
+
+
+def program_fd() -> int | None:
+    """A new descriptor holding the filter from its start, for bubblewrap's --seccomp (the caller passes
+    it to the child and closes it); None where there is no filter."""
+    program, _ = _built()
+    if not program:
+        return None
+    fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
