@@ -17,10 +17,26 @@ from arena.game.openings import BookError
 from arena.game.rules import RulesError, parse_rules, rule_sets
 from arena.match.bots import BotError, BuildError, find_bot
 from arena.match.confine import GrantError
+from arena.match.printable import printable
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
 from arena.tournament.store import StoreError
+
+
+def echo(message: str = "", *, err: bool = False, file: TextIO | None = None) -> None:
+    """click.echo, with every control character shown as its escape (arena.match.printable): what arena
+    prints holds what bots wrote (stderr, a build's output, their files' names), which must not drive the
+    terminal (its title, its clipboard, its screen)."""
+    click.echo(printable(message, lines=True), err=err, file=file)
+
+
+class _Printable(logging.Formatter):
+    """Warnings as one escaped block: they may name a bot's files or quote its output too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), lines=True)
+
 
 if TYPE_CHECKING:
     from arena.api import Match
@@ -122,7 +138,7 @@ def _read_only(paths: tuple[str, ...]) -> tuple[str, ...] | None:
 def _say_read_only(paths: tuple[str, ...]) -> None:
     """Name the teacher's grant at the start: what every bot may read besides its own files."""
     if paths:
-        click.echo(f"arena: every bot may read (--read-only): {', '.join(paths)}", err=True)
+        echo(f"arena: every bot may read (--read-only): {', '.join(paths)}", err=True)
 
 
 def _bank_ms(seconds: float | None) -> int | None:
@@ -242,14 +258,12 @@ def play(  # type: ignore[no-untyped-def]
             _play_games(match, games, show and HUMAN not in (a, b), as_json, out)
         except KeyboardInterrupt:
             played = f"{match.games} game{'s' * (match.games != 1)}"
-            click.echo(f"arena: interrupted after {played}: {_so_far(match)}", err=True)
+            echo(f"arena: interrupted after {played}: {_so_far(match)}", err=True)
             sys.exit(130)
         except Quit as left:
-            click.echo(
-                f"arena: {left} in game {match.games + 1}, which is not counted: {_so_far(match)}", err=True
-            )
+            echo(f"arena: {left} in game {match.games + 1}, which is not counted: {_so_far(match)}", err=True)
             sys.exit(0)
-    click.echo(
+    echo(
         f"{first} {match.score[first]:g} - {match.score[second]:g} {second} "
         f"after {games} game{'s' * (games != 1)} ({match.rules.spec})",
         file=out,
@@ -275,7 +289,7 @@ def _seats(a: str, b: str, bots_dir: Path, out: TextIO) -> tuple[Bot | Seat, Bot
     bot = find_bot(b if a == HUMAN else a, bots_dir)
     try:
         find_bot(HUMAN, bots_dir)
-        click.echo(f"arena: 'human' is you; the bot named human in {bots_dir} plays by its path", err=True)
+        echo(f"arena: 'human' is you; the bot named human in {bots_dir} plays by its path", err=True)
     except BotError:
         pass
     person = Human(bot.name, HUMAN if bot.name != HUMAN else f"{HUMAN}-2", output=out)
@@ -291,13 +305,13 @@ def _play_games(match: Match, games: int, show: bool, as_json: bool, out: TextIO
         if show:
             from arena.report.terminal import Watch
 
-            watch = Watch(match.rules, south, north, lambda text: click.echo(text, file=out))
+            watch = Watch(match.rules, south, north, lambda text: echo(text, file=out))
             watch.start()
         record = match.play(on_move=watch)
         if as_json:
-            click.echo(json.dumps(record.to_dict()))
+            echo(json.dumps(record.to_dict()))
         else:
-            click.echo(describe(game + 1, record))
+            echo(describe(game + 1, record))
 
 
 def describe(number: int, r: GameRecord) -> str:
@@ -305,7 +319,7 @@ def describe(number: int, r: GameRecord) -> str:
     head = f"game {number}: {r.south} (south) vs {r.north} (north)"
     head += f", opening {' '.join(map(str, r.opening))}: " if r.opening else ": "
     if r.faulty:
-        return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {r.detail})"
+        return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {printable(r.detail)})"
     score = f"{r.south_store}-{r.north_store}"
     if r.swapped:
         score += f", {r.north} swapped to south"
@@ -440,11 +454,11 @@ def run(  # type: ignore[no-untyped-def]
     asked |= _openings_asked(openings)
     with Tournament(Path(out) / name, **asked) as cup:
         _say_read_only(cup.settings.read_only)
-        building = None if quiet else lambda line: click.echo(f"arena: {line}", err=True)
+        building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
         for entry, why in cup.enter(bots_dir, hero, on_build=building).broken:  # a failed build too
-            click.echo(f"arena: not entered: {entry}: {why}", err=True)
+            echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
         if not quiet:
-            click.echo(cup.plan(bots_dir, rounds, hero).summary())
+            echo(cup.plan(bots_dir, rounds, hero).summary())
         progress = _Progress(quiet)
         result = cup.run(
             bots_dir,
@@ -462,20 +476,20 @@ def run(  # type: ignore[no-untyped-def]
         standings = cup.standings()
         page = cup.report(standings)
     if result.interrupted:
-        click.echo(
+        echo(
             f"arena: interrupted after {result.played} new games ({result.before + result.played} of "
             f"{result.scheduled} stored); run the same command again to resume",
             err=True,
         )
-        click.echo(f"report so far: {page}", err=True)
+        echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
         from arena.tournament import ratings  # pandas: once the games are played, not while both cores wait
 
         if result.before:
-            click.echo(f"resumed: {result.before} games were already stored, {result.played} played now")
-        click.echo(ratings.format_table(standings.board))
-    click.echo(f"report: {page}")
+            echo(f"resumed: {result.before} games were already stored, {result.played} played now")
+        echo(ratings.format_table(standings.board))
+    echo(f"report: {page}")
 
 
 def _open_in_browser(page: Path) -> None:
@@ -517,19 +531,20 @@ class _Progress:
         now = time.monotonic()
         left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
         if done == 0:
-            click.echo(f"arena: playing {total} games", err=True)
+            echo(f"arena: playing {total} games", err=True)
         elif now - self.said >= (self.REDRAW if self.tty else self.EVERY) or done == total:
             self.said = now
             if self.tty:
                 self._draw([*self.scores.table(), f"{done} of {total} games, {self.rate()}, {left}"])
             else:
                 leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
-                click.echo(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}", err=True)
+                echo(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}", err=True)
 
     def _draw(self, lines: list[str]) -> None:
-        """Over the last table: the cursor goes up to its first line and clears to the end of the screen."""
+        """Over the last table: the cursor goes up to its first line and clears to the end of the screen
+        (arena's own escapes; the table's text, bots' names, shown as echo shows it)."""
         up = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
-        click.echo(up + "\n".join(lines), err=True)
+        click.echo(up + printable("\n".join(lines), lines=True), err=True)
         self.drawn = len(lines)
 
     def close(self) -> None:
@@ -543,7 +558,7 @@ def report_cmd(name, out):  # type: ignore[no-untyped-def]
     from arena.api import Tournament
 
     with Tournament.open(Path(out) / name) as cup:
-        click.echo(f"report: {cup.report()}")
+        echo(f"report: {cup.report()}")
 
 
 @cli.command("replay")
@@ -559,7 +574,7 @@ def replay_cmd(game, name, out):  # type: ignore[no-untyped-def]
         text = stored_game(cup.store, game)
     if text is None:
         raise click.ClickException(f"tournament {name!r} has no game {game} (see 'arena export' for the ids)")
-    click.echo(text)
+    echo(text)
 
 
 @cli.command()
@@ -597,7 +612,7 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
     from arena.game import solver
 
     if not as_json:
-        click.echo(
+        echo(
             f"solving {rules.spec} for up to {seconds:g} s (boards that finish in a minute: up to about "
             "Kalah(4,5), Kalah(5,3), Kalah(6,2), Relay(4,4))",
             err=True,
@@ -605,7 +620,7 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
 
     def progress(p: solver.Progress) -> None:
         rate = p.nodes / max(p.seconds, 1e-9)
-        click.echo(f"depth {p.depth}: {p.nodes:,} nodes, {rate:,.0f} nodes/s, {p.seconds:.0f} s", err=True)
+        echo(f"depth {p.depth}: {p.nodes:,} nodes, {rate:,.0f} nodes/s, {p.seconds:.0f} s", err=True)
 
     found = solver.solve(rules, seconds=seconds, progress=progress)
     if as_json:
@@ -618,18 +633,18 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
             "nodes": found.nodes,
             "seconds": round(found.seconds, 3),
         }
-        click.echo(json.dumps(fields))
+        echo(json.dumps(fields))
     elif found.exact:
         value = int(found.value)
         outcome = f"a {'win' if value > 0 else 'loss'} by {abs(value)} for the first player"
         if value == 0:
             outcome = "a draw"
-        click.echo(
+        echo(
             f"{rules.spec}: {outcome} with perfect play; a best first move is "
             f"{found.best_move} ({found.nodes:,} nodes, {found.seconds:.1f} s)"
         )
     if not found.exact:
-        click.echo(
+        echo(
             f"arena: not solved within {seconds:g} s; the search reached depth {found.depth}, where "
             f"{found.best_move} looked best",
             err=True,
@@ -653,10 +668,10 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
 
     path = new_bot(name, lang, bots_dir)
     files = sorted((f.name for f in path.iterdir()), key=lambda f: (f != MANIFEST, f))
-    click.echo(f"made {path}: a greedy {lang} bot for you to improve ({', '.join(files)})")
+    echo(f"made {path}: a greedy {lang} bot for you to improve ({', '.join(files)})")
     build = tomllib.loads((path / MANIFEST).read_text(encoding="utf-8")).get("build")
     if build:
-        click.echo(f"arena builds it ({build}) before its first game, and again when you change it")
+        echo(f"arena builds it ({build}) before its first game, and again when you change it")
     where = "" if bots_dir == Path("bots") else f" --bots {bots_dir}"
     rival = "greedy" if (bots_dir / "greedy.py").exists() else name  # the checkout's bots folder has greedy
     steps = (
@@ -666,9 +681,9 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
         (f"arena run{where}", f"a tournament of every bot in {bots_dir}"),
     )
     width = max(len(command) for command, _ in steps)
-    click.echo("next:")
+    echo("next:")
     for command, why in steps:
-        click.echo(f"  {command:<{width}}   {why}")
+        echo(f"  {command:<{width}}   {why}")
 
 
 @cli.command("check")
@@ -705,8 +720,8 @@ def check_cmd(  # type: ignore[no-untyped-def]
     asked |= {"sandbox": sandbox, "ponder": ponder, "max_memory_mb": max_memory_mb}
     asked |= {"read_only": _read_only(read_only)}
     references = reference_bots((ARENA_BOTS, Path(bots_dir)))
-    report = check(found, resolve(None, asked), references, say=lambda text: click.echo(text, err=True))
-    click.echo(json.dumps(report.to_dict()) if as_json else render(report))
+    report = check(found, resolve(None, asked), references, say=lambda text: echo(text, err=True))
+    echo(json.dumps(report.to_dict()) if as_json else render(report))
     sys.exit(1 if report.fails else 0)
 
 
@@ -736,7 +751,7 @@ def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
     _stop_on_signals()
     warnings = logging.StreamHandler(sys.stderr)
-    warnings.setFormatter(logging.Formatter("arena: %(levelname)s: %(message)s"))
+    warnings.setFormatter(_Printable("arena: %(levelname)s: %(message)s"))
     log = logging.getLogger("arena")
     log.addHandler(warnings)
     log.propagate = False
@@ -744,23 +759,23 @@ def main() -> None:
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("arena: interrupted", err=True)
+        echo("arena: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as e:
         hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:
             hint = f" (see '{e.ctx.command_path} --help')"
-        click.echo(f"arena: error: {e.format_message()}{hint}", err=True)
+        echo(f"arena: error: {printable(e.format_message())}{hint}", err=True)
         sys.exit(e.exit_code)
     except BuildError as e:  # the bot's fault, not a usage error: the line, then what the compiler said
-        click.echo(f"arena: error: {e}", err=True)
+        echo(f"arena: error: {printable(str(e))}", err=True)
         for line in e.output.splitlines():
-            click.echo(f"    {line}", err=True)
+            echo(f"    {line}", err=True)
         sys.exit(1)
     except (BotError, BookError, ClusterError, GrantError, RulesError, StoreError) as e:
-        click.echo(f"arena: error: {e}", err=True)
+        echo(f"arena: error: {printable(str(e))}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        click.echo("arena: interrupted", err=True)
+        echo("arena: interrupted", err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

@@ -209,3 +209,54 @@ def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_p
     assert "two bots are named" in why.get("Solo.py", "") and "two bots are named" in why.get("solo.py", "")
     names = {g[side] for g in exported("root", out) for side in ("south", "north")}
     assert names == {"greedy", "random", "αλφα", "café"}
+
+
+# --- 9. terminal escapes in what a bot prints -------------------------------------------------------------
+
+# Sets the terminal's title, writes its clipboard (OSC 52), clears its screen, a C1 CSI and a right-to-left
+# override; then crashes at its first move, so that this is its last stderr line.
+ESCAPES = "\x1b]0;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[3J\x9b2J\u202eevil"
+NOISY = f"""import sys
+for line in sys.stdin:
+    if line.startswith("MOVE"):
+        sys.stderr.write({ESCAPES!r} + "crashed\\n")
+        sys.exit(3)
+"""
+NOISY_BUILD = f"""#!/bin/sh
+printf '%s' '{ESCAPES}'
+echo 'error: not today'
+exit 1
+"""
+
+
+def test_control_characters_from_a_bot_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A crash's last stderr line, a build's errors and a bot's file names reached the teacher's terminal
+    raw through `arena play`, `run`, `replay` and `check`: a window title, the clipboard (OSC 52), a cleared
+    screen. Now every control character is shown as its escape. Run once: the terminal is the same whoever
+    runs arena."""
+    bots, out = tmp_path / "bots", tmp_path / "reports"
+    reference_bots(bots)
+    (bots / "noisy.py").write_text(NOISY)
+    folder_bot(bots / "noisybuild", toml='build = "./build.sh"\ncommand = "./bot"\n')
+    (bots / "noisybuild" / "build.sh").write_text(NOISY_BUILD)
+    (bots / "noisybuild" / "build.sh").chmod(0o755)
+    shutil.copy(ROOT / "bots" / "greedy.py", bots / "evil\x1b]0;title\x07.py")  # a name with escapes
+    quick = (*RULES, "--move-time", "500")
+    commands = {
+        "play": ("play", "noisy", "random", "--bots", str(bots), *quick),
+        "play a build": ("play", "noisybuild", "random", "--bots", str(bots), *quick),
+        "run": ("run", "--bots", str(bots), "--out", str(out), *quick, "--openings", "0"),
+        "replay": ("replay", "1", "--out", str(out)),
+        "check": ("check", "noisy", "--bots", str(bots), *quick),
+        "check a build": ("check", "noisybuild", "--bots", str(bots), *quick),
+    }
+    said = {}
+    for what, args in commands.items():
+        done = arena("root", *args)
+        said[what] = done.stdout + done.stderr
+        assert "Traceback" not in said[what], (what, said[what])
+    raw = {what: text for what, text in said.items() if any(c in text for c in "\x1b\x07\x9b\u202e")}
+    assert raw == {}
+    for what, text in said.items():
+        assert "\\x1b]52;c;cHduZWQ=\\x07" in text, (what, text)  # shown, as its escape
+    assert "not entered: evil\\x1b]0;title\\x07.py" in said["run"], said["run"]

@@ -17,6 +17,7 @@ import time
 from typing import TextIO
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, IllegalMove, Kalah, Move, Position, Rules
+from arena.match.printable import printable
 from arena.match.process import Fault
 from arena.match.referee import Limits, Seat
 from arena.report.replay import Ply, marks
@@ -132,7 +133,7 @@ class Human:
     # --- the person's side -----------------------------------------------------------------------------
 
     def _say(self, text: str) -> None:
-        self.output.write(text + "\n")
+        self.output.write(printable(text, lines=True) + "\n")  # it may quote the bot (its forfeit's detail)
         self.output.flush()
 
     def _board(self) -> str:
