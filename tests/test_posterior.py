@@ -4,12 +4,18 @@ odds are a seeded count over posterior draws."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
 from arena.tournament import ratings
-from arena.tournament.posterior import Pairs, posterior
+from arena.tournament import store as st
+from arena.tournament.posterior import Pairs, from_games, posterior
+from arena.tournament.store import Slot, Store
 
 
 def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06) -> Pairs:
@@ -87,3 +93,33 @@ def test_rank_odds_are_seeded_sum_to_one_and_follow_the_evidence() -> None:
     assert odds.sum(axis=0) == pytest.approx(np.ones(4))
     assert odds[0, 0] > 0.99 and odds[3, 3] > 0.99
     assert 0.15 < odds[1, 1] < 0.85 and odds[1, 1] + odds[2, 1] > 0.98  # the equal two share places 2-3
+
+
+def test_a_rounds_two_games_of_two_bots_are_one_pair_and_a_lone_game_counts_alone() -> None:
+    games = [
+        (1, 10, 20, 10),  # round 1: 10 beats 20 as south, and as north: a pair of 2 points for bot 10
+        (1, 20, 10, 10),
+        (2, 10, 20, None),  # round 2: a draw and a loss: ½ point
+        (2, 20, 10, 20),
+        (3, 20, 30, 30),  # round 3: only one game of 20 and 30 was played
+        (1, 10, 99, 99),  # 99 is not in the field
+    ]
+    pairs = from_games(games, [10, 20, 30])
+    assert pairs.counts[0, 1].tolist() == [0, 1, 0, 0, 1] and pairs.counts[1, 0].tolist() == [1, 0, 0, 1, 0]
+    assert pairs.single[2, 1].tolist() == [1, 0, 0] and pairs.single[1, 2].tolist() == [0, 0, 1]
+    score, games_ = pairs.points()
+    assert score[0, 1] == 2.5 and games_[0, 1] == 4 and score[1, 2] == 0 and games_[1, 2] == 1
+
+
+def test_the_stores_games_make_the_pairs(tmp_path: Path) -> None:
+    a, b = (Bot(n, ("true",), Path("/"), Path(f"/{n}.py"), n) for n in ("a", "b"))
+    with Store(tmp_path / "arena.sqlite") as store:
+        store.set_current([a, b])
+        for rnd, south, north, winner in [(1, a, b, a), (1, b, a, b), (2, a, b, a), (2, b, a, a)]:
+            record = GameRecord(
+                "kalah", south.name, north.name, (), 0, 0, winner.name, "normal", None, "", (), {}, {}, {}
+            )
+            store.add_game(Slot(rnd, "0", south, north), record)
+        ids = store.current_ids()
+        pairs = from_games(st.pair_games(store, ids), ids)
+    assert pairs.counts[0, 1].tolist() == [0, 0, 1, 0, 1]  # a split the first pair and won the second

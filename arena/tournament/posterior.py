@@ -15,6 +15,7 @@ the same for the same results and seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +69,29 @@ class Pairs:
         k = np.arange(SCORES) / 2.0
         score = (self.counts * k).sum(axis=2) + self.single[..., 0] + 0.5 * self.single[..., 1]
         return score, 2.0 * self.pairings() + self.single.sum(axis=2)
+
+
+def from_games(games: Iterable[tuple[int, int, int, int | None]], ids: Sequence[int]) -> Pairs:
+    """Pairs of the bots `ids` (in that index order) from games (round, south, north, winner or None): a
+    round's game of a against b and its game of b against a are one pair; a game whose pair is missing (a
+    run stopped between them, or a game of a bot that cannot start at an opening) counts alone."""
+    index = {int(b): k for k, b in enumerate(ids)}
+    half: dict[tuple[int, int, int], list[int]] = {}  # (round, a, b), a < b -> a's half points per game
+    for rnd, south, north, winner in games:
+        if south not in index or north not in index:
+            continue
+        a, b = sorted((index[south], index[north]))
+        points = 1 if winner is None else 2 if index[winner] == a else 0
+        half.setdefault((rnd, a, b), []).append(points)
+    pairs = Pairs.empty(len(ids))
+    paired = [(a, b, sum(h)) for (_, a, b), h in half.items() if len(h) == 2]
+    if paired:
+        pa, pb, pk = (np.array(x) for x in zip(*paired, strict=True))
+        pairs = pairs.add(pa, pb, pk)
+    for (_, a, b), h in half.items():
+        for points in h if len(h) != 2 else ():
+            pairs = pairs.add_game(a, b, points / 2.0)
+    return pairs
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -636,3 +636,10 @@ def margins(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "GROUP BY bot, margin ORDER BY bot, margin"
     )
     return _table(store, query, {"field": _field(field)})
+
+
+def pair_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int, int | None]]:
+    """(round, south id, north id, winner id or None) of the field's games, one at a time: a round's two
+    games of two bots, one from each side, are a pair of games from one opening."""
+    query = f"WITH {_FIELD} SELECT round, south_id, north_id, winner_id FROM games WHERE {_IN_FIELD}"
+    yield from store.db.execute(query, {"field": _field(field)})
