@@ -1,12 +1,11 @@
 """When a ranking is settled, in words a teacher can check.
 
 The ranking is the posterior's order (`posterior.Posterior.order`). What a teacher needs of it: no bot
-stands below a neighbour that is more than `resolution` Elo weaker. Each pair of neighbours has a risk, the
-posterior probability that the lower is more than `resolution` better (the pair the wrong way round beyond
-the resolution), and the ranking is settled when those risks sum to at most (1 - `confidence`) / 3: then, by the
-union bound, the whole ranking is right to within the resolution at `confidence`, not just each pair, with
-a margin for stopping at the first batch that passes (see LOOKS). A
-settled pair is
+stands below a neighbour that is more than `resolution` Elo weaker. Each pair of neighbours has a risk,
+the posterior probability that the lower is more than `resolution` better (the pair the wrong way round
+beyond the resolution), and the ranking is settled when those risks sum to at most (1 - `confidence`) / 3:
+then, by the union bound, the whole ranking is right to within the resolution at `confidence`, not just
+each pair, with a margin for stopping at the first batch that passes (see LOOKS). A settled pair is
 - ordered: the upper one is the better at `confidence` (P(upper > lower) >= 0.95 by default), or
 - shared: its order is not sure, but it cannot be wrong by more than the resolution: the two share a place,
   shown as "3-5";
