@@ -22,7 +22,7 @@ from botsrc import FIRST_LEGAL_C
 from conftest import said
 from procs import processes_mentioning
 
-from arena.match.bots import STAMP, BotError, BuildError, load_bot
+from arena.match.bots import STAMP, BotError, BuildError, built_outputs, load_bot
 from arena.match.build import _copy_back, _write_stamp, ensure_built, needed
 from arena.match.confine import Confinement, capabilities
 
@@ -356,3 +356,16 @@ def test_a_link_planted_where_arena_writes_aside_is_not_written_through(tmp_path
         else:
             _write_stamp(folder, None, {"bot": hashlib.sha256(b"built").hexdigest()})
     assert victim.read_text() == "untouched\n"
+
+
+def test_a_stamp_naming_files_outside_the_folder_or_bot_toml_as_outputs_is_not_believed(
+    tmp_path: Path,
+) -> None:
+    """The stamp is in the student's hands: outputs it names outside the folder are never read, and bot.toml
+    is never an output (so it stays in the bot's version)."""
+    cbot = c_bot(tmp_path / "cbot")
+    version = load_bot(cbot).digest
+    outputs = {"../../etc/passwd": "0" * 64, "/etc/passwd": "0" * 64, "bot.toml": "0" * 64}
+    (cbot / STAMP).write_text(json.dumps({"build": [["./build.sh"]], "sources": version, "outputs": outputs}))
+    assert built_outputs(cbot) == {}
+    assert load_bot(cbot).digest == version

@@ -15,6 +15,7 @@ import pytest
 from botsrc import FIRST_LEGAL_C
 from test_redteam import NOBODY, ROOT, as_nobody, mode, workdir  # noqa: F401 (the fixtures)
 
+from arena.match.printable import printable
 from arena.report import page
 
 RULES = ("--rules", "kalah,pits=4,seeds=3")
@@ -260,3 +261,15 @@ def test_control_characters_from_a_bot_never_reach_the_terminal(tmp_path: Path) 
     for what, text in said.items():
         assert "\\x1b]52;c;cHduZWQ=\\x07" in text, (what, text)  # shown, as its escape
     assert "not entered: evil\\x1b]0;title\\x07.py" in said["run"], said["run"]
+
+
+def test_printable_shows_each_control_character_as_its_escape() -> None:
+    """The one function behind it: C0 (newline kept in a block of lines, tab kept), DEL, C1 and the controls
+    that reorder text are shown as escapes; letters of any script and the rest of the text stay as they are.
+    """
+    text = "ok\tя\x1b]52;c;eA==\x07\x7f\x9b2J\u202e\u2066\r\x00\nnext"
+    assert (
+        printable(text, lines=True) == "ok\tя\\x1b]52;c;eA==\\x07\\x7f\\x9b2J\\u202e\\u2066\\x0d\\x00\nnext"
+    )
+    assert printable(text).endswith("\\x00\\x0anext") and "\n" not in printable(text)
+    assert printable("grееdy αλφα café") == "grееdy αλφα café"

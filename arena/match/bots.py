@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BufferedReader
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from arena.match import names
 
@@ -270,7 +270,15 @@ def built_outputs(folder: Path) -> dict[str, str]:
         return {}
     if not isinstance(outputs, dict):
         return {}
-    return {rel: sha for rel, sha in outputs.items() if rel != MANIFEST and isinstance(sha, str)}
+    return {
+        rel: sha for rel, sha in outputs.items() if rel != MANIFEST and isinstance(sha, str) and _inside(rel)
+    }
+
+
+def _inside(rel: str) -> bool:
+    """Whether a path from a stamp names a file inside the folder (the stamp is in the student's hands)."""
+    path = PurePosixPath(rel)
+    return bool(rel) and not path.is_absolute() and ".." not in path.parts
 
 
 def _digest(path: Path, built: bool = False) -> str:

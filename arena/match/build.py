@@ -42,6 +42,7 @@ from arena.match.bots import (
     check_command,
     load_bot,
     open_regular,
+    read_own,
 )
 from arena.match.confine import Confinement, Jail, Warden
 
@@ -103,8 +104,8 @@ def needed(bot: Bot) -> bool:
     """Whether the bot's build must run: no stamp, other build commands or sources than the stamp's, or an
     output of the last build missing or changed."""
     try:
-        stamp = json.loads((bot.path / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        stamp = json.loads(read_own(bot.path, STAMP) or b"")
+    except (BotError, ValueError):
         return True
     if not isinstance(stamp, dict) or stamp.get("build") != [list(argv) for argv in bot.build]:
         return True
