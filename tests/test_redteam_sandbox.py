@@ -371,3 +371,103 @@ def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
         bot.kill()
     plain = subprocess.run([sys.executable, str(peek)], capture_output=True, text=True, check=True)
     assert plain.stdout == "FOUND\n"  # the key is there for a process of arena's session
+
+
+# --- 4: a bot's processes spinning on every core ---------------------------------------------------------
+
+SPINNER = """
+for _ in range(5):
+    if os.fork() == 0:
+        os.setsid()  # out of its session: only a cgroup still holds it
+        while True:
+            pass
+def attack():
+    log("SPINNING", os.getpid())
+"""
+# Needs 50 ms of CPU a move, in a move time of 1.5 s: ample on a busy machine, unless a spinner's five
+# processes share its core (a victim's game is on the other core when the spinner has no CPU limit).
+CPU_VICTIM = """import sys, time
+def first_legal(words):
+    board = [int(w) for w in words[2:]]
+    return next(p for p in range(1, len(board) // 2) if board[p - 1])
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "MOVE":
+        start = time.process_time()
+        while time.process_time() - start < 0.05:
+            pass
+        print(first_legal(words), flush=True)
+    elif words and words[0] == "QUIT":
+        break
+"""
+
+
+def cpu_limit(pid: int) -> tuple[str, ...] | None:
+    """The CPU limit of the process's cgroup: v1 (quota, period, shares) or v2 (cpu.max, cpu.weight); None
+    once the process is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):
+            folder = Path("/sys/fs/cgroup/cpu", path.lstrip("/"))
+            names = ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares")
+            return tuple(read(folder / name) for name in names)
+    for line in lines:
+        if line.startswith("0::"):
+            for mount in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                folder = mount / line[3:].lstrip("/")
+                if (folder / "cpu.max").exists():
+                    return (read(folder / "cpu.max"), read(folder / "cpu.weight"))
+    return ("no cpu cgroup",)
+
+
+def read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return "gone"
+
+
+def test_a_bot_spinning_on_every_core_gets_one_cpu(mode: str, workdir: Path) -> None:
+    """A bot whose children leave its session and spin: every process of it is in a cgroup held to one CPU
+    with the weight of every other bot, so the game on the other core keeps its core; victims in both
+    games forfeit nothing. As an ordinary user (no cgroups), arena says plainly that bots are not held to
+    one CPU, in the terminal and on the page."""
+    bots = workdir / "bots"
+    place(bots, {"spinner": PRELUDE + SPINNER + LOOP, "victim": CPU_VICTIM, "victim2": CPU_VICTIM})
+    out = workdir / "reports"
+    argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rules", RULES]
+    argv += ["--move-time", "1500", "--jobs", "2", "--rounds", "2"]
+    command = as_nobody(argv, keep()) if mode == "user" else argv
+    seen: dict[int, tuple[str, ...]] = {}
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir
+    ) as run:
+        while run.poll() is None:
+            for entry in Path("/proc").iterdir():
+                if entry.name.isdigit() and int(entry.name) not in seen:
+                    try:
+                        spinner = b"spinner.py" in (entry / "cmdline").read_bytes()
+                    except OSError:
+                        continue
+                    if spinner and (limit := cpu_limit(int(entry.name))) is not None:
+                        seen[int(entry.name)] = limit
+            time.sleep(0.05)
+        stderr = run.stderr.read() if run.stderr else ""
+    assert run.returncode == 0, stderr
+    export = [sys.executable, "-m", "arena", "export", "--out", str(out)]
+    lines = subprocess.run(export, capture_output=True, text=True, check=True).stdout.splitlines()
+    games = [json.loads(line) for line in lines]
+    page_text = (out / "default" / "index.html").read_text(encoding="utf-8")
+    if mode == "user":
+        words = "no cpu cgroup: a bot is not held to one CPU"
+        assert words in stderr and words in page_text, stderr
+        return
+    assert "warning" not in stderr, stderr
+    clean(games)
+    assert len(seen) >= 6, seen  # the bot (and its sandbox's processes) and its five children
+    limits = set(seen.values())
+    assert limits <= {("100000", "100000", "1024"), ("100000 100000", "100")}, limits

@@ -341,13 +341,22 @@ def _own_cgroups() -> dict[str, Path]:
                     found["unified"] = mount / rel
                     break
         for controller in controllers.split(","):
-            if controller in ("memory", "pids", "freezer") and (_CGROUP_FS / controller).is_dir():
+            if controller in ("memory", "pids", "freezer", "cpu") and (_CGROUP_FS / controller).is_dir():
                 found[controller] = _CGROUP_FS / controller / rel
     return found
 
 
+# Every bot process's share of the CPU: at most one CPU, whatever it starts (a bot whose processes spin in
+# sessions of their own would take the other game's core), and the same weight as every other bot.
+CPU_PERIOD_US = 100_000
+CPU_QUOTA_US = CPU_PERIOD_US  # one CPU
+CPU_SHARES = 1024  # v1's default weight; v2's cpu.weight 100 is the same
+CPU_WEIGHT = 100
+
+
 class Cgroups:
-    """A folder per bot process in the memory and pids controllers (cgroup v1), or one folder (v2)."""
+    """A folder per bot process in the memory, pids, freezer and cpu controllers (cgroup v1), or one
+    folder (v2)."""
 
     def __init__(self, folders: list[Path], v2: bool) -> None:
         self.folders = folders
@@ -366,14 +375,31 @@ class Cgroups:
         if unified is not None:
             enabled = (unified / "cgroup.controllers").read_text().split() if unified.exists() else []
             if {"memory", "pids"} <= set(enabled):
-                return cls._make([unified / tag], v2=True)
+                return cls._make([unified / tag], v2=True, cpu="cpu" in enabled)
         if "memory" in own and "pids" in own:
             folders = [own[c] / tag for c in ("memory", "pids", "freezer") if c in own]
-            return cls._make(folders, v2=False)
+            made = cls._make(folders, v2=False)
+            if made is not None and "cpu" in own:  # where arena may, not required
+                with contextlib.suppress(OSError):
+                    (own["cpu"] / tag).mkdir(exist_ok=True)
+                    made.folders.append(own["cpu"] / tag)
+                made._weigh()
+            return made
         return None
 
+    def _weigh(self) -> None:
+        """Give arena's parent cgroup the weight of one busy process per core beside the machine's other
+        processes: its bots together weigh what they weighed as processes of their own, at most one
+        thinking per core (without it, all of them would weigh one process on a busy machine)."""
+        cores = os.cpu_count() or 1
+        with contextlib.suppress(OSError):
+            if self.v2:
+                self._write("cpu.weight", min(10_000, CPU_WEIGHT * cores), required=False)
+            else:
+                self._write("cpu.shares", CPU_SHARES * cores, required=False)
+
     @classmethod
-    def _make(cls, folders: list[Path], v2: bool) -> Cgroups | None:
+    def _make(cls, folders: list[Path], v2: bool, cpu: bool = False) -> Cgroups | None:
         try:
             for folder in folders:
                 folder.mkdir(exist_ok=True)
@@ -381,7 +407,26 @@ class Cgroups:
                 (folders[0] / "cgroup.subtree_control").write_text("+memory +pids")
         except OSError:
             return None
-        return cls(folders, v2)
+        made = cls(folders, v2)
+        if v2 and cpu:
+            with contextlib.suppress(OSError):  # the cpu controller where the parent lets arena have it
+                (folders[0] / "cgroup.subtree_control").write_text("+cpu")
+                made._weigh()
+        return made
+
+    @property
+    def limits_cpu(self) -> bool:
+        """Whether each bot here is held to one CPU (a cpu controller arena could use)."""
+        if self.v2:
+            return any("cpu" in self._text(f / "cgroup.subtree_control").split() for f in self.folders)
+        return any((f / "cpu.cfs_quota_us").exists() for f in self.folders)
+
+    @staticmethod
+    def _text(path: Path) -> str:
+        try:
+            return path.read_text()
+        except OSError:
+            return ""
 
     def child(self, name: str, memory_bytes: int, max_procs: int) -> Cgroups | None:
         made = Cgroups([f / name for f in self.folders], self.v2)
@@ -392,16 +437,21 @@ class Cgroups:
                 made._write("memory.max", memory_bytes)
                 made._write("memory.swap.max", 0, required=False)
                 made._write("pids.max", max_procs)
+                made._write("cpu.max", f"{CPU_QUOTA_US} {CPU_PERIOD_US}", required=False)
+                made._write("cpu.weight", CPU_WEIGHT, required=False)
             else:
                 made._write("memory.limit_in_bytes", memory_bytes)
                 made._write("memory.memsw.limit_in_bytes", memory_bytes, required=False)
                 made._write("pids.max", max_procs)
+                made._write("cpu.cfs_period_us", CPU_PERIOD_US, required=False)
+                made._write("cpu.cfs_quota_us", CPU_QUOTA_US, required=False)
+                made._write("cpu.shares", CPU_SHARES, required=False)
         except OSError:
             made.remove()
             return None
         return made
 
-    def _write(self, name: str, value: int, required: bool = True) -> None:
+    def _write(self, name: str, value: int | str, required: bool = True) -> None:
         for folder in self.folders:
             target = folder / name
             if target.exists():
@@ -697,6 +747,10 @@ class Warden:
     def can_freeze(self) -> bool:
         return self._parent is not None and self._parent.can_freeze
 
+    @property
+    def limits_cpu(self) -> bool:
+        return self._parent is not None and self._parent.limits_cpu
+
     def close(self) -> None:
         if self._parent is not None:
             self._parent.remove()
@@ -733,7 +787,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
                 why = "arena's Python is not readable by other users"
             notes.append(f"arena runs as root and {why}: bots run as root, with root's privileges")
     probe = Warden(conf)
-    cgroups, freezer = probe.has_cgroups, probe.can_freeze
+    cgroups, freezer, cpu = probe.has_cgroups, probe.can_freeze, probe.limits_cpu
     probe.close()
     if not cgroups:
         notes.append(
@@ -749,5 +803,10 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")
+    if not cpu:
+        notes.append(
+            "no cpu cgroup: a bot is not held to one CPU, so one whose processes spin (also ones that left "
+            "its session) can slow the bots of the other games on this machine"
+        )
     resolved = replace(conf, sandbox=sandbox, drop_root=drop_root, read_only=tuple(granted))
     return resolved, Capabilities(sandbox, cgroups, tuple(notes))
