@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -585,7 +586,14 @@ def export(name, out, fmt):  # type: ignore[no-untyped-def]
     from arena.api import Tournament
 
     with Tournament.open(Path(out) / name) as cup:
-        cup.export(sys.stdout, fmt)
+        if not sys.stdout.isatty():  # a file or a pipe gets the records as stored
+            cup.export(sys.stdout, fmt)
+            return
+        shown = (
+            io.StringIO()
+        )  # a person reads them: what bots wrote (a CSV's detail) is shown as echo shows it
+        cup.export(shown, fmt)
+        click.echo(printable(shown.getvalue(), lines=True), nl=False)
 
 
 SOLVE_SECONDS = 60.0  # `arena solve` gives up after this long unless told otherwise

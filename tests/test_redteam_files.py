@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -256,11 +257,35 @@ def test_control_characters_from_a_bot_never_reach_the_terminal(tmp_path: Path) 
         done = arena("root", *args)
         said[what] = done.stdout + done.stderr
         assert "Traceback" not in said[what], (what, said[what])
+    said["export to a terminal"] = on_a_terminal("export", "--format", "csv", "--out", str(out))
     raw = {what: text for what, text in said.items() if any(c in text for c in "\x1b\x07\x9b\u202e")}
     assert raw == {}
     for what, text in said.items():
         assert "\\x1b]52;c;cHduZWQ=\\x07" in text, (what, text)  # shown, as its escape
     assert "not entered: evil\\x1b]0;title\\x07.py" in said["run"], said["run"]
+
+
+def on_a_terminal(*args: str) -> str:
+    """What `arena ARGS` prints on stdout when that is a terminal (a pty)."""
+    main, sub = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "arena", *args], stdout=sub, stderr=subprocess.PIPE, timeout=60
+        )
+    finally:
+        os.close(sub)
+    assert done.returncode == 0, done.stderr
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the other side is closed and everything read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    return b"".join(chunks).decode()
 
 
 def test_printable_shows_each_control_character_as_its_escape() -> None:
