@@ -256,7 +256,7 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
     if root:
         assert "warning" not in done.stderr, done.stderr  # nothing this machine could not enforce
     else:  # what an ordinary user's host cannot give is said plainly, in the terminal and on the page
-        for words in ("no cgroups available", "not paused", "one per-user process limit"):
+        for words in ("no cgroups available", "not paused", "processes are not bounded per bot"):
             assert words in done.stderr and words in page_text, (words, done.stderr)
 
     with contextlib.closing(sqlite3.connect(store)) as db:

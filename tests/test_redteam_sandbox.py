@@ -471,3 +471,39 @@ def test_a_bot_spinning_on_every_core_gets_one_cpu(mode: str, workdir: Path) -> 
     assert len(seen) >= 6, seen  # the bot (and its sandbox's processes) and its five children
     limits = set(seen.values())
     assert limits <= {("100000", "100000", "1024"), ("100000 100000", "100")}, limits
+
+
+# --- 5: the per-user process limit -----------------------------------------------------------------------
+
+HOLDER = """import threading, time
+for _ in range({threads}):
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def test_threads_of_another_process_of_the_user_keep_no_bot_from_starting(mode: str, workdir: Path) -> None:
+    """Another process of uid 65534 holds 100 threads (a bot holding threads, or a desktop session's
+    tasks): arena as that user still starts every bot, because it sets no RLIMIT_NPROC that would count
+    them, and says plainly that processes are then not bounded per bot. As root every bot has a uid of its
+    own, whose limit counts that bot alone."""
+    holder_source = workdir / "holder.py"
+    holder_source.write_text(HOLDER.format(threads=100), encoding="utf-8")
+    holder_source.chmod(0o644)
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    holder = subprocess.Popen([*drop, sys.executable, str(holder_source)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        place(workdir / "bots", {"first": FIRST, "second": FIRST})
+        done, games = tournament(mode, workdir)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 0, done.stderr
+    assert len(games) == 2
+    clean(games)
+    if mode == "user":
+        words = "processes are not bounded per bot (--max-procs is not enforced"
+        page_text = (workdir / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+        assert words in done.stderr and words in page_text, done.stderr

@@ -2,7 +2,8 @@
 
 Each layer is used where the machine offers it, and what is missing is said, so nobody is misled:
 - rlimits, always: RLIMIT_DATA caps each process's writable memory (unlike an address-space limit it leaves
-  the JVM's huge reservations alone), RLIMIT_NPROC bounds processes for a non-root user, no core dumps.
+  the JVM's huge reservations alone), RLIMIT_NPROC bounds processes for a bot with a uid of its own (not
+  for an ordinary user's bots: it would count every process of that user), no core dumps.
 - a clean environment, always: a fixed PATH, HOME and TMPDIR, a locale, the runtimes' own memory flags set
   from the limit (JAVA_TOOL_OPTIONS, NODE_OPTIONS: a JVM otherwise sizes its heap from the host's memory),
   ARENA_MEMORY_MB, and the few ARENA_* knobs protocol.md names (`PASSED_ON`); nothing else of arena's
@@ -658,8 +659,11 @@ class Jail:
         memory = self.conf.memory_mb * MiB
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        # Root ignores RLIMIT_NPROC; the bot's own uid, once setpriv has changed to it, does not.
-        resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
+        if self.uid is not None:
+            # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
+            # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so
+            # one bot holding threads, or a desktop session, would keep the others from starting.
+            resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
         _new_session_keyring()
         if self.cgroups is not None:
             pid = str(os.getpid()).encode()
@@ -795,10 +799,10 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             "processes that left its session are not paused; processes that leave a bot's process group may "
             "outlive it"
             + (
-                "; arena runs as an ordinary user, so both bots' processes count against one per-user "
-                "process limit (one bot can keep the other from starting)"
-                if not root
-                else ""
+                ""
+                if drop_root
+                else "; processes are not bounded per bot (--max-procs is not enforced: it needs a pids "
+                "cgroup, or bots that run as user ids of their own, as under root)"
             )
         )
     elif not freezer:
