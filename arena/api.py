@@ -280,7 +280,7 @@ class Tournament:
         cluster: str | Backend | None = None,
     ) -> RunResult:
         """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores), or on
-        the workers of the Dask cluster `cluster` (its scheduler's address, 'tcp://HOST:8786', or a back end:
+        the workers of the Dask cluster `cluster` (its scheduler's address, 'tls://HOST:8786', or a back end:
         arena/tournament/cluster.py).
 
         `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
@@ -310,6 +310,7 @@ class Tournament:
         self.store.set_meta("allowances", json.dumps(allowances))
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
             conf = self.settings.confinement()
+            self.store.set_meta("cluster", str(getattr(back, "trust", "")))
         else:
             conf, caps = self._local()
             state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}

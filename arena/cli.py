@@ -403,10 +403,28 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
 @click.option(
     "--cluster",
-    metavar="tcp://HOST:8786",
+    metavar="tls://HOST:8786",
     envvar="ARENA_CLUSTER",
     help="Play the games on the workers of this Dask cluster's scheduler, not on this machine's cores "
     '(--jobs); needs pip install "arena[cluster]" [env: ARENA_CLUSTER].',
+)
+@click.option(
+    "--cluster-certs",
+    metavar="DIR",
+    envvar="ARENA_CLUSTER_CERTS",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The class's certificates (made by 'arena cluster-certs DIR') that the cluster's TLS needs; "
+    "without it, Dask's own TLS configuration [env: ARENA_CLUSTER_CERTS].",
+)
+@click.option(
+    "--insecure-cluster",
+    is_flag=True,
+    help="Accept a plain tcp:// cluster, without TLS: whoever reaches its port can join as a worker.",
+)
+@click.option(
+    "--require-sandbox/--no-require-sandbox",
+    default=None,
+    help="Drop cluster workers that have no sandbox [default: on when this machine has it].",
 )
 @_bots_option("Folder of the bots that play.")
 @_tournament_options
@@ -431,6 +449,9 @@ def run(  # type: ignore[no-untyped-def]
     bench_after,
     fresh,
     cluster,
+    cluster_certs,
+    insecure_cluster,
+    require_sandbox,
     bots_dir,
     name,
     out,
@@ -471,7 +492,7 @@ def run(  # type: ignore[no-untyped-def]
             bench_after=bench_after,
             live=True,
             on_page=_open_in_browser if open_page else None,
-            cluster=cluster or None,
+            cluster=_cluster(cluster, cluster_certs, insecure_cluster, require_sandbox),
         )
         progress.close()
         standings = cup.standings()
@@ -491,6 +512,26 @@ def run(  # type: ignore[no-untyped-def]
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         echo(ratings.format_table(standings.board))
     echo(f"report: {page}")
+
+
+def _cluster(address: str | None, certs: Path | None, insecure: bool, require_sandbox: bool | None):  # type: ignore[no-untyped-def]
+    """The cluster back end the flags ask for, or None to play on this machine."""
+    if not address:
+        return None
+    from arena.tournament import trust
+    from arena.tournament.cluster import Cluster
+
+    try:  # before the tournament's folder is made: a refused cluster leaves nothing behind
+        trust.check_address(address, insecure)
+        if not insecure:
+            trust.security(certs)
+    except trust.TrustError as e:
+        raise ClusterError(str(e)) from None
+    except ImportError:
+        pass  # no Dask here: the back end says what to install
+    if insecure:
+        click.echo(f"arena: warning: {address} is played on without TLS (--insecure-cluster)", err=True)
+    return Cluster(address, certs=certs, insecure=insecure, require_sandbox=require_sandbox)
 
 
 def _open_in_browser(page: Path) -> None:
@@ -550,6 +591,26 @@ class _Progress:
 
     def close(self) -> None:
         self.drawn = 0
+
+
+@cli.command("cluster-certs")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def cluster_certs_cmd(folder):  # type: ignore[no-untyped-def]
+    """Make a class's certificate authority and the certificates of its cluster in FOLDER: the scheduler's,
+    the workers' and the coordinator's (the machine that runs arena run)."""
+    from arena.tournament.trust import TrustError, make
+
+    try:
+        written = make(folder)
+    except TrustError as e:
+        raise click.ClickException(str(e)) from None
+    for path in written:
+        click.echo(str(path))
+    click.echo(
+        f"keep {folder / 'ca.key'} to yourself; copy ca.pem and scheduler.pem/.key to the scheduler's "
+        "machine, ca.pem and worker.pem/.key to every lab machine",
+        err=True,
+    )
 
 
 @cli.command("report")

@@ -92,7 +92,7 @@ def main() -> None:
             silence_logs=40,
         ) as cluster:
             started = time.perf_counter() - start
-            remote = Cluster(cluster.scheduler_address)
+            remote = Cluster(cluster.scheduler_address, insecure=True)
             runs: dict[tuple[str, int], list[tuple[float, float]]] = {}
             for r in range(args.repeats):
                 for games in (small, large):

@@ -296,6 +296,7 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
 def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     from arena.api import Tournament
+    from arena.tournament.cluster import Cluster
     from arena.tournament.settings import Settings
 
     bots = tmp_path / "bots"
@@ -312,7 +313,8 @@ def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp
     ) as cluster:
         settings = Settings(rules="kalah,pits=3,seeds=2", move_ms=500, openings=0)
         with Tournament(tmp_path / "reports" / "lab", settings) as cup:
-            result = cup.run(bots, 1, cluster=cluster.scheduler_address)
+            back = Cluster(cluster.scheduler_address, insecure=True)  # plain tcp://, as asked for
+            result = cup.run(bots, 1, cluster=back)
             played = list(cup.records())
     assert result.played == 2 and len(builds(cbot)) == 1
     assert all(r["faulty"] is None for r in played), played

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -51,18 +53,56 @@ from arena.match.referee import Limits
 from arena.tournament.cluster import Cluster, ClusterError
 from arena.tournament.scheduler import Games
 from arena.tournament.settings import Settings
+from arena.tournament.trust import make as make_certs
 
 distributed = pytest.importorskip("distributed")
 from arena.tournament import workers  # noqa: E402 (needs Dask)
+
+# Each worker of a LocalCluster poses as a machine of its own, lab-0 and lab-1 (ARENA_MACHINE, set by this
+# preload), so that the records of the tests tell them apart; a worker started again keeps its name.
+MACHINES = """\
+import os
+
+
+def dask_setup(worker):
+    os.environ["ARENA_MACHINE"] = f"lab-{worker.name}"
+"""
 
 # What differs between two runs of the same games: where and when they were played, and how long moves took.
 NOISE = {"id", "finished_at", "move_ms", "think_ms", "stderr", "worker"}
 
 
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A class's certificates, as `arena cluster-certs` makes them."""
+    folder = tmp_path_factory.mktemp("certs")
+    make_certs(folder)
+    return folder
+
+
+def security(certs: Path, client: str = "coordinator") -> Any:
+    """Every role's certificates in one `Security`, for a LocalCluster and the tests' own clients."""
+    return distributed.Security(
+        tls_ca_file=str(certs / "ca.pem"),
+        tls_scheduler_cert=str(certs / "scheduler.pem"),
+        tls_scheduler_key=str(certs / "scheduler.key"),
+        tls_worker_cert=str(certs / "worker.pem"),
+        tls_worker_key=str(certs / "worker.key"),
+        tls_client_cert=str(certs / f"{client}.pem"),
+        tls_client_key=str(certs / f"{client}.key"),
+        require_encryption=True,
+    )
+
+
 @contextlib.contextmanager
-def local_cluster(cache: Path, workers: int = 2) -> Iterator[Any]:
-    """A cluster on this machine: `workers` worker processes (each under a nanny, which starts it again if it
-    dies), one game slot each, keeping shipped bots under `cache`."""
+def local_cluster(
+    cache: Path, certs: Path, workers: int = 2, preload: tuple[Path, ...] = (), **kwargs: Any
+) -> Iterator[Any]:
+    """A cluster on this machine speaking TLS with the class's certificates: `workers` worker processes (each
+    under a nanny, which starts it again if it dies) named lab-0, lab-1..., one game slot each, keeping
+    shipped bots under `cache`."""
+    names = cache.parent / "machines.py"
+    names.write_text(MACHINES, encoding="utf-8")
     with distributed.LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
@@ -70,7 +110,11 @@ def local_cluster(cache: Path, workers: int = 2) -> Iterator[Any]:
         resources={"games": 1},
         dashboard_address=None,
         host="127.0.0.1",
+        protocol="tls://",
+        security=security(certs),
         env={"ARENA_CACHE": str(cache)},
+        preload=[str(names), *map(str, preload)],
+        **kwargs,
     ) as cluster:
         yield cluster
 
@@ -84,14 +128,19 @@ def games(base: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in NOISE} for r in records(base)]
 
 
-def library_run(base: Path, bots: Path | list, rounds: int, cluster: str | None = None) -> Any:
+def library_run(base: Path, bots: Path | list, rounds: int, cluster: Any = None) -> Any:
     with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=7)) as cup:
         return cup.run(bots, rounds, jobs=2, cluster=cluster)
 
 
-def worker_pids(address: str) -> dict[str, int]:
-    with distributed.Client(address, set_as_default=False) as client:
+def worker_pids(cluster: Any) -> dict[str, int]:
+    with distributed.Client(cluster, set_as_default=False) as client:
         return dict(client.run(os.getpid))
+
+
+def machine_names(client: Any) -> dict[str, str]:
+    """Each worker's machine name, by address."""
+    return dict(client.run(lambda: os.environ["ARENA_MACHINE"]))
 
 
 @pytest.fixture(scope="module")
@@ -103,30 +152,36 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return games(base)
 
 
-def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(tmp_path: Path, reference) -> None:
+def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(
+    tmp_path: Path, reference, certs
+) -> None:
     base = tmp_path / "cluster"
     bots = field(base / "bots")
-    with local_cluster(tmp_path / "cache") as cluster:
-        addresses = set(worker_pids(cluster.scheduler_address))
-        result = library_run(base, bots, 3, cluster.scheduler_address)
+    with local_cluster(tmp_path / "cache", certs) as cluster:
+        addresses = set(worker_pids(cluster))
+        assert all(a.startswith("tls://127.0.0.1:") for a in addresses)
+        back = Cluster(cluster.scheduler_address, certs=certs)
+        result = library_run(base, bots, 3, back)
     assert (result.scheduled, result.played, result.interrupted) == (18, 18, False)
     assert games(base) == reference  # the same games in schedule order, wherever each was played
-    played_on = {r["worker"] for r in records(base)}
-    assert played_on == addresses, "both workers played, and every game says which"
+    assert set(back.machines) == addresses, "both workers played"
+    assert {r["worker"] for r in records(base)} == {"lab-0", "lab-1"}, "every game names its machine"
 
     with Tournament.open(db_file(base).parent) as cup:
         meta = cup.store.meta()
         board = cup.leaderboard()[["bot", "mu", "sigma", "games", "wins", "draws", "losses"]]
         page = cup.report().read_text(encoding="utf-8")
     workers = json.loads(meta["workers"])
-    assert set(workers) == addresses
-    for address, worker in workers.items():
+    assert set(workers) == {"lab-0", "lab-1"}  # by machine name, not by address
+    for name, worker in workers.items():
         assert worker["slots"] == 1 and worker["cores"] == os.cpu_count()
-        assert worker["summary"].endswith(
-            f"({address}): 1 game slot on {os.cpu_count()} cores; sandbox "
+        assert worker["address"] in addresses
+        assert worker["summary"] == (
+            f"{name} ({worker['address']}): 1 game slot on {os.cpu_count()} cores; sandbox "
             f"{'on' if worker['sandbox'] else 'off'}, cgroups {'on' if worker['cgroups'] else 'off'}"
         )
-        assert worker["summary"] in page  # the page names every worker, with what it enforced
+        assert worker["summary"] in page  # the page names every machine, with what it enforced
+    assert f"{cluster.scheduler_address}, TLS with the class&#39;s certificates on both ends" in page
     confinement = json.loads(meta["confinement"])
     assert confinement["sandbox"] == all(w["sandbox"] for w in workers.values())
     assert len(confinement["notes"]) == sum(len(w["notes"]) for w in workers.values())
@@ -138,17 +193,17 @@ def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(tmp_path: P
 
 
 def test_a_worker_killed_mid_game_loses_nothing_and_no_game_is_stored_twice(
-    tmp_path: Path, reference
+    tmp_path: Path, reference, certs
 ) -> None:
     base = tmp_path / "cluster"
     bots = field(base / "bots", delay=0.05)  # ~0.5 s a game: a worker is almost always in the middle of one
     cache = tmp_path / "cache"
     outcome: list[Any] = []
-    with local_cluster(cache) as cluster, distributed.Client(cluster.scheduler_address) as client:
+    with local_cluster(cache, certs) as cluster, distributed.Client(cluster) as client:
         pids = dict(client.run(os.getpid))
-        run = threading.Thread(
-            target=lambda: outcome.append(library_run(base, bots, 3, cluster.scheduler_address))
-        )
+        names = machine_names(client)
+        back = Cluster(cluster.scheduler_address, certs=certs)
+        run = threading.Thread(target=lambda: outcome.append(library_run(base, bots, 3, back)))
         run.start()
         try:
             deadline = time.monotonic() + 60
@@ -170,17 +225,17 @@ def test_a_worker_killed_mid_game_loses_nothing_and_no_game_is_stored_twice(
     stored = records(base)
     assert game_keys(stored) == schedule(bots, 3, seed=7)  # every game once: none lost, none twice
     assert games(base) == reference
-    assert victim in {r["worker"] for r in stored}
+    assert names[victim] in {r["worker"] for r in stored}
     # The games the victim had when it died (the one it was playing, and those Dask had queued for it) were
     # played again on another worker (unless one had just finished, on its way to the store as the kill came).
     for key in playing:
         rnd, south, north = key.split("-r")[1].split("-")[:3]
         (again,) = [r for r in stored if (r["round"], r["south"], r["north"]) == (int(rnd), south, north)]
-        assert again["worker"] != victim or again["id"] <= killed_at, (key, again["worker"])
+        assert again["worker"] != names[victim] or again["id"] <= killed_at, (key, again["worker"])
 
 
 def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
-    tmp_path: Path, reference
+    tmp_path: Path, reference, certs
 ) -> None:
     base = tmp_path / "cluster"
     bots = field(base / "bots")
@@ -191,8 +246,8 @@ def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
     poisoned = cache / first.digest / "first.py"
     poisoned.parent.mkdir(parents=True)
     poisoned.write_text(first_legal(pick="last"), encoding="utf-8")
-    with local_cluster(cache) as cluster:
-        library_run(base, bots, 3, cluster.scheduler_address)
+    with local_cluster(cache, certs) as cluster:
+        library_run(base, bots, 3, Cluster(cluster.scheduler_address, certs=certs))
         assert games(base) == reference
         assert poisoned.read_text(encoding="utf-8") == first.path.read_text(encoding="utf-8")
 
@@ -202,22 +257,24 @@ def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
         stale = discover(write_bots(other / "bots", greedy=GREEDY, changing=first_legal()))
         (other / "bots" / "changing.py").write_text(first_legal(pick="last"), encoding="utf-8")
         refused = (
-            r"worker \S+ \(tcp://127.0.0.1:\d+\) refused bot 'changing': its files hash to \w+, not to the"
+            r"worker lab-\d \(tls://127.0.0.1:\d+\) refused bot 'changing': its files hash to \w+, not to the"
         )
         with pytest.raises(ClusterError, match=refused):
-            library_run(other, stale, 1, cluster.scheduler_address)
+            library_run(other, stale, 1, Cluster(cluster.scheduler_address, certs=certs))
         assert records(other) == []
 
 
-def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(tmp_path: Path, reference) -> None:
+def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(
+    tmp_path: Path, reference, certs
+) -> None:
     """Ctrl-C, then kill -9, of `arena run --cluster`; each time the same command resumes, and the bots on
     the workers end with the run (after a kill -9, when the tournament runs again)."""
     base = tmp_path / "cluster"
     bots = field(base / "bots", delay=0.02)
     cache = tmp_path / "cache"
     args = ("--rounds", 3, "--seed", 7, "--jobs", 2, *STEADY)
-    with local_cluster(cache) as cluster:
-        flag = ("--cluster", cluster.scheduler_address)
+    with local_cluster(cache, certs) as cluster:
+        flag = ("--cluster", cluster.scheduler_address, "--cluster-certs", certs)
         proc = start_tournament(base, bots, *args, *flag)
         try:
             wait_for_games(proc, db_file(base), 3)
@@ -248,22 +305,26 @@ def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(tmp_path: P
             capture_output=True,
             text=True,
             timeout=120,
-            env={**os.environ, "ARENA_CLUSTER": cluster.scheduler_address},  # the variable, not the flag
+            # the variables, not the flags
+            env={**os.environ, "ARENA_CLUSTER": cluster.scheduler_address, "ARENA_CLUSTER_CERTS": str(certs)},
         )
         assert out.returncode == 0, out.stderr
         assert resumed(out) == (stored, 18 - stored)
         assert left_after(str(cache)) == [], "bot processes outlived the run"
     assert games(base) == reference
-    assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in records(base))
+    assert {r["worker"] for r in records(base)} <= {"lab-0", "lab-1"}
 
 
-def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path) -> None:
+def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path, certs) -> None:
     bots = field(tmp_path / "bots")
-    out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9")  # nothing listens on 9
+    tls = ("--cluster", "tls://127.0.0.1:9", "--cluster-certs", certs)
+    out = tournament(tmp_path, bots, *STEADY, *tls)  # nothing listens on 9
     assert out.returncode == 2
     (error,) = [line for line in out.stderr.splitlines() if "error" in line]  # one line, the last one
     assert error == out.stderr.splitlines()[-1], out.stderr
-    assert error.startswith("arena: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
+    assert error.startswith(
+        "arena: error: cannot reach the Dask scheduler at tls://127.0.0.1:9 within 10 s ("
+    )
 
     # Without Dask: the command starts and plays locally as ever, and --cluster names what to install.
     no_dask = (
@@ -273,9 +334,7 @@ def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path) -> N
         "runpy.run_module('arena', run_name='__main__')\n"
     )
     args = [sys.executable, "-c", no_dask, *map(str, run_args(tmp_path, bots, *STEADY))]
-    out = subprocess.run(
-        [*args, "--cluster", "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=60
-    )
+    out = subprocess.run([*args, *map(str, tls)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     error = out.stderr.splitlines()[-1]
     assert error.startswith("arena: error: the cluster back end needs Dask, which is not installed")
@@ -295,9 +354,33 @@ def test_the_command_and_the_library_do_not_import_dask_until_a_cluster_is_used(
     assert Cluster("tcp://127.0.0.1:9").remote  # a back end object is made without Dask too
 
 
+def test_a_plain_tcp_cluster_is_refused_unless_asked_for(tmp_path: Path) -> None:
+    bots = field(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9")
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        "arena: error: tcp://127.0.0.1:9 is a plain tcp:// cluster: whoever reaches its port can join as a "
+        "worker, get the bots and forge results; start it with the class's certificates and give "
+        "tls://HOST:8786 (see 'arena cluster-certs'), or pass --insecure-cluster to play on it anyway"
+    ]
+    assert not db_file(tmp_path).exists() or count_games(db_file(tmp_path)) == 0
+    out = tournament(tmp_path, bots, *STEADY, "--cluster", "tls://127.0.0.1:9")  # TLS, but no certificates
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1].startswith(
+        "arena: error: a tls:// cluster needs the class's certificates: give their folder with "
+    )
+    out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9", "--insecure-cluster")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[0] == (
+        "arena: warning: tcp://127.0.0.1:9 is played on without TLS (--insecure-cluster)"
+    )
+    assert out.stderr.splitlines()[-1].startswith("arena: error: cannot reach the Dask scheduler at tcp://")
+
+
 def test_a_cluster_whose_workers_offer_no_game_slots_is_one_line(tmp_path: Path) -> None:
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
-        back = Cluster(cluster.scheduler_address, workers_s=0.5)  # a back end object, as a script may pass it
+        # a back end object, as a script may pass it, on a plain tcp:// cluster, as asked for
+        back = Cluster(cluster.scheduler_address, workers_s=0.5, insecure=True)
         with pytest.raises(
             ClusterError, match=r"no worker of the cluster at \S+ offers game slots after 0.5 s: "
         ):
@@ -335,15 +418,15 @@ def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path:
         arena.teardown(worker)
     assert [k for k, _ in played] == [0, 1, 2, 4]  # not 3: the mute bot's second game is left
     assert played[1][1].faulty == "mute" and played[1][1].reason == "timeout"
-    assert all(r.worker == "tcp://127.0.0.1:1" for _, r in played) and machine.slots == 1
+    assert all(r.worker == machine.host for _, r in played) and machine.slots == 1
     assert left_after(str(tmp_path / "cache")) == []
 
 
-def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path: Path) -> None:
+def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path: Path, certs) -> None:
     bots = write_bots(tmp_path / "bots", mute=MUTE, first=first_legal(), greedy=GREEDY)
-    with local_cluster(tmp_path / "cache") as cluster:
+    with local_cluster(tmp_path / "cache", certs) as cluster:
         with Tournament(db_file(tmp_path).parent, Settings(RULES, move_ms=200, startup_ms=200)) as cup:
-            result = cup.run(bots, 4, cluster=cluster.scheduler_address)
+            result = cup.run(bots, 4, cluster=Cluster(cluster.scheduler_address, certs=certs))
     stored = records(tmp_path)
     assert result.scheduled == len(stored) == 24  # benched games are stored as forfeits, not as played
     mine = [r for r in stored if "mute" in (r["south"], r["north"])]
@@ -381,3 +464,66 @@ def test_a_worker_that_cannot_keep_bots_says_where_and_what_to_do(tmp_path: Path
         workers.Refused, match=r"^worker lab-03 \(tcp://10.0.0.3:4001\) cannot keep bots in .*ARENA_CACHE$"
     ):
         cache.bot(workers.pack(bot))
+
+
+# Worker preloads that make the worker named 0 (lab-0) a dishonest or an outdated machine.
+FORGER = """\
+import dataclasses
+
+from arena.tournament import workers
+
+real = workers.Arena._games
+
+
+def forged(self, bots, games):
+    played, machine, seconds = real(self, bots, games)
+    return [(k, dataclasses.replace(r, south_store=r.south_store + 5)) for k, r in played], machine, seconds
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena._games = forged
+"""
+OUTDATED = """\
+from arena.tournament import identity
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        identity.version = lambda: "0.0.9 (code 0123456789abcdef)"
+"""
+
+
+@pytest.mark.parametrize(
+    ("preload", "why"),
+    [
+        (FORGER, r"it returned a game the rules engine rejects: its game of round \d+, \w+ \(south\) against "
+                 r"\w+: its stores \d+-\d+ are not those its moves give, \d+-\d+"),
+        (OUTDATED, r"it runs arena 0\.0\.9 \(code 0123456789abcdef\), this machine arena \S+ \(code \w+\): "
+                   "install the same arena there"),
+    ],
+    ids=["forged records", "another arena"],
+)  # fmt: skip
+def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
+    tmp_path: Path, reference, certs, caplog, preload: str, why: str
+) -> None:
+    script = tmp_path / "dishonest.py"
+    script.write_text(preload, encoding="utf-8")
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs)
+        result = library_run(base, bots, 3, back)
+    assert (result.scheduled, result.played) == (18, 18)
+    assert games(base) == reference  # nothing of lab-0's stored: every game is lab-1's, and right
+    assert {r["worker"] for r in records(base)} == {"lab-1"}
+    assert re.fullmatch(why, back.dropped["lab-0"]), back.dropped
+    said = [r.getMessage() for r in caplog.records if "dropped from this run" in r.getMessage()]
+    assert len(said) == 1 and re.fullmatch(
+        rf"worker lab-0 \(tls://127\.0\.0\.1:\d+\) dropped from this run: {why}", said[0]
+    )
+    with Tournament.open(db_file(base).parent) as cup:
+        workers = json.loads(cup.store.meta()["workers"])
+        page = html.unescape(cup.report().read_text(encoding="utf-8"))
+    assert workers["lab-0"]["refused"] == back.dropped["lab-0"]
+    assert workers["lab-0"]["summary"] in page and "; dropped from the run: " in workers["lab-0"]["summary"]

@@ -145,7 +145,7 @@ def test_a_cluster_never_ships_what_a_link_in_a_bot_points_to(mode: str, workdir
         env={"ARENA_CACHE": str(cache)},
     ) as cluster:
         args = ("run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
-        done = arena(mode, *args, "--cluster", cluster.scheduler_address)
+        done = arena(mode, *args, "--cluster", cluster.scheduler_address, "--insecure-cluster")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     shipped = [p for p in cache.rglob("*") if p.is_file()]
     assert shipped, "the other bots were shipped"

@@ -570,9 +570,21 @@ class Cgroups:
                 pid = old.name.split("-")[1]
                 if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                     stale.setdefault(old.name, []).append(old)
+        bots = [
+            Cgroups([old / bot for old in olds], self.v2)
+            for olds in stale.values()
+            for bot in sorted({child.name for old in olds for child in old.glob("bot-*")})
+        ]
+        # Every stale bot thawed and killed first, then one wait for them all: a worker restarted after a
+        # kill -9 may find dozens of frozen bots, and waiting for each in turn kept it out for minutes.
+        for group in bots:
+            group.kill()
+        deadline = time.monotonic() + 2.0
+        while (bots := [g for g in bots if not g.remove()]) and time.monotonic() < deadline:
+            for group in bots:
+                group.kill()
+            time.sleep(0.005)
         for olds in stale.values():
-            for bot in sorted({child.name for old in olds for child in old.glob("bot-*")}):
-                Cgroups([old / bot for old in olds], self.v2).release()
             for old in olds:
                 with contextlib.suppress(OSError):
                     old.rmdir()

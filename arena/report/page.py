@@ -331,6 +331,8 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         granted = ", ".join(settings.read_only)
         rows.append(Fact("read-only paths", f"{granted} (--read-only: every bot may read them)"))
     rows += [Fact("warning", note) for note in state.get("notes", [])]
+    if meta.get("cluster"):
+        rows.append(Fact("cluster", meta["cluster"]))
     rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
     rows += [Fact("not entered", f"{entry}: {why}") for entry, why in _not_entered(store)]
     return rows

@@ -100,19 +100,22 @@ class Games:
 class Machine:
     """A cluster worker that played games, and what its machine could enforce."""
 
-    address: str  # as the games it played record it (GameRecord.worker)
-    host: str
+    address: str  # its Dask address, which changes when it restarts
+    host: str  # its machine's name, as the games it played record it (GameRecord.worker)
     cores: int
     slots: int  # games it plays at once (its Dask resource `games`)
     sandbox: bool
     cgroups: bool
     notes: tuple[str, ...]  # what it could not enforce, in words
+    version: str = ""  # the arena it runs (identity.version)
+    refused: str = ""  # why the run dropped it ("": it played)
 
     def summary(self) -> str:
         """One line for the page and the terminal."""
         confined = f"sandbox {'on' if self.sandbox else 'off'}, cgroups {'on' if self.cgroups else 'off'}"
         slots = f"{self.slots} game slot{'s' * (self.slots != 1)} on {self.cores} cores"
-        return f"{self.host} ({self.address}): {slots}; {confined}"
+        dropped = f"; dropped from the run: {self.refused}" if self.refused else ""
+        return f"{self.host} ({self.address}): {slots}; {confined}{dropped}"
 
 
 OnGame = Callable[[Slot, GameRecord], None]
@@ -458,7 +461,9 @@ def run(
             progress(done, len(todo), record)
 
     def on_machine(machine: Machine) -> None:
-        for note in machine.notes:
+        if machine.refused:
+            log.warning(f"worker {machine.host} ({machine.address}) dropped from this run: {machine.refused}")
+        for note in machine.notes if not machine.refused else ():
             log.warning(f"worker {machine.host} ({machine.address}): {note}")
         machines.append(machine)
         _note_machines(store, machines)
@@ -488,12 +493,13 @@ def _note_machines(store: Store, machines: Sequence[Machine]) -> None:
     and cgroups only where every worker had them, and each worker's missing ones in words."""
     known = json.loads(store.meta().get("workers") or "{}")
     for m in machines:
-        known[m.address] = {**asdict(m), "summary": m.summary()}
+        known[m.host] = {**asdict(m), "summary": m.summary()}
     store.set_meta("workers", json.dumps(known))
+    played = [m for m in machines if not m.refused]  # a dropped worker's games were not stored
     state = {
-        "sandbox": all(m.sandbox for m in machines),
-        "cgroups": all(m.cgroups for m in machines),
-        "notes": [f"worker {m.host} ({m.address}): {note}" for m in machines for note in m.notes],
+        "sandbox": all(m.sandbox for m in played),
+        "cgroups": all(m.cgroups for m in played),
+        "notes": [f"worker {m.host} ({m.address}): {note}" for m in played for note in m.notes],
     }
     store.set_meta("confinement", json.dumps(state))
 

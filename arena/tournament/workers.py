@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import secrets
@@ -37,6 +38,7 @@ from arena.match.bots import Bot, BotError, bot_files, load_bot
 from arena.match.confine import Warden, capabilities
 from arena.match.record import GameRecord
 from arena.match.referee import Player, play_game
+from arena.tournament import identity
 from arena.tournament.scheduler import Games, Machine, Pool
 
 CACHE_ENV = "ARENA_CACHE"
@@ -45,6 +47,7 @@ log = logging.getLogger("arena")
 Game = tuple[str, str, tuple[Move, ...]]  # one game of a task: the south and north bots' digests, the opening
 # What a task returns: (place in the task, record) of the games it played, where, and how long it took.
 Played = tuple[list[tuple[int, GameRecord]], Machine, float]
+MACHINE_ENV = "ARENA_MACHINE"  # a worker's machine name where the host name is not the one to show
 
 
 class Refused(Exception):
@@ -160,21 +163,34 @@ class Arena(WorkerPlugin):
                 f"{slots} game slots on {cores} cores: bots there think slower than on the other machines; "
                 f"start it with --resources {RESOURCE}={cores}"
             )
-        host = socket.gethostname()
-        self.machine = Machine(self.address, host, cores, slots, caps.sandbox, caps.cgroups, tuple(notes))
+        host = os.environ.get(MACHINE_ENV) or socket.gethostname()
+        self.machine = Machine(
+            self.address, host, cores, slots, caps.sandbox, caps.cgroups, tuple(notes), identity.version()
+        )
         self.cache = Cache(cache_root(), f"worker {host} ({self.address})")
-        self.warden = Warden(conf)
-        self.pool = Pool(self.warden, self.games.limits.quit_grace_ms, keep=16 * max(1, slots))
         self.threads = ThreadPoolExecutor(max(1, slots), thread_name_prefix="arena-game")
         self._bots: dict[str, Bot] = {}  # by digest, as this machine runs them
         self._stop = threading.Event()
+        self._ready = threading.Event()
+        # The warden sweeps what a killed worker left (frozen bots): off Dask's event loop, which must keep
+        # answering the scheduler meanwhile; the first game waits for it.
+        threading.Thread(target=self._prepare, args=(conf, slots), name="arena-setup", daemon=True).start()
+
+    def _prepare(self, conf: Any, slots: int) -> None:
+        try:
+            self.warden = Warden(conf)
+            self.pool = Pool(self.warden, self.games.limits.quit_grace_ms, keep=16 * max(1, slots))
+        finally:
+            self._ready.set()
         threading.Thread(target=self._end_idle, name="arena-idle", daemon=True).start()
 
     def teardown(self, worker: Any) -> None:
         self._stop.set()
-        self.pool.kill()
         self.threads.shutdown(wait=False, cancel_futures=True)
-        self.warden.close()
+        self._ready.wait()
+        with contextlib.suppress(AttributeError):  # the warden failed to start: nothing to end
+            self.pool.kill()
+            self.warden.close()
 
     def _end_idle(self) -> None:
         """End bot processes that waited `idle_s` for a game: all of them once a run's coordinator is gone
@@ -185,6 +201,28 @@ class Arena(WorkerPlugin):
     def play(self, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
         """Play `games` one after the other on one game slot (the plugin's own thread)."""
         return self.threads.submit(self._games, bots, games).result()
+
+    def answer(self, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
+        """`play`, its outcome as JSON text: plain data the coordinator reads without running any code
+        of this machine's (it rebuilds and checks every record), a refusal as its message."""
+        start = time.monotonic()
+        try:
+            played, machine, seconds = self.play(bots, games)
+        except Refused as e:
+            played, machine, seconds, refused, error = [], self.machine, 0.0, str(e), None
+        except Exception as e:  # said in words: the coordinator reads no pickled exception
+            played, machine, seconds, refused, error = [], self.machine, 0.0, None, f"{type(e).__name__}: {e}"
+        else:
+            refused = error = None
+        return json.dumps(
+            {
+                "machine": dataclasses.asdict(machine),
+                "seconds": seconds or time.monotonic() - start,
+                "played": [[k, record.to_dict()] for k, record in played],
+                "refused": refused,
+                "error": error,
+            }
+        )
 
     def _player(self, ship: Shipment) -> Player:
         """A player of the shipped bot; whenever its process is about to start, its files are hashed again."""
@@ -204,6 +242,7 @@ class Arena(WorkerPlugin):
         """Play the task's games in order, but none after a bot's game in which it gave no first answer
         (a hang or a crash at start): those go back to the coordinator, whose bench decides about them."""
         start = time.monotonic()
+        self._ready.wait()
         played: list[tuple[int, GameRecord]] = []
         silent: set[str] = set()  # digests of bots that gave no first answer in this task
         for k, (south, north, opening) in enumerate(games):
@@ -221,16 +260,16 @@ class Arena(WorkerPlugin):
             finally:
                 for player in players:
                     self.pool.give(player, keep=kept)
-            played.append((k, dataclasses.replace(record, worker=self.address)))
+            played.append((k, dataclasses.replace(record, worker=self.machine.host)))
             culprit = record.faulty
             if culprit and record.reason in ("timeout", "crash") and not record.moves_made.get(culprit, 0):
                 silent.add(south if culprit == record.south else north)
         return played, self.machine, time.monotonic() - start
 
 
-def play(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
+def play(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
     """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
-    every bot they need, by digest."""
+    every bot they need, by digest. Its answer is JSON text (`Arena.answer`)."""
     arena = get_worker().plugins[plugin]
     assert isinstance(arena, Arena), plugin
-    return arena.play(bots, games)
+    return arena.answer(bots, games)

@@ -1,0 +1,120 @@
+"""Checking a game a cluster worker returned before it is stored: the rules engine replays it on its slot.
+
+A worker is another machine, perhaps not an honest one. What it returns is plain data (a record's fields);
+the record is rebuilt here and replayed: the bots and the opening must be the slot's, every move legal in
+turn, the final stores those the moves give, and the winner, the reason and the fault consistent with how
+the game ended. What a replay cannot tell is whether the moves are the ones the bots chose: a machine that
+plays a bot's moves for it is caught only by how its games disagree with the others' (the page's residual
+per machine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.match.process import REASONS
+from arena.match.record import GameRecord
+from arena.tournament.store import Slot
+
+
+class Forged(ValueError):
+    """A returned game that its slot and the rules do not allow; the message says what is wrong with it."""
+
+
+def rebuild(data: Any) -> GameRecord:
+    """A GameRecord from a worker's plain data, every field of its type (Forged if it is not one)."""
+    if not isinstance(data, Mapping):
+        raise Forged(f"a record is an object of fields, not {type(data).__name__}")
+    try:
+        record = GameRecord.from_dict(dict(data))
+    except (TypeError, ValueError) as e:
+        raise Forged(f"not a game record: {e}") from None
+    plain = {
+        "rules": str,
+        "south": str,
+        "north": str,
+        "south_store": int,
+        "north_store": int,
+        "reason": str,
+        "detail": str,
+        "worker": str,
+    }
+    for name, kind in plain.items():
+        if type(getattr(record, name)) is not kind:
+            raise Forged(f"its {name} is not a {kind.__name__}")
+    if record.winner is not None and type(record.winner) is not str:
+        raise Forged("its winner is not a bot's name")
+    if record.faulty is not None and type(record.faulty) is not str:
+        raise Forged("its faulty is not a bot's name")
+    if not all(type(m) is int or m == SWAP for m in record.moves + record.opening):
+        raise Forged("a move is neither a pit number nor SWAP")
+    if not all(type(ms) in (int, float) for ms in record.move_ms):
+        raise Forged("a move time is not a number")
+    for name in ("think_ms", "moves_made", "stderr"):
+        value = getattr(record, name)
+        if not isinstance(value, dict) or set(value) != {record.south, record.north}:
+            raise Forged(f"its {name} is not one entry for each of its two bots")
+    if not all(type(v) is str for v in record.stderr.values()):
+        raise Forged("a stderr is not text")
+    if not all(type(v) in (int, float) for v in record.think_ms.values()):
+        raise Forged("a thinking time is not a number")
+    return record
+
+
+def check(slot: Slot, spec: str, record: GameRecord) -> None:
+    """Raise Forged unless `record` is a game its slot could have had under the rules `spec`."""
+    if record.rules != spec:
+        raise Forged(f"it was played under {record.rules!r}, not the tournament's {spec!r}")
+    if (record.south, record.north) != (slot.south.name, slot.north.name):
+        raise Forged(
+            f"its bots are {record.south} (south) and {record.north}, not {slot.south.name} and "
+            f"{slot.north.name}"
+        )
+    if record.opening != tuple(slot.opening):
+        raise Forged(f"its opening {list(record.opening)} is not the slot's {list(slot.opening)}")
+    if len(record.move_ms) != len(record.moves):
+        raise Forged(f"{len(record.moves)} moves but {len(record.move_ms)} move times")
+    rules = parse_rules(spec)
+    pos = rules.initial()
+    for ply in record.opening:
+        pos = rules.play(pos, ply)  # the slot's own opening: legal by construction
+    by_side = [record.south, record.north]
+    made = {record.south: 0, record.north: 0}
+    for n, move in enumerate(record.moves, 1):
+        if rules.is_over(pos):
+            raise Forged(f"move {n} ({move}) comes after the game was over")
+        mover = by_side[pos.to_move]
+        try:
+            pos = rules.play(pos, move)
+        except ValueError as e:
+            raise Forged(f"move {n} ({move}) by {mover} is illegal: {e}") from None
+        made[mover] += 1
+        if move == SWAP:
+            by_side.reverse()
+    if (record.south_store, record.north_store) != (pos.store(SOUTH), pos.store(NORTH)):
+        raise Forged(
+            f"its stores {record.south_store}-{record.north_store} are not those its moves give, "
+            f"{pos.store(SOUTH)}-{pos.store(NORTH)}"
+        )
+    if dict(record.moves_made) != made:
+        raise Forged(f"its moves per bot {dict(record.moves_made)} are not those its moves give, {made}")
+    if record.reason in REASONS:
+        if record.faulty not in (record.south, record.north):
+            raise Forged(f"a {record.reason} forfeit charged to {record.faulty!r}, not one of its bots")
+        other = record.north if record.faulty == record.south else record.south
+        if record.winner != other:
+            raise Forged(f"{record.faulty} forfeits, yet the winner is {record.winner!r}")
+        return
+    if record.reason not in ("normal", "early"):
+        raise Forged(f"its reason {record.reason!r} is not one a game can end with")
+    if not rules.is_over(pos):
+        raise Forged(f"it ended '{record.reason}' in a position that is not over")
+    outcome = rules.result(pos)
+    winner = None if outcome.winner is None else by_side[outcome.winner]
+    if (record.reason, record.winner, record.faulty) != (outcome.reason, winner, None):
+        raise Forged(
+            f"it says {record.reason}, won by {record.winner!r}; its moves end {outcome.reason}, "
+            f"won by {winner!r}"
+        )
