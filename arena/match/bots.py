@@ -452,7 +452,11 @@ def load_bot(path: Path) -> Bot:
     if stat.S_ISDIR(info.st_mode):
         return _from_folder(path)
     if not stat.S_ISREG(info.st_mode):
-        raise BotError(f"{path}: {_kind(info.st_mode)}, not a bot: {_NOT_FOLLOWED}")
+        what = _kind(info.st_mode)
+        if stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                what += f" to {os.readlink(path)}"
+        raise BotError(f"{path}: {what}, not a bot: {_NOT_FOLLOWED}")
     if not os.access(path, os.R_OK):
         raise BotError(f"{path}: cannot be read (check its permissions)")
     if path.suffix == ".py":
@@ -521,7 +525,8 @@ def survey(folder: Path) -> Survey:
         try:
             bot = load_bot(entry)
         except BotError as e:
-            broken.append((entry.name, str(e).removeprefix(f"{entry.absolute()}: ")))
+            why = str(e).removeprefix(f"{entry.absolute()}: ")  # the entry is named beside it
+            broken.append((entry.name, why.removeprefix(f"{entry.absolute().parent}/")))
             continue
         found.setdefault(names.key(bot.name), []).append(bot)
     unique = []
