@@ -12,13 +12,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import test_redteam
 from test_redteam import LOOP, PRELUDE, as_nobody
 
-from arena.match.confine import Confinement, Warden
+from arena.match.confine import Confinement, Warden, capabilities
+from arena.match.process import BotProcess, Fault
 from arena.report import page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -351,8 +353,6 @@ def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
     import platform
     import uuid
 
-    from arena.match.process import BotProcess
-
     if platform.machine() not in CALLS:
         pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
     libc = ctypes.CDLL(None, use_errno=True)
@@ -507,3 +507,44 @@ def test_threads_of_another_process_of_the_user_keep_no_bot_from_starting(mode: 
         words = "processes are not bounded per bot (--max-procs is not enforced"
         page_text = (workdir / "reports" / "default" / "index.html").read_text(encoding="utf-8")
         assert words in done.stderr and words in page_text, done.stderr
+
+
+# A system call by i386's convention (int 0x80: getpid is 20 there) from an x86_64 program: a filter written
+# for x86_64 numbers alone would let every call of the other table through.
+FOREIGN_ABI = """#include <stdio.h>
+int main(void) {
+    long result;
+    __asm__ volatile ("int $0x80" : "=a"(result) : "a"(20L) : "memory");
+    printf("i386 getpid %ld\\n", result);
+    return 0;
+}
+"""
+
+
+def test_a_system_call_of_a_foreign_architecture_kills_the_bot(tmp_path: Path) -> None:
+    """The seccomp filter checks the architecture first: an i386 call from an x86_64 bot kills it (SIGSYS)."""
+    import platform
+    import signal
+
+    if platform.machine() != "x86_64" or shutil.which("cc") is None:
+        pytest.skip("needs x86_64 and a C compiler")
+    if test_redteam.sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {test_redteam.sandbox_problem()}")
+    source = tmp_path / "foreign.c"
+    source.write_text(FOREIGN_ABI, encoding="utf-8")
+    program = tmp_path / "foreign"
+    subprocess.run(["cc", "-O0", "-o", str(program), str(source)], check=True)
+    plain = subprocess.run([str(program)], capture_output=True, text=True)
+    assert plain.stdout.startswith("i386 getpid ") and plain.returncode == 0  # the kernel runs it
+    tmp_path.chmod(0o755)
+    conf = replace(capabilities(Confinement(), True)[0], sandbox=True)
+    warden = Warden(conf)
+    jail = warden.jail(program)
+    try:
+        bot = BotProcess.start([str(program)], cwd=tmp_path, jail=jail)
+        with pytest.raises(Fault) as fault:
+            bot.read_line(time.monotonic() + 10)
+        bot.kill()
+    finally:
+        warden.close()
+    assert f"killed by {signal.SIGSYS.name}" in fault.value.detail, fault.value.detail

@@ -16,6 +16,7 @@ without libseccomp runs bots without the filter, and arena says so.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -102,7 +103,9 @@ def _built() -> tuple[bytes, str]:
     except (ImportError, RuntimeError, OSError) as e:  # RuntimeError: pyseccomp finds no libseccomp
         return b"", f"no seccomp filter for bots ({e}; apt-get install libseccomp2)"
     deny = sc.ERRNO(errno.EPERM)
-    bpf = sc.SyscallFilter(sc.ALLOW)  # bad architecture: killed (libseccomp's default)
+    bpf = sc.SyscallFilter(sc.ALLOW)
+    with contextlib.suppress(OSError):  # a foreign architecture's call kills the process (not a thread)
+        bpf.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     for name in DENIED:
         try:
             bpf.add_rule(deny, name)
