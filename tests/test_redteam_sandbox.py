@@ -219,8 +219,14 @@ def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> No
 
 def test_the_granted_paths_lie_under_the_private_mounts() -> None:
     """Bound before the private /tmp, /dev and /proc: whatever a granted path holds, those cover it."""
-    conf = Confinement(sandbox=True, read_only=("/usr/share",))
-    argv = Warden(conf).jail(ROOT / "bots" / "random.py").command(["true"], ROOT, (0, 1, 2))
+    warden = Warden(Confinement(sandbox=True, read_only=("/usr/share",)))
+    jail = warden.jail(ROOT / "bots" / "random.py")
+    try:
+        argv = jail.command(["true"], ROOT, (0, 1, 2))
+    finally:
+        jail.close_passed()
+        jail.release()
+        warden.close()
     bind = argv.index("/usr/share")
     assert argv[bind - 1] == "--ro-bind" and bind < argv.index("--tmpfs") < argv.index("--proc")
 
@@ -363,12 +369,13 @@ def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
     assert libc.syscall(add_key, b"user", name.encode(), b"hunter2", 7, ctypes.c_long(-3)) > 0
     peek = tmp_path / "peek.py"
     peek.write_text(KEYRING_PEEK.format(calls=CALLS, name=name), encoding="utf-8")
-    jail = Warden(Confinement(sandbox=False)).jail(peek)
-    bot = BotProcess.start([sys.executable, str(peek)], cwd=tmp_path, jail=jail)
+    warden = Warden(Confinement(sandbox=False))
+    bot = BotProcess.start([sys.executable, str(peek)], cwd=tmp_path, jail=warden.jail(peek))
     try:
         assert bot.read_line(time.monotonic() + 10) == "ERRNO 126"  # ENOKEY: not in its keyring
     finally:
         bot.kill()
+        warden.close()
     plain = subprocess.run([sys.executable, str(peek)], capture_output=True, text=True, check=True)
     assert plain.stdout == "FOUND\n"  # the key is there for a process of arena's session
 

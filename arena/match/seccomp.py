@@ -120,7 +120,8 @@ def _built() -> tuple[bytes, str]:
         pass
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     try:
-        bpf.export_bpf(os.fdopen(os.dup(fd), "wb"))
+        with os.fdopen(os.dup(fd), "wb") as out:
+            bpf.export_bpf(out)
         return os.pread(fd, 1 << 20, 0), ""
     finally:
         os.close(fd)
