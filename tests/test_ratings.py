@@ -420,3 +420,34 @@ def test_bradley_terry_of_a_perfectly_ordered_field_is_finite_and_ordered():
     assert elos == sorted(elos, reverse=True)
     # 200-0 in every pair: each place is clearly above the next (a Fisher-information ± would say otherwise)
     assert all(elos[k] - fit[k].pm > elos[k + 1] + fit[k + 1].pm for k in range(11))
+
+
+def test_bots_that_never_answered_are_not_ranked_and_say_why(tour):
+    # two broken bots (random bytes named bot.py) win games from each other's crashes; they rank nowhere
+    s1, s2 = make_bot("bytes1"), make_bot("bytes2")
+    crash = {"reason": "crash", "stores": (0, 0)}
+    for _ in range(3):
+        tour.play(A, B, A)
+        tour.play(B, A, B, moves=(4, 5))
+        tour.play(s1, s2, s2, faulty=s1, moves=(0, 0), **crash)
+        tour.play(s2, s1, s1, faulty=s2, moves=(0, 0), **crash)
+        for broken in (s1, s2):
+            tour.play(A, broken, A, faulty=broken, moves=(1, 0), **crash)
+            tour.play(broken, B, B, faulty=broken, moves=(0, 0), **crash)
+    board = ratings.leaderboard(tour.store)
+    assert set(board["bot"][:2]) == {"alice", "bob"} and set(board["bot"][2:]) == {"bytes1", "bytes2"}
+    assert list(board["place"][2:]) == ["-", "-"] and all(p != "-" for p in board["place"][:2])
+    assert all(w.startswith("never gave a first answer") and "crash" in w for w in board["unranked"][2:])
+    assert (board["unranked"][:2] == "").all()
+    text = ratings.format_table(board)
+    assert "not ranked: bytes1: never gave a first answer (9 crash)" in text
+    # the page lists them apart, off the leaderboard's table
+    from arena.report import page
+
+    html = page.render(tour.store)
+    table = html[
+        html.index('id="leaderboard-table"') : html.index("</table>", html.index('id="leaderboard-table"'))
+    ]
+    assert 'data-bot="alice"' in table and 'data-bot="bytes1"' not in table
+    unranked = html[html.index('id="unranked"') : html.index("</p>", html.index('id="unranked"'))]
+    assert "bytes1" in unranked and "bytes2" in unranked and "never gave a first answer" in unranked

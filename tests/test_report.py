@@ -234,3 +234,29 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     width, height, distinct = _png_size_and_rows(shot)
     assert (width, height) == (1280, 1600)
     assert shot.stat().st_size > 20_000 and distinct > 100  # a page with content, not a blank canvas
+
+
+def test_a_big_tournaments_page_comes_before_its_replays_and_workers_write_the_same_replays(
+    tmp_path, monkeypatch
+):
+    from classroom import build
+
+    from arena.report import games as games_mod
+
+    build(tmp_path / "arena.sqlite", rounds=1)  # 870 games: 4 blocks
+    with Store(tmp_path / "arena.sqlite", create=False) as store:
+        first = games_mod.write_games(store, tmp_path / "early", within=-1.0)  # no time for any replay
+        assert first.count == 870 and first.missing == 4
+        early = tmp_path / "early" / games_mod.FOLDER
+        assert (early / "list.js").exists() and not list(early.glob("b*.js"))
+        html = report.render(store, games=first)
+        assert 'id="replays-pending"' in html and '"live": true' in html  # it reloads itself when they are
+        monkeypatch.setattr(games_mod, "POOL_FROM", 2)
+        pooled = games_mod.write_games(store, tmp_path / "early", jobs=2)
+        alone = games_mod.write_games(store, tmp_path / "alone")
+    assert pooled.missing == alone.missing == 0
+    names = sorted(p.name for p in early.glob("b*.js"))
+    assert names == ["b0.js", "b1.js", "b2.js", "b3.js"]
+    for name in names:
+        assert (early / name).read_text() == (tmp_path / "alone" / games_mod.FOLDER / name).read_text()
+    assert {b: t.plain() for b, t in pooled.think.items()} == {b: t.plain() for b, t in alone.think.items()}

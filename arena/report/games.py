@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
+import time
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -113,6 +116,7 @@ class Games:
     stamp: str  # changes whenever the list does: the page asks for list.js?v=STAMP
     count: int
     think: dict[int, Think]  # by bot version id
+    missing: int = 0  # blocks of replays not written yet (see write_games' `within`)
 
 
 _CHAR = [chr(48 + v) for v in range(CHAR_MAX + 1)]
@@ -210,13 +214,19 @@ def _block(
     store: Store, rules: Rules, settings: Settings | None, block: int
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     """Replay one block's games: their encoded replays by id, and think times by bot version."""
+    rows = list(st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
+    return _replayed(rows, rules, settings, st.bot_paths(store))
+
+
+def _replayed(
+    rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, paths: dict[int, Path]
+) -> tuple[dict[str, Any], dict[int, Think]]:
     move_ms = settings.move_ms if settings else None
     bank_ms = settings.bank_ms if settings else None
     limit = float(move_ms or 1000)
     games: dict[str, Any] = {}
     think: dict[int, Think] = {}
-    paths = st.bot_paths(store)
-    for row in st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1):
+    for row in rows:
         record = _record(row)
         where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
         game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None, where)
@@ -234,8 +244,28 @@ def _block(
     return games, think
 
 
-def write_games(store: Store, folder: Path) -> Games:
-    """Write FOLDER/games/: every block whose games changed since it was written, and the list."""
+def _block_file(
+    block: int, sig: list[Any], rows: list[dict[str, Any]], settings: Settings | None, paths: dict[int, Path]
+) -> tuple[str, dict[int, Any]]:
+    """A block file's text and its think times (plain): what a worker process makes of a block's rows."""
+    rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
+    data, stats = _replayed(rows, rules, settings, paths)
+    think = {b: t.plain() for b, t in stats.items()}
+    head = {"sig": sig, "think": {str(b): v for b, v in think.items()}}
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return f"{HEADER}{json.dumps(head, separators=(',', ':'))}\narenaBlock({block},{body});\n", think
+
+
+POOL_FROM = 16  # blocks to replay before it pays to start worker processes (each imports arena, ~1 s)
+
+
+def write_games(store: Store, folder: Path, within: float | None = None, jobs: int = 1) -> Games:
+    """Write FOLDER/games/: the list, and every block whose games changed since it was written.
+
+    Replaying is the costly part (a stored game never changes, so an unchanged block is never replayed
+    again). `within`: seconds to spend on it; blocks still to write when they are up are left for the next
+    write (`Games.missing`), newest first, so a page of a big tournament can be up before all its replays
+    are. `jobs`: processes to replay with (one: this one)."""
     out = Path(folder) / FOLDER
     out.mkdir(parents=True, exist_ok=True)
     settings = store.settings()
@@ -243,6 +273,7 @@ def write_games(store: Store, folder: Path) -> Games:
     think: dict[int, Think] = {}
     wanted = set()
     count = 0
+    todo: list[tuple[int, list[Any], Path]] = []
     for block, games, id_sum, finished in st.id_blocks(store, BLOCK):
         count += games
         path = out / f"b{block}.js"
@@ -250,19 +281,61 @@ def write_games(store: Store, folder: Path) -> Games:
         sig = [FORMAT, games, id_sum, finished, rules.spec, settings.move_ms if settings else None]
         header = _header(path)
         if header is not None and header.get("sig") == sig:
-            stats = {int(b): Think.of(v) for b, v in header["think"].items()}
+            for bot, v in header["think"].items():
+                think.setdefault(int(bot), Think()).merge(Think.of(v))
         else:
-            data, stats = _block(store, rules, settings, block)
-            head = {"sig": sig, "think": {str(b): t.plain() for b, t in stats.items()}}
-            body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-            _write(path, f"{HEADER}{json.dumps(head, separators=(',', ':'))}\narenaBlock({block},{body});\n")
-        for bot, t in stats.items():
-            think.setdefault(bot, Think()).merge(t)
+            todo.append((block, sig, path))
     for stale in out.glob("b*.js"):
         if stale.name not in wanted:
             stale.unlink()
     stamp = _write_list(store, out, rules)
-    return Games(stamp, count, think)
+    deadline = None if within is None else time.monotonic() + within
+    paths = st.bot_paths(store)
+    done = _replay_blocks(store, settings, paths, todo[::-1], deadline, jobs)
+    for stats in done:
+        for bot, v in stats.items():
+            think.setdefault(int(bot), Think()).merge(Think.of(v))
+    return Games(stamp, count, think, len(todo) - len(done))
+
+
+def _written(path: Path, future: Future[tuple[str, dict[int, Any]]]) -> dict[int, Any]:
+    text, think = future.result()
+    _write(path, text)
+    return think
+
+
+def _replay_blocks(
+    store: Store,
+    settings: Settings | None,
+    paths: dict[int, Path],
+    todo: list[tuple[int, list[Any], Path]],
+    deadline: float | None,
+    jobs: int,
+) -> list[dict[int, Any]]:
+    """Write the blocks of `todo` in order until `deadline`; the think times of those written."""
+
+    def rows(block: int) -> list[dict[str, Any]]:
+        return list(st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
+
+    done: list[dict[int, Any]] = []
+    if jobs > 1 and len(todo) >= POOL_FROM and deadline is None:
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            running: deque[tuple[Path, Future[tuple[str, dict[int, Any]]]]] = deque()
+            for block, sig, path in todo:  # a few blocks ahead per process: memory stays that of a few
+                running.append((path, pool.submit(_block_file, block, sig, rows(block), settings, paths)))
+                if len(running) >= 2 * jobs:
+                    done.append(_written(*running.popleft()))
+            while running:
+                done.append(_written(*running.popleft()))
+        return done
+    for block, sig, path in todo:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        text, think = _block_file(block, sig, rows(block), settings, paths)
+        _write(path, text)
+        done.append(think)
+    return done
 
 
 def _write_list(store: Store, out: Path, rules: Rules) -> str:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from arena.report import charts
 from arena.report.botpages import bot_pages
-from arena.report.games import Games, write_games
+from arena.report.games import BLOCK, POOL_FROM, Games, write_games
 from arena.tournament import ratings
 from arena.tournament import store as st
 from arena.tournament.settings import Settings
@@ -35,6 +35,7 @@ LIVE = "live.js"  # rewritten with every page: a live page reloads itself when t
 FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
 LONG_TAIL_LINES = 8  # stderr tails longer than this are collapsed
 LONG_TAIL_CHARS = 800
+FIRST_WITHIN = 3.0  # seconds of replaying before a page is written; the replays left come after it
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,7 +383,8 @@ def render(
     )
     return env.get_template("report.html").render(
         title=store.path.parent.name,
-        places=_places(board, styles),
+        places=_places(board[board["unranked"] == ""], styles),
+        unranked=[(str(b), str(why)) for b, why in zip(board["bot"], board["unranked"], strict=True) if why],
         not_entered=[entry for entry, _ in _not_entered(store)],
         unconfined=_confinement_state(store).get("notes", []),
         order_rule=ratings.ORDER_RULE,
@@ -403,6 +405,8 @@ def render(
         bots=bot_pages(store, standings, history, games.think if games else {}, styles),
         games_href=games_href,
         list_src=f"games/list.js?v={games.stamp}" if games else "",
+        pending=games.missing if games else 0,
+        replay_block=BLOCK,
         stored_games=games.count if games else 0,
         live=live,
         stamp=stamp,
@@ -421,8 +425,21 @@ def write_report(
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    standings = standings or ratings.standings(store)
+    if live is not None:  # a rewrite while games are played: a bounded share of the replays, the rest later
+        return _write_page(store, folder, standings, write_games(store, folder, within=FIRST_WITHIN), live)
+    games = write_games(store, folder, within=FIRST_WITHIN)
+    if games.missing >= POOL_FROM:  # a big tournament's first page: up now, then every replay, then again
+        _write_page(store, folder, standings, games, None)
+    if games.missing:
+        games = write_games(store, folder, jobs=os.cpu_count() or 1)
+    return _write_page(store, folder, standings, games, None)
+
+
+def _write_page(
+    store: Store, folder: Path, standings: ratings.Standings, games: Games, live: Live | None
+) -> Path:
     page = folder / PAGE
-    games = write_games(store, folder)
     stamp = f"{time.time_ns():x}"
     html = render(store, standings=standings, games=games, live=live, stamp=stamp)
     _replace(page, html)

@@ -316,7 +316,7 @@ def _reasons(rows: pd.DataFrame) -> str:
 COLUMNS = [
     "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
     "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "close_above", "close_below",
-    "id", "digest", "author",
+    "id", "digest", "author", "unranked",
 ]  # fmt: skip
 _SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
@@ -406,14 +406,20 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board["bt_elo"] = [strengths[i].elo if i in strengths else math.nan for i in ids]
     board["bt_pm"] = [strengths[i].pm if i in strengths else math.nan for i in ids]
 
-    board = board.sort_values(
-        ["bt_elo", "score_pct", "conservative", "bot"],
-        ascending=[False, False, False, True],
-        na_position="last",
-    )
-    places = shared_places(board["bt_elo"], board["bt_pm"])
+    # A bot that never gave a first answer (random bytes named bot.py) is not ranked: its wins are the other
+    # broken bots' forfeits. It is listed last, with why.
+    silent = (board["moves"] == 0) & (board["forfeits"] > 0)
+    board["unranked"] = [
+        f"never gave a first answer ({why})" if quiet else ""
+        for quiet, why in zip(silent, board["forfeit_reasons"], strict=True)
+    ]
+    order = ["unranked", "bt_elo", "score_pct", "conservative", "bot"]
+    board = board.sort_values(order, ascending=[True, False, False, False, True], na_position="last")
+    ranked = int((~silent).sum())
+    places = shared_places(board["bt_elo"][:ranked], board["bt_pm"][:ranked])
+    places += [(ranked + 1, len(board))] * (len(board) - ranked)
     board["rank"] = [first for first, _ in places]
-    board["place"] = [place_text(*p) for p in places]
+    board["place"] = [place_text(*p) for p in places[:ranked]] + ["-"] * (len(board) - ranked)
     group = [first for first, _ in places]
     board["close_above"] = [k > 0 and group[k] == group[k - 1] for k in range(len(group))]
     board["close_below"] = [k + 1 < len(group) and group[k] == group[k + 1] for k in range(len(group))]
@@ -465,4 +471,6 @@ def format_table(board: pd.DataFrame) -> str:
     ]
     lines = [line.rstrip() for line in lines]
     lines.append(ORDER_RULE)
+    for r in board[board["unranked"] != ""].itertuples(index=False):
+        lines.append(f"not ranked: {r.bot}: {r.unranked}")
     return "\n".join(lines)
