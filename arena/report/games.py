@@ -27,6 +27,7 @@ import zlib
 from collections import Counter, deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -319,16 +320,20 @@ def _replay_blocks(
 
     done: list[dict[int, Any]] = []
     if jobs > 1 and len(todo) >= POOL_FROM and deadline is None:
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            running: deque[tuple[Path, Future[tuple[str, dict[int, Any]]]]] = deque()
-            for block, sig, path in todo:  # a few blocks ahead per process: memory stays that of a few
-                running.append((path, pool.submit(_block_file, block, sig, rows(block), settings, paths)))
-                if len(running) >= 2 * jobs:
+        # fork: the workers need nothing but the function (spawn and forkserver would import the caller's
+        # main module again, which a script without a __main__ guard does not survive)
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                running: deque[tuple[Path, Future[tuple[str, dict[int, Any]]]]] = deque()
+                for block, sig, path in todo:  # a few blocks ahead per process: memory stays that of a few
+                    running.append((path, pool.submit(_block_file, block, sig, rows(block), settings, paths)))
+                    if len(running) >= 2 * jobs:
+                        done.append(_written(*running.popleft()))
+                while running:
                     done.append(_written(*running.popleft()))
-            while running:
-                done.append(_written(*running.popleft()))
-        return done
+            return done
+        except (BrokenProcessPool, OSError):  # no processes to be had: this one does the rest
+            todo = todo[len(done) :]
     for block, sig, path in todo:
         if deadline is not None and time.monotonic() > deadline:
             break
