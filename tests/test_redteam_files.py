@@ -193,23 +193,25 @@ def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path
 # --- 10. names that look alike ----------------------------------------------------------------------------
 
 
-def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_play(tmp_path: Path) -> None:
+def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_play(
+    mode: str, workdir: Path
+) -> None:
     """`grееdy` (Cyrillic е) ranked beside `greedy`. Now a name mixing scripts is not entered, nor are two
     names whose TR39 skeletons are equal (Latin `cop`, Cyrillic `сор`) or that are one name case aside;
-    names in one script (Greek `αλφα`) play, and a name written in NFD (as a Mac names files) is kept NFC.
-    Run once: a name's rules do not depend on who runs arena."""
-    bots, out = tmp_path / "bots", tmp_path / "reports"
+    names in one script (Greek `αλφα`) play, and a name written in NFD (as a Mac names files) is kept NFC."""
+    bots, out = workdir / "bots", workdir / "reports"
     reference_bots(bots)
     for name in ("grееdy", "cop", "сор", "αλφα", "cafe\u0301", "Solo", "solo"):
         shutil.copy(ROOT / "bots" / "greedy.py", bots / f"{name}.py")
-    done = arena("root", "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    readable(bots)
+    done = arena(mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     why = not_entered(done.stderr)
     assert "not mix them (got 'grееdy': CYRILLIC and LATIN" in why.get("grееdy.py", ""), done.stderr
     assert "its name 'cop' looks like 'сор' (сор.py)" in why.get("cop.py", ""), done.stderr
     assert "its name 'сор' looks like 'cop' (cop.py)" in why.get("сор.py", ""), done.stderr
     assert "two bots are named" in why.get("Solo.py", "") and "two bots are named" in why.get("solo.py", "")
-    names = {g[side] for g in exported("root", out) for side in ("south", "north")}
+    names = {g[side] for g in exported(mode, out) for side in ("south", "north")}
     assert names == {"greedy", "random", "αλφα", "café"}
 
 
@@ -231,18 +233,18 @@ exit 1
 """
 
 
-def test_control_characters_from_a_bot_never_reach_the_terminal(tmp_path: Path) -> None:
+def test_control_characters_from_a_bot_never_reach_the_terminal(mode: str, workdir: Path) -> None:
     """A crash's last stderr line, a build's errors and a bot's file names reached the teacher's terminal
     raw through `arena play`, `run`, `replay` and `check`: a window title, the clipboard (OSC 52), a cleared
-    screen. Now every control character is shown as its escape. Run once: the terminal is the same whoever
-    runs arena."""
-    bots, out = tmp_path / "bots", tmp_path / "reports"
+    screen. Now every control character is shown as its escape."""
+    bots, out = workdir / "bots", workdir / "reports"
     reference_bots(bots)
     (bots / "noisy.py").write_text(NOISY)
     folder_bot(bots / "noisybuild", toml='build = "./build.sh"\ncommand = "./bot"\n')
     (bots / "noisybuild" / "build.sh").write_text(NOISY_BUILD)
-    (bots / "noisybuild" / "build.sh").chmod(0o755)
     shutil.copy(ROOT / "bots" / "greedy.py", bots / "evil\x1b]0;title\x07.py")  # a name with escapes
+    readable(bots)
+    (bots / "noisybuild" / "build.sh").chmod(0o755)
     quick = (*RULES, "--move-time", "500")
     commands = {
         "play": ("play", "noisy", "random", "--bots", str(bots), *quick),
@@ -255,9 +257,9 @@ def test_control_characters_from_a_bot_never_reach_the_terminal(tmp_path: Path) 
     said = {}
     for what, args in commands.items():
         if what == "replay":  # a game the noisy bot lost by its crash
-            crashed = next(g["id"] for g in exported("root", out) if g["faulty"] == "noisy")
+            crashed = next(g["id"] for g in exported(mode, out) if g["faulty"] == "noisy")
             args = tuple(a.format(crashed=crashed) for a in args)
-        done = arena("root", *args)
+        done = arena(mode, *args)
         said[what] = done.stdout + done.stderr
         assert "Traceback" not in said[what], (what, said[what])
     said["export to a terminal"] = on_a_terminal("export", "--format", "csv", "--out", str(out))
