@@ -6,7 +6,9 @@
 Simulated matches of a new version against the old, played as `arena sprt` plays them: pairs of games from
 one opening, once from each side. An opening favours one side by an Elo drawn for it (SD `--bias`): in a
 pair each bot gets that side once, so the bias cancels within the pair but not within a game; the games are
-drawn from the Elo curve with `--draws` draws. Each run's results are fed, pair by pair, to the real test
+drawn from the Elo curve with `--draws` draws, at the Elo difference whose expected score over the openings
+is the true Elo's (`game_elo`: the biases alone would pull it towards a half).
+Each run's results are fed, pair by pair, to the real test
 (`arena.tournament.sprt.llr`) twice: as five pair counts and as three game counts, each stopping when its
 LLR leaves the bounds. At true Elo = elo0, the share accepting H1 is the false-positive rate (must be <=
 alpha); at elo1, the share accepting H1 is the power (must be >= 1 - beta). Average games of both tests
@@ -37,9 +39,28 @@ def outcome(odds: np.ndarray, u: np.ndarray) -> np.ndarray:
     return (u[..., None] > np.cumsum(odds, axis=-1)[..., :-1]).sum(axis=-1)
 
 
+def game_elo(elo: float, bias: float) -> float:
+    """The Elo difference to give each game so that, over the openings' biases (SD `bias`), the expected
+    score is that of `elo`: an opening's bias, once for each side, pulls a pair's score towards a half."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)  # for E over o ~ N(0, bias²)
+    weights = weights / weights.sum()
+
+    def mean_score(d: float) -> float:
+        s = 1.0 / (1.0 + 10.0 ** (-(d + bias * nodes) / 400.0))
+        return float((weights * s).sum())
+
+    want = 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+    lo, hi = -1000.0, 1000.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mean_score(mid) < want else (lo, mid)
+    return (lo + hi) / 2
+
+
 def simulate(test: Design, elo: float, runs: int, bias: float, draws: float, seed: int, cap: int) -> dict:
     """Runs at true `elo`: per test kind, the decision (1 H1, 0 H0, -1 none by `cap` pairs) and games."""
     rng = np.random.default_rng(seed)
+    elo = game_elo(elo, bias)
     penta = np.zeros((runs, 5))
     tri = np.zeros((runs, 3))
     result = {kind: np.full(runs, -1) for kind in ("penta", "tri")}
