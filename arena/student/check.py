@@ -348,7 +348,7 @@ def check(
                 sampler.look()
             items.append(_quit(me, limits, tally))
             sampler.look()
-        items += _figures(bot, settings, limits, caps, tally, sampler)
+        items += _figures(bot, settings, limits, caps, tally, sampler, bounded=conf.drop_root)
     finally:
         for player in (me, *opponents.values()):
             player.kill()
@@ -478,8 +478,11 @@ def _figures(
     caps: Capabilities,
     tally: _Tally,
     sampler: Sampler,
+    bounded: bool = False,
 ) -> list[Item]:
-    """The figures: startup, think time, memory and processes, each against its limit."""
+    """The figures: startup, think time, memory and processes, each against its limit. `bounded`: the
+    process limit holds without cgroups (the bot runs as a uid of its own, whose RLIMIT_NPROC counts it
+    alone)."""
     items = []
     allowance = limits.startup_ms + limits.move_ms
     if tally.startups:
@@ -542,6 +545,11 @@ def _figures(
         )
     else:
         unmeasured = f"not measured here (no cgroups); the limit is {settings.max_procs}"
+        if not bounded:
+            unmeasured = (
+                f"not measured nor bounded here (no cgroups): --max-procs {settings.max_procs} holds only "
+            )
+            unmeasured += "where arena has cgroups or runs as root"
         items.append(Item("processes", SKIP, unmeasured))
     return items
 
