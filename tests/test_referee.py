@@ -735,3 +735,38 @@ def test_opponent_is_told_it_won_after_a_fault(bots) -> None:
     good.close()  # QUIT and wait: the log is complete once the process has ended
     log = bots.log(good_bot)
     assert log[-2:] == [f"END win {record.south_store} {record.north_store} garbled", "QUIT"]
+
+
+ECHO = """\
+import sys
+for line in sys.stdin:
+    print("got", line.strip(), file=sys.stderr, flush=True)
+    w = line.split()
+    if w and w[0] == "MOVE":
+        b = [int(x) for x in w[2:]]
+        print(next(p for p in range(1, len(b) // 2) if b[p - 1]), flush=True)
+    elif w and w[0] == "QUIT":
+        break
+"""
+
+
+@pytest.mark.parametrize("ponder", [False, True])
+def test_a_games_stderr_holds_nothing_of_the_bots_previous_game(bots, ponder) -> None:
+    # The process is reused: what the bot writes on reading the END of game 1 is game 1's, even when it was
+    # paused while its opponent thought and reads END only later.
+    echo = bots.player(bots.write("echo", ECHO))
+    slow = "def answer(board, moves):\n    time.sleep(0.03)\n    say(str(first_legal(board)))\n"
+    good = bots.player(bots.make("good", slow))  # it thinks long enough for echo to be paused meanwhile
+    limits = dataclasses.replace(FAST, ponder=ponder)
+    tails = []
+    for k in range(3):
+        south, north = (echo, good) if k % 2 == 0 else (good, echo)
+        record = play_game(KALAH, south, north, limits)
+        assert record.faulty is None, record
+        tails.append(record.stderr["echo"])
+    for k, tail in enumerate(tails):
+        lines = tail.splitlines()
+        assert lines[0].startswith("got NEWGAME"), (k, lines[:3])
+        assert sum(line.startswith("got NEWGAME") for line in lines) == 1, (k, tail)
+        if k:  # a game after the first: no END of the game before it
+            assert not any(line.startswith("got END") for line in lines[:-1]), (k, tail)

@@ -10,10 +10,13 @@ A bot that writes to stderr while it is not its turn simply waits, as it should.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
+import struct
 import subprocess
+import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -171,10 +174,30 @@ class BotProcess:
             if self._err is not None:
                 select.select([self._err], [], [], max(0.0, min(_POLL_SLICE, deadline - time.monotonic())))
 
-    def stderr_mark(self) -> int:
-        """A position in the stderr stream, for `stderr_tail(since=...)`."""
+    def stderr_mark(self, settle: float = 0.0) -> int:
+        """A position in the stderr stream, for `stderr_tail(since=...)`. `settle`: up to that many seconds
+        for the bot to finish writing (until its stderr stays quiet a moment), so that what it writes now
+        stays before the mark."""
         self._drain_stderr()
+        # A bot that never wrote to stderr costs nothing. One that logs has read what it was sent (its stdin
+        # is empty: END is read), then until its stderr is quiet a moment.
+        deadline, quiet = time.monotonic() + (settle if self._stderr_total else 0.0), 0.05
+        while self._unread_input() and time.monotonic() < deadline and self.returncode() is None:
+            time.sleep(0.002)
+        while self._err is not None and time.monotonic() < deadline:
+            before = self._stderr_total
+            select.select([self._err], [], [], min(quiet, max(0.0, deadline - time.monotonic())))
+            self._drain_stderr()
+            if self._stderr_total == before:
+                break
         return self._stderr_total
+
+    def _unread_input(self) -> int:
+        """Bytes sent to the bot that it has not read yet (Linux counts a pipe's bytes from either end)."""
+        try:
+            return struct.unpack("i", fcntl.ioctl(self._in, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
 
     def stderr_tail(self, since: int = 0) -> str:
         """The last bytes the bot wrote to stderr (after mark `since`, at most the cap), as text."""

@@ -25,6 +25,9 @@ from arena.match.protocol import V1, Wire, end_line, move_line, newgame_line
 from arena.match.record import GameRecord
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
+END_SETTLE = (
+    0.5  # seconds a reused bot that logs may take to read END and write about it before the next game
+)
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
 
 
@@ -73,6 +76,7 @@ class Seat(Protocol):
     def diagnose(self, fault: Fault) -> Fault: ...
     def stderr_tail(self) -> str: ...
     def pause(self) -> None: ...
+    def settle(self) -> None: ...
     def kill(self) -> None: ...
     def finish(self, limits: Limits) -> None: ...
 
@@ -139,8 +143,13 @@ class Player:
         self._bank = float(limits.bank_ms or 0)
         wire = self.start()
         if not self._fresh:  # a new process's start-up logs belong to its first game
-            self._mark = wire.proc.stderr_mark()
+            self._mark = wire.proc.stderr_mark(settle=END_SETTLE)  # what it writes on END is the last game's
         wire.new_game(rules, side, time.monotonic() + 5.0)
+
+    def settle(self) -> None:
+        """Give a bot that logs a moment to read what it was sent (END) and write about it."""
+        if self._wire:
+            self._wire.proc.stderr_mark(settle=END_SETTLE)
 
     def pause(self) -> None:
         """Stop the bot's processes while the opponent thinks, a process still starting up too: its startup
@@ -211,6 +220,7 @@ class Player:
         next game starts it again)."""
         if self._wire is None:
             return
+        self._wire.proc.resume()  # paused while its opponent thought: it reads END now, not in the next game
         try:
             self._wire.end(result, mine, theirs, reason)
         except Fault:
@@ -330,6 +340,7 @@ def play_game(
     for player in (south, north):
         player.finish(limits)
         if not limits.ponder:
+            player.settle()  # what it writes on reading END is this game's
             player.pause()  # between its games a bot rests too: it must not take the CPU of other games
     return GameRecord(
         rules=rules.spec,

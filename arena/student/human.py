@@ -121,6 +121,9 @@ class Human:
     def stderr_tail(self) -> str:
         return ""
 
+    def settle(self) -> None:
+        """A person has nothing to finish writing."""
+
     def pause(self) -> None:
         """Nothing to pause: the person has no clock."""
 
