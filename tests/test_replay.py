@@ -148,7 +148,7 @@ def test_arena_replay_prints_a_stored_game(tmp_path):
     assert run.returncode == 0, run.stderr
     text = run.stdout
     assert "2. north (bob) plays SWAP" in text and "3. north (alice) plays 2: extra turn" in text
-    assert "alice forfeited (crash) after ply 3: exited" in text and "    oops <b>" in text
+    assert "alice forfeited (crash) after move 3: exited" in text and "    oops <b>" in text
     assert "printf 'NEWGAME 3 2 south kalah,pits=3,seeds=2,pie\\nMOVE 250 2 2 2 0 2 2 2 0\\n" in text
     missing = subprocess.run([sys.executable, "-m", "arena", "replay", "9", "--out", str(tmp_path), "--name",
                               "cup"], capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -223,3 +223,9 @@ def test_one_short_reproduce_command_everywhere_and_tracebacks_start_at_the_bot(
         frames = re.findall(r'File "([^"]+)"', text)
         assert frames and all(f.endswith("oops.py") for f in frames), text
     assert again.returncode == 1
+
+
+def test_the_terminal_numbers_moves_as_the_page_and_the_game_list_do():
+    # the bots' moves count 1, 2, 3 ... as the game list's "moves" column; an opening's plies apart
+    assert [terminal.number(k, 2) for k in range(5)] == ["opening 1", "opening 2", "1", "2", "3"]
+    assert [terminal.number(k, 0) for k in range(3)] == ["1", "2", "3"]

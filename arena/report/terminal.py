@@ -92,6 +92,11 @@ def notes(ply: Ply) -> list[str]:
     return notes
 
 
+def number(k: int, opening: int) -> str:
+    """Ply k's label (0-based), as the page numbers it: the bots' moves 1, 2, 3 ..., the opening's apart."""
+    return f"opening {k + 1}" if k < opening else str(k + 1 - opening)
+
+
 def replay_text(game: Replay, title: str, result: str) -> str:
     """A whole game, move by move with the board after each, then its result and any fault."""
     south, north = game.owners(0)
@@ -107,14 +112,15 @@ def replay_text(game: Replay, title: str, result: str) -> str:
         after = game.owners(k + 1)
         pos = game.position(k + 1)
         assert pos is not None
-        out.append(f"{k + 1}. " + what(ply, before[ply.mover]))
+        out.append(f"{number(k, game.opening)}. " + what(ply, before[ply.mover]))
         out += [board(pos, *after, ply=ply), ""]
     if game.error:
         out.append(f"(the record stops replaying here: {game.error})")
     out.append(result)
     if game.fault:
         f = game.fault
-        out += ["", f"{f.bot} forfeited ({f.reason}) after ply {f.plies}: {f.detail}"]
+        at = f"move {f.plies - game.opening}" if f.plies > game.opening else f"opening ply {f.plies}"
+        out += ["", f"{f.bot} forfeited ({f.reason}) after {at}: {f.detail}"]
         if f.stderr:
             out += ["its stderr (tail):", *("    " + line for line in f.stderr.rstrip("\n").splitlines())]
         out += ["reproduce it: feed the bot the referee's lines of this game", f"    {f.command}"]
