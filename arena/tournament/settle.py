@@ -35,8 +35,8 @@ RESOLUTION = 30.0
 # The risks must sum to a third of 1 - confidence: the rule is judged after every batch and a run stops at
 # the first that passes, so chance dips count (optional stopping). Measured (schedule_efficiency.py, 30 bots,
 # 40 seeds): at the full 1 - confidence, 12.5% of the runs called settled at 95% had a neighbour pair the
-# wrong way round by more than 30 Elo; at a half, 5.0%; at a third, 2.5% (100 bots, at a third: 5.0%, the
-# limit: 2 of 40 runs, each a pair 30-31 Elo apart).
+# wrong way round by more than 30 Elo; at a half, 5.0%; at a third, 2.5% (100 bots, at a third: 5.0%, 2
+# of 40 runs: at the limit).
 LOOKS = 3.0
 
 
