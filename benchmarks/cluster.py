@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT))
 from arena.match.bots import Bot, load_bot  # noqa: E402
 from arena.match.confine import Confinement, capabilities  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
+from arena.tournament.backend import Backend, Games  # noqa: E402
 from arena.tournament.cluster import Cluster  # noqa: E402
-from arena.tournament.scheduler import Backend, Games, Local  # noqa: E402
-from arena.tournament.store import Slot  # noqa: E402
+from arena.tournament.local import Local  # noqa: E402
+from arena.tournament.schedule import Slot  # noqa: E402
 
 SLOTS = 2
 

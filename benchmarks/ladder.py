@@ -28,8 +28,8 @@ from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot, load_bot  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
-from arena.tournament.scheduler import play_slots  # noqa: E402
-from arena.tournament.store import Slot  # noqa: E402
+from arena.tournament.local import play_slots  # noqa: E402
+from arena.tournament.schedule import Slot  # noqa: E402
 from benchmarks.strength import score_interval  # noqa: E402
 
 # The opening wrapper: `python -c OPENING <the bot's command>`. It answers each game's first MOVE itself with

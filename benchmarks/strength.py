@@ -20,8 +20,8 @@ from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import load_bot  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
-from arena.tournament.scheduler import play_slots  # noqa: E402
-from arena.tournament.store import Slot  # noqa: E402
+from arena.tournament.local import play_slots  # noqa: E402
+from arena.tournament.schedule import Slot  # noqa: E402
 
 
 def score_interval(points: float, games: int) -> tuple[float, float, float]:

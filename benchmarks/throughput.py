@@ -39,8 +39,8 @@ from arena.match.bots import Bot, load_bot  # noqa: E402
 from arena.match.confine import Confinement, capabilities  # noqa: E402
 from arena.match.protocol import move_line, newgame_line  # noqa: E402
 from arena.match.referee import Limits, Player, play_game  # noqa: E402
-from arena.tournament.scheduler import play_slots  # noqa: E402
-from arena.tournament.store import Slot  # noqa: E402
+from arena.tournament.local import play_slots  # noqa: E402
+from arena.tournament.schedule import Slot  # noqa: E402
 
 
 def scheduler_rate(

@@ -14,7 +14,7 @@ from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
 from arena.tournament.audit import Forged, check, rebuild
-from arena.tournament.store import Slot
+from arena.tournament.schedule import Slot
 
 SPEC = "kalah,pits=4,seeds=3"
 PIE = "kalah,pits=4,seeds=3,pie"

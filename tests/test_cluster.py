@@ -50,8 +50,8 @@ from arena.api import Tournament
 from arena.match.bots import discover
 from arena.match.confine import Confinement
 from arena.match.referee import Limits
+from arena.tournament.backend import Games
 from arena.tournament.cluster import Cluster, ClusterError
-from arena.tournament.scheduler import Games
 from arena.tournament.settings import Settings
 from arena.tournament.trust import make as make_certs
 
@@ -443,7 +443,8 @@ def test_games_stored_before_the_worker_field_existed_read_as_played_here(tmp_pa
     it gets the column, holding "" (played where the tournament ran) for the games it had."""
     from arena.match.bots import Bot
     from arena.match.record import GameRecord
-    from arena.tournament.store import Slot, Store
+    from arena.tournament.schedule import Slot
+    from arena.tournament.store import Store
 
     ann, bob = (Bot(n, ("true",), tmp_path, tmp_path / n, n * 8) for n in ("ann", "bob"))
     record = GameRecord(RULES, "ann", "bob", (1,), 10, 2, "ann", "normal", None, "", (1.0,))

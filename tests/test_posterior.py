@@ -15,7 +15,8 @@ from arena.match.record import GameRecord
 from arena.tournament import ratings
 from arena.tournament import store as st
 from arena.tournament.posterior import Pairs, from_games, posterior
-from arena.tournament.store import Slot, Store
+from arena.tournament.schedule import Slot
+from arena.tournament.store import Store
 
 
 def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06) -> Pairs:

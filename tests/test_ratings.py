@@ -15,7 +15,8 @@ from arena.match.record import GameRecord
 from arena.tournament import ratings
 from arena.tournament import store as st
 from arena.tournament.ratings import Model, Skill
-from arena.tournament.store import Slot, Store
+from arena.tournament.schedule import Slot
+from arena.tournament.store import Store
 
 
 def make_bot(name: str, version: str = "1") -> Bot:

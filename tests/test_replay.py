@@ -16,8 +16,9 @@ from arena.match.record import GameRecord
 from arena.report import terminal
 from arena.report.live import LivePage
 from arena.report.replay import marks, replay
+from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import Slot, Store
+from arena.tournament.store import Store
 
 
 def _oracle(rules: Kalah, pos: Position, move: int) -> tuple[bool, int]:

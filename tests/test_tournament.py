@@ -32,9 +32,10 @@ from arena.api import Tournament
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import Bot, discover
 from arena.match.record import GameRecord
-from arena.tournament import ratings, scheduler
+from arena.tournament import ratings
+from arena.tournament.schedule import Slot, gauntlet, round_robin
 from arena.tournament.settings import Settings
-from arena.tournament.store import EXPORT_FIELDS, Slot, Store, store_path
+from arena.tournament.store import EXPORT_FIELDS, Store, store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"
@@ -177,9 +178,7 @@ def game_keys(recs: list[dict]) -> list[tuple[int, str, str]]:
 
 
 def schedule(bots: Path, rounds: int, seed: int = 1) -> list[tuple[int, str, str]]:
-    return [
-        (s.round, s.south.name, s.north.name) for s in scheduler.round_robin(discover(bots), rounds, seed)
-    ]
+    return [(s.round, s.south.name, s.north.name) for s in round_robin(discover(bots), rounds, seed)]
 
 
 # --- processes -------------------------------------------------------------------------------------------
@@ -249,7 +248,7 @@ def cleanup(proc: subprocess.Popen[str], folder: Path):  # type: ignore[no-untyp
 
 def test_round_robin_plays_every_ordered_pair_once_per_round():
     names = ["ant", "bee", "cat", "dog"]
-    slots = scheduler.round_robin(fake_bots(*names), rounds=3, seed=5)
+    slots = round_robin(fake_bots(*names), rounds=3, seed=5)
     assert len(slots) == 3 * 4 * 3
     assert [s.round for s in slots] == sorted(s.round for s in slots)
     for rnd in (1, 2, 3):
@@ -263,7 +262,7 @@ def test_round_robin_order_comes_from_the_seed():
     bots = fake_bots("ant", "bee", "cat", "dog", "eel")
 
     def order(seed: int) -> list[tuple[int, str, str]]:
-        return [(s.round, s.south.name, s.north.name) for s in scheduler.round_robin(bots, 2, seed)]
+        return [(s.round, s.south.name, s.north.name) for s in round_robin(bots, 2, seed)]
 
     assert order(1) == order(1)
     assert order(2) != order(1)
@@ -272,8 +271,8 @@ def test_round_robin_order_comes_from_the_seed():
 
 
 def test_adding_a_bot_keeps_the_order_of_the_old_games():
-    old = scheduler.round_robin(fake_bots("ant", "bee", "cat", "dog"), 3, seed=9)
-    new = scheduler.round_robin(fake_bots("ant", "bee", "cat", "cow", "dog"), 3, seed=9)
+    old = round_robin(fake_bots("ant", "bee", "cat", "dog"), 3, seed=9)
+    new = round_robin(fake_bots("ant", "bee", "cat", "cow", "dog"), 3, seed=9)
     assert len(new) == 3 * 5 * 4
 
     def games(slots: list[Slot]) -> list[tuple[int, str, str, str]]:
@@ -289,8 +288,8 @@ def test_adding_a_bot_keeps_the_order_of_the_old_games():
 def test_gauntlet_is_exactly_the_heros_games():
     bots = fake_bots("ant", "bee", "cat", "dog")
     hero = bots[2]
-    full = scheduler.round_robin(bots, 2, seed=4)
-    games = scheduler.gauntlet(hero, bots, 2, seed=4)
+    full = round_robin(bots, 2, seed=4)
+    games = gauntlet(hero, bots, 2, seed=4)
     assert games == [s for s in full if hero.name in (s.south.name, s.north.name)]
     assert len(games) == 2 * 2 * 3
     assert Counter((s.round, s.south.name, s.north.name) for s in games) == Counter(

@@ -16,7 +16,7 @@ from typing import Any
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
 from arena.match.process import REASONS
 from arena.match.record import GameRecord
-from arena.tournament.store import Slot
+from arena.tournament.schedule import Slot
 
 
 class Forged(ValueError):

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from arena.match.bots import Bot
     from arena.match.record import GameRecord
-    from arena.tournament.scheduler import Games, Instead, Machine, OnGame
-    from arena.tournament.store import Slot
+    from arena.tournament.backend import Games, Instead, Machine, OnGame
+    from arena.tournament.schedule import Slot
 
 log = logging.getLogger("arena")
 INSTALL = 'the cluster back end needs Dask, which is not installed here: pip install "arena[cluster]"'
@@ -451,7 +451,7 @@ def _answer(future: Any) -> dict[str, Any] | str:
 
 def _machine(data: dict[str, Any], address: str) -> Machine:
     """A worker's account of itself, its address the scheduler's."""
-    from arena.tournament.scheduler import Machine
+    from arena.tournament.backend import Machine
 
     kinds = {"host": str, "cores": int, "slots": int, "sandbox": bool, "cgroups": bool, "version": str}
     for name, kind in kinds.items():

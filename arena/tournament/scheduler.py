@@ -1,78 +1,35 @@
-"""Who plays whom, and where the games are played.
+"""A run of a tournament: play whatever the schedule has that the store lacks, on a back end.
 
-A round is every ordered pair once (each pair meets twice, each bot once as south). The order inside a round
-comes from a hash of (seed, round, south, north): the same seed and bots give the same schedule, and adding
-a bot or a round inserts its games without reshuffling the others. Ratings are computed in this order, never
-in the order games happen to finish, so parallel play does not change them.
-
-Games are played by a back end (`Backend`): `Local`, worker processes (multiprocess) on this machine, or
-`arena.tournament.cluster.Cluster`, the workers of a Dask cluster. Either way the workers keep their bots'
-processes alive across games (NEWGAME, a `Pool`) and restart them after a fault, and this process stays the
-store's one writer, committing every game at once.
+Games are played by a back end (`arena.tournament.backend.Backend`): `Local`, worker processes on this
+machine (local.py), or `arena.tournament.cluster.Cluster`, the workers of a Dask cluster. Either way the
+workers keep their bots' processes alive across games (a `Pool`) and restart them after a fault, and this
+process stays the store's one writer, committing every game at once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
 import json
 import logging
-import os
-import pickle
-import queue
-import signal
 import socket
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol
 
-import multiprocess
-
-from arena.game.openings import Book, Opening
+from arena.game.openings import Book
 from arena.game.openings import play as play_opening
-from arena.game.rules import NORTH, SOUTH, Rules, parse_rules
+from arena.game.rules import NORTH, SOUTH, Rules
 from arena.match.bots import Bot
-from arena.match.confine import Confinement, Warden
+from arena.match.confine import Confinement
 from arena.match.record import GameRecord
-from arena.match.referee import Limits, Player, check_rules, play_game, starts_anywhere
+from arena.match.referee import check_rules
+from arena.tournament.backend import Backend, Games, Machine
+from arena.tournament.local import Local
+from arena.tournament.schedule import Slot, schedule
 from arena.tournament.settings import BENCH_AFTER
-from arena.tournament.store import Slot, Store
+from arena.tournament.store import Store
 
-MAX_IDLE_PLAYERS = 16  # bot processes a worker keeps alive between games, per game slot
 log = logging.getLogger("arena")
-
-
-def _ordinal(seed: int, rnd: int, south: str, north: str) -> str:
-    return hashlib.blake2b(f"{seed}:{rnd}:{south}:{north}".encode(), digest_size=8).hexdigest()
-
-
-def round_robin(bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None) -> list[Slot]:
-    """Every ordered pair of distinct bots once per round, in the seeded order. All games of a round start
-    from the round's opening, so each pair plays it once from each side; games of a bot whose protocol
-    cannot begin at an opening (a Manchester agent) start from the start position."""
-    slots = [
-        Slot(r, _ordinal(seed, r, s.name, n.name), s, n, _opening(book, r, s, n))
-        for r in range(1, rounds + 1)
-        for s in bots
-        for n in bots
-        if s.name != n.name
-    ]
-    return sorted(slots, key=lambda s: (s.round, s.ordinal))
-
-
-def _opening(book: Book | None, rnd: int, south: Bot, north: Bot) -> Opening:
-    if book is None or not (starts_anywhere(south) and starts_anywhere(north)):
-        return ()
-    return book.for_round(rnd)
-
-
-def gauntlet(hero: Bot, bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None) -> list[Slot]:
-    """The round robin's games that involve `hero`: it meets every other bot twice a round."""
-    return [s for s in round_robin(bots, rounds, seed, book) if hero.name in (s.south.name, s.north.name)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,273 +38,6 @@ class RunResult:
     before: int  # of those, already in the store when this run started
     played: int  # played and stored by this run
     interrupted: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Games:
-    """What every game of a run is played under, wherever it is played. `conf` is the confinement as this
-    machine can enforce it for `Local`; a back end whose bots run elsewhere (`Backend.remote`) gets it as
-    asked, and each of its machines resolves it for itself (`confine.capabilities`)."""
-
-    spec: str
-    limits: Limits
-    conf: Confinement | None = None
-    fresh: bool = False  # a new bot process for every game
-    tag: str = ""  # the tournament, for a cluster to tell the workers of two tournaments' runs apart
-
-
-@dataclass(frozen=True, slots=True)
-class Machine:
-    """A cluster worker that played games, and what its machine could enforce."""
-
-    address: str  # its Dask address, which changes when it restarts
-    host: str  # its machine's name, as the games it played record it (GameRecord.worker)
-    cores: int
-    slots: int  # games it plays at once (its Dask resource `games`)
-    sandbox: bool
-    cgroups: bool
-    notes: tuple[str, ...]  # what it could not enforce, in words
-    version: str = ""  # the arena it runs (identity.version)
-    refused: str = ""  # why the run dropped it ("": it played)
-
-    def summary(self) -> str:
-        """One line for the page and the terminal."""
-        confined = f"sandbox {'on' if self.sandbox else 'off'}, cgroups {'on' if self.cgroups else 'off'}"
-        slots = f"{self.slots} game slot{'s' * (self.slots != 1)} on {self.cores} cores"
-        dropped = f"; dropped from the run: {self.refused}" if self.refused else ""
-        return f"{self.host} ({self.address}): {slots}; {confined}{dropped}"
-
-
-OnGame = Callable[[Slot, GameRecord], None]
-Instead = Callable[[Slot], GameRecord | None]
-
-
-class Backend(Protocol):
-    """Where a run's games are played: `play` plays `slots` and calls `on_game` in this process as each one
-    ends (in any order), and `on_machine` once for each machine before its first game is reported; just
-    before a game would be sent, `instead` may record it without playing (a benched bot's forfeit).
-    KeyboardInterrupt stops it, ending its bots; games already reported are kept."""
-
-    remote: bool  # the bots run on other machines, which confine them as they can (Games.conf as asked)
-
-    def play(
-        self,
-        slots: Sequence[Slot],
-        games: Games,
-        on_game: OnGame,
-        instead: Instead | None = None,
-        on_machine: Callable[[Machine], None] | None = None,
-    ) -> None: ...
-
-
-class Pool:
-    """The bot processes a worker keeps alive between games: a game takes the players it needs out and
-    gives them back, and at most `keep` wait idle (the least recently used are ended first). Thread-safe,
-    since a cluster worker plays several games at once."""
-
-    def __init__(self, warden: Warden | None, grace_ms: int, keep: int = MAX_IDLE_PLAYERS) -> None:
-        self.warden = warden
-        self.grace_ms = grace_ms
-        self.keep = keep
-        self._idle: list[tuple[Player, float]] = []  # oldest first, with when each came back
-        self._busy: set[Player] = set()
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def take(self, bot: Bot) -> Player:
-        """An idle player of this bot version (its process may have ended after a fault), else a new one."""
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the bot processes of this worker have been ended: it plays no more games")
-            found = next((i for i, (p, _) in enumerate(self._idle) if p.bot == bot), None)
-            player = self._idle.pop(found)[0] if found is not None else Player(bot, warden=self.warden)
-            self._busy.add(player)
-            return player
-
-    def give(self, player: Player, keep: bool = True) -> None:
-        """A game is over: keep the player for the next game of its bot, or end its process."""
-        with self._lock:
-            self._busy.discard(player)
-            ending = [player] if not keep or self._closed else []
-            if not ending:
-                self._idle.append((player, time.monotonic()))
-            while len(self._idle) > self.keep:
-                ending.append(self._idle.pop(0)[0])
-        for p in ending:
-            p.close(self.grace_ms)
-
-    def end_idle(self, older_than: float) -> None:
-        """End the processes that have waited more than `older_than` seconds for a game."""
-        cut = time.monotonic() - older_than
-        with self._lock:
-            ending = [p for p, since in self._idle if since < cut]
-            self._idle = [(p, since) for p, since in self._idle if since >= cut]
-        for p in ending:
-            p.close(self.grace_ms)
-
-    def kill(self) -> None:
-        """End every process now, also those of games still being played (which then end in a fault whose
-        record nobody wants); the pool takes no player back after this."""
-        with self._lock:
-            self._closed = True
-            players = [p for p, _ in self._idle] + list(self._busy)
-            self._idle = []
-        for p in players:
-            p.kill()
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGTERM this worker when the tournament process dies, even by kill -9."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class _Stop:
-    """A worker's stop signals: SIGTERM (the tournament stops, or died: PR_SET_PDEATHSIG) and SIGHUP (the
-    terminal closed, which reaches the whole foreground group). The first raises SystemExit, which unwinds
-    through the worker's finally that ends its (maybe frozen) bots. Python drops an exception raised while
-    it runs an at-fork callback or a __del__ (a bot's start forks), so `check` raises it again between
-    games. Later signals do nothing: they must not cut the clean-up short."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.signum = 0
-        for stop in self.SIGNALS:
-            if signal.getsignal(stop) is not signal.SIG_IGN:  # nohup arena run: a closed terminal is no stop
-                signal.signal(stop, self)
-
-    def __call__(self, signum: int, frame: object) -> None:
-        if not self.signum:
-            self.signum = signum
-            raise SystemExit(128 + signum)
-
-    def check(self) -> None:
-        if self.signum:
-            raise SystemExit(128 + self.signum)
-
-
-def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-def]
-    """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler: this process's own
-    stop = _Stop()
-    _die_with_parent()
-    rules = parse_rules(games.spec)
-    warden = Warden(games.conf) if games.conf else None
-    pool = Pool(warden, games.limits.quit_grace_ms)
-    try:
-        while True:
-            stop.check()
-            try:
-                task = tasks.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            if task is None:
-                break
-            index, south_bot, north_bot, opening = pickle.loads(task)
-            south, north = pool.take(south_bot), pool.take(north_bot)
-            record = play_game(rules, south, north, games.limits, opening=opening)
-            pool.give(south, keep=not games.fresh)
-            pool.give(north, keep=not games.fresh)
-            results.put(pickle.dumps((index, record)))
-    finally:
-        stop.signum = stop.signum or signal.SIGTERM  # from here on, no signal raises
-        pool.kill()
-        if warden:
-            warden.close()
-
-
-def play_slots(
-    slots: Sequence[Slot],
-    spec: str,
-    limits: Limits,
-    jobs: int,
-    fresh: bool,
-    on_game: OnGame,
-    conf: Confinement | None = None,
-    instead: Instead | None = None,
-) -> None:
-    """Play `slots` on `jobs` worker processes of this machine (the `Local` back end)."""
-    Local(jobs).play(slots, Games(spec, limits, conf, fresh), on_game, instead)
-
-
-class Local:
-    """The back end of one machine: `jobs` worker processes (default: one per core).
-
-    Games are handed out a few at a time (one more than the workers), so that `instead` can still decide,
-    just before a game would be sent, to record it without playing (a benched bot's forfeit).
-    KeyboardInterrupt (Ctrl-C) stops the workers, which end their bots; games already reported are kept.
-    """
-
-    remote = False
-
-    def __init__(self, jobs: int | None = None) -> None:
-        self.jobs = jobs or os.cpu_count() or 1
-
-    def play(
-        self,
-        slots: Sequence[Slot],
-        games: Games,
-        on_game: OnGame,
-        instead: Instead | None = None,
-        on_machine: Callable[[Machine], None] | None = None,
-    ) -> None:
-        if not slots:
-            return
-        jobs = max(1, min(self.jobs, len(slots)))
-        ctx = multiprocess.get_context("fork")
-        tasks, results = ctx.Queue(), ctx.Queue()
-        pending = iter(enumerate(slots))
-        sent = 0  # games handed to workers and not yet reported back
-        exhausted = False
-
-        def feed() -> None:
-            nonlocal sent, exhausted
-            while not exhausted and sent <= jobs:
-                item = next(pending, None)
-                if item is None:
-                    exhausted = True
-                    for _ in range(jobs):
-                        tasks.put(None)  # after the last game, each worker ends its bots and leaves
-                    return
-                i, slot = item
-                record = instead(slot) if instead else None
-                if record is not None:
-                    on_game(slot, record)
-                    continue
-                # Plain pickle, handed over as bytes: multiprocess's dill costs ~0.25 ms per object.
-                tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
-                sent += 1
-
-        workers = [ctx.Process(target=_worker, args=(tasks, results, games)) for _ in range(jobs)]
-        for w in workers:
-            w.start()
-        finished = False
-        try:
-            feed()
-            while sent:
-                while True:
-                    try:
-                        index, record = pickle.loads(results.get(timeout=1.0))
-                        break
-                    except queue.Empty:
-                        if not any(w.is_alive() for w in workers):
-                            raise RuntimeError("all game workers died; see the messages above") from None
-                sent -= 1
-                on_game(slots[index], record)
-                feed()
-            finished = True
-        finally:
-            for w in workers:
-                if finished:
-                    w.join(timeout=5)  # after the None, a worker ends its bots and leaves by itself
-                if w.is_alive():
-                    w.terminate()
-            for w in workers:
-                w.join(timeout=10)
-            tasks.cancel_join_thread()
-            results.cancel_join_thread()
 
 
 def backend(jobs: int | None = None, cluster: str | Backend | None = None) -> Backend:
@@ -502,13 +192,6 @@ def _note_machines(store: Store, machines: Sequence[Machine]) -> None:
         "notes": [f"worker {m.host} ({m.address}): {note}" for m in played for note in m.notes],
     }
     store.set_meta("confinement", json.dumps(state))
-
-
-def schedule(
-    bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None, hero: Bot | None = None
-) -> list[Slot]:
-    """The whole schedule of a tournament of `rounds` rounds: the round robin, or `hero`'s gauntlet."""
-    return gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
 
 
 def missing(store: Store, slots: Sequence[Slot]) -> list[Slot]:

@@ -13,15 +13,15 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.game.openings import Book
-from arena.game.rules import Move
 from arena.match.bots import Bot
 from arena.match.record import GameRecord, decoder, encoder, is_plain, record_fields
+from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
 
 if TYPE_CHECKING:
@@ -103,17 +103,6 @@ _INSERT = f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}) VALUES ({', '.join('?
 
 class StoreError(RuntimeError):
     """A store that cannot be used as asked; the message says why and what to do."""
-
-
-@dataclass(frozen=True, slots=True)
-class Slot:
-    """One scheduled game: round, its place in the round's shuffled order, and the two bot versions."""
-
-    round: int
-    ordinal: str
-    south: Bot
-    north: Bot
-    opening: tuple[Move, ...] = ()  # plies from the start before the bots play (see arena/game/openings.py)
 
 
 def now() -> str:

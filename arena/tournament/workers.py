@@ -36,10 +36,11 @@ from distributed import WorkerPlugin, get_worker
 from arena.game.rules import Move, parse_rules
 from arena.match.bots import Bot, BotError, bot_files, load_bot
 from arena.match.confine import Warden, capabilities
+from arena.match.pool import Pool
 from arena.match.record import GameRecord
 from arena.match.referee import Player, play_game
 from arena.tournament import identity
-from arena.tournament.scheduler import Games, Machine, Pool
+from arena.tournament.backend import Games, Machine
 
 CACHE_ENV = "ARENA_CACHE"
 RESOURCE = "games"  # the Dask worker resource that counts game slots: dask worker ... --resources games=N

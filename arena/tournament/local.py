@@ -1,0 +1,178 @@
+"""The back end of one machine: worker processes (multiprocess) that play a run's games.
+
+Each worker keeps its bots' processes alive across games (NEWGAME, a `Pool`) and restarts them after a fault;
+this process stays the store's one writer, given every game as it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import queue
+import signal
+from collections.abc import Callable, Sequence
+
+import multiprocess
+
+from arena.game.rules import parse_rules
+from arena.match.confine import Confinement, Warden
+from arena.match.pool import Pool
+from arena.match.referee import Limits, play_game
+from arena.tournament.backend import Games, Instead, Machine, OnGame
+from arena.tournament.schedule import Slot
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this worker when the tournament process dies, even by kill -9."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class _Stop:
+    """A worker's stop signals: SIGTERM (the tournament stops, or died: PR_SET_PDEATHSIG) and SIGHUP (the
+    terminal closed, which reaches the whole foreground group). The first raises SystemExit, which unwinds
+    through the worker's finally that ends its (maybe frozen) bots. Python drops an exception raised while
+    it runs an at-fork callback or a __del__ (a bot's start forks), so `check` raises it again between
+    games. Later signals do nothing: they must not cut the clean-up short."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum = 0
+        for stop in self.SIGNALS:
+            if signal.getsignal(stop) is not signal.SIG_IGN:  # nohup arena run: a closed terminal is no stop
+                signal.signal(stop, self)
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.signum:
+            self.signum = signum
+            raise SystemExit(128 + signum)
+
+    def check(self) -> None:
+        if self.signum:
+            raise SystemExit(128 + self.signum)
+
+
+def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-def]
+    """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler: this process's own
+    stop = _Stop()
+    _die_with_parent()
+    rules = parse_rules(games.spec)
+    warden = Warden(games.conf) if games.conf else None
+    pool = Pool(warden, games.limits.quit_grace_ms)
+    try:
+        while True:
+            stop.check()
+            try:
+                task = tasks.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if task is None:
+                break
+            index, south_bot, north_bot, opening = pickle.loads(task)
+            south, north = pool.take(south_bot), pool.take(north_bot)
+            record = play_game(rules, south, north, games.limits, opening=opening)
+            pool.give(south, keep=not games.fresh)
+            pool.give(north, keep=not games.fresh)
+            results.put(pickle.dumps((index, record)))
+    finally:
+        stop.signum = stop.signum or signal.SIGTERM  # from here on, no signal raises
+        pool.kill()
+        if warden:
+            warden.close()
+
+
+def play_slots(
+    slots: Sequence[Slot],
+    spec: str,
+    limits: Limits,
+    jobs: int,
+    fresh: bool,
+    on_game: OnGame,
+    conf: Confinement | None = None,
+    instead: Instead | None = None,
+) -> None:
+    """Play `slots` on `jobs` worker processes of this machine (the `Local` back end)."""
+    Local(jobs).play(slots, Games(spec, limits, conf, fresh), on_game, instead)
+
+
+class Local:
+    """The back end of one machine: `jobs` worker processes (default: one per core).
+
+    Games are handed out a few at a time (one more than the workers), so that `instead` can still decide,
+    just before a game would be sent, to record it without playing (a benched bot's forfeit).
+    KeyboardInterrupt (Ctrl-C) stops the workers, which end their bots; games already reported are kept.
+    """
+
+    remote = False
+
+    def __init__(self, jobs: int | None = None) -> None:
+        self.jobs = jobs or os.cpu_count() or 1
+
+    def play(
+        self,
+        slots: Sequence[Slot],
+        games: Games,
+        on_game: OnGame,
+        instead: Instead | None = None,
+        on_machine: Callable[[Machine], None] | None = None,
+    ) -> None:
+        if not slots:
+            return
+        jobs = max(1, min(self.jobs, len(slots)))
+        ctx = multiprocess.get_context("fork")
+        tasks, results = ctx.Queue(), ctx.Queue()
+        pending = iter(enumerate(slots))
+        sent = 0  # games handed to workers and not yet reported back
+        exhausted = False
+
+        def feed() -> None:
+            nonlocal sent, exhausted
+            while not exhausted and sent <= jobs:
+                item = next(pending, None)
+                if item is None:
+                    exhausted = True
+                    for _ in range(jobs):
+                        tasks.put(None)  # after the last game, each worker ends its bots and leaves
+                    return
+                i, slot = item
+                record = instead(slot) if instead else None
+                if record is not None:
+                    on_game(slot, record)
+                    continue
+                # Plain pickle, handed over as bytes: multiprocess's dill costs ~0.25 ms per object.
+                tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
+                sent += 1
+
+        workers = [ctx.Process(target=_worker, args=(tasks, results, games)) for _ in range(jobs)]
+        for w in workers:
+            w.start()
+        finished = False
+        try:
+            feed()
+            while sent:
+                while True:
+                    try:
+                        index, record = pickle.loads(results.get(timeout=1.0))
+                        break
+                    except queue.Empty:
+                        if not any(w.is_alive() for w in workers):
+                            raise RuntimeError("all game workers died; see the messages above") from None
+                sent -= 1
+                on_game(slots[index], record)
+                feed()
+            finished = True
+        finally:
+            for w in workers:
+                if finished:
+                    w.join(timeout=5)  # after the None, a worker ends its bots and leaves by itself
+                if w.is_alive():
+                    w.terminate()
+            for w in workers:
+                w.join(timeout=10)
+            tasks.cancel_join_thread()
+            results.cancel_join_thread()
