@@ -26,10 +26,10 @@ from arena.game.openings import Book, generate, load_book, order
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
-from arena.match.confine import Capabilities, Confinement, Warden, capabilities, grant, ungranted
+from arena.match.confine import Capabilities, Confinement, Warden, grant
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
-from arena.tournament.settings import BENCH_AFTER, Settings, resolve
+from arena.tournament.settings import BENCH_AFTER, Settings, confinement_here, not_granted, resolve
 from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
 
 if TYPE_CHECKING:
@@ -44,14 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("arena")
 
 Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
-
-
-def confinement_here(settings: Settings) -> tuple[Confinement, Capabilities]:
-    """The limits as this machine can enforce them; what it cannot is logged, never silently skipped."""
-    conf, caps = capabilities(settings.confinement(), settings.sandbox)
-    for note in caps.notes:
-        log.warning(note)
-    return conf, caps
 
 
 def _shown(value: object) -> str:
@@ -113,16 +105,6 @@ def entrants(
         if hero is None:
             raise BotError(f"gauntlet {gauntlet}: no such bot in {where}")
     return Entrants(found.bots, hero, found.broken)
-
-
-def not_granted(bot: Bot, granted: Sequence[str]) -> str | None:
-    """Why `bot` may not play under the teacher's read-only paths `granted` (None: it may): its bot.toml
-    asks to read more. A bot's author asks; only the teacher grants."""
-    missing = ungranted(bot.paths, granted)
-    if not missing:
-        return None
-    flags = " ".join(f"--read-only {p}" for p in missing)
-    return f"its bot.toml asks to read {', '.join(missing)}, which the teacher has not granted ({flags})"
 
 
 def _granted(found: Survey, granted: Sequence[str]) -> Survey:

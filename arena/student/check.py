@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.api import confinement_here, not_granted
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
 from arena.match.bots import Bot, BotError, BuildError, load_bot, reproduce_command, run_command
 from arena.match.build import ensure_built
@@ -31,7 +30,7 @@ from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, check_rules, lines_sent, play_game, starts_anywhere
 from arena.report.replay import marks, replay
-from arena.tournament.settings import Settings
+from arena.tournament.settings import Settings, confinement_here, not_granted
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"  # an item's status, as the checklist prints it
 NEAR = 0.8  # a worst move (or startup) above this share of its limit is a warning: a busier machine forfeits

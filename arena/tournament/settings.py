@@ -8,18 +8,21 @@ warden their parts. Confinement is on unless turned off.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
-from arena.match.confine import Confinement
+from arena.match.bots import Bot
+from arena.match.confine import Capabilities, Confinement, capabilities, ungranted
 from arena.match.referee import Limits
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 MANKALAH_BANK_MS = 3_600_000  # the Manchester engine's clock: an hour per agent per game (its agentTimeout)
 _LIMITS = Limits()
 _CONFINEMENT = Confinement()
+log = logging.getLogger("arena")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +85,21 @@ def resolve(base: Settings | None, asked: Mapping[str, object]) -> Settings:
     if base is None and changes.get("bank_ms") is not None and "move_ms" not in changes:
         changes["move_ms"] = changes["bank_ms"]
     return dataclasses.replace(base or Settings(), **changes)
+
+
+def confinement_here(settings: Settings) -> tuple[Confinement, Capabilities]:
+    """The limits as this machine can enforce them; what it cannot is logged, never silently skipped."""
+    conf, caps = capabilities(settings.confinement(), settings.sandbox)
+    for note in caps.notes:
+        log.warning(note)
+    return conf, caps
+
+
+def not_granted(bot: Bot, granted: Sequence[str]) -> str | None:
+    """Why `bot` may not play under the teacher's read-only paths `granted` (None: it may): its bot.toml
+    asks to read more. A bot's author asks; only the teacher grants."""
+    missing = ungranted(bot.paths, granted)
+    if not missing:
+        return None
+    flags = " ".join(f"--read-only {p}" for p in missing)
+    return f"its bot.toml asks to read {', '.join(missing)}, which the teacher has not granted ({flags})"
