@@ -299,6 +299,7 @@ class Tournament:
             self.store.set_meta("confinement", json.dumps(state))
         return scheduler.run(
             self.store,
+            self.settings,
             field,
             rounds,
             conf,

@@ -26,7 +26,7 @@ from arena.match.referee import check_rules
 from arena.tournament.backend import Backend, Games, Machine
 from arena.tournament.local import Local
 from arena.tournament.schedule import Slot, schedule
-from arena.tournament.settings import BENCH_AFTER
+from arena.tournament.settings import BENCH_AFTER, Settings
 from arena.tournament.store import Store
 
 log = logging.getLogger("arena")
@@ -110,6 +110,7 @@ class Bench:
 
 def run(
     store: Store,
+    settings: Settings,
     bots: Sequence[Bot],
     rounds: int,
     conf: Confinement,
@@ -122,12 +123,9 @@ def run(
     bench_after: int = BENCH_AFTER,
     backend: Backend | None = None,
 ) -> RunResult:
-    """Play whatever the schedule has that the store lacks, under the store's settings (rules, clock and
-    seed: fix them first) and `conf` (for `Local`, the default back end on `jobs` processes: the limits as
+    """Play whatever the schedule has that the store lacks, under `settings` (the store's: rules, clock and
+    seed, fixed before) and `conf` (for `Local`, the default back end on `jobs` processes: the limits as
     this machine can enforce them, `confine.capabilities`; for a remote back end, as asked)."""
-    settings = store.settings()
-    if settings is None:
-        raise ValueError("fix the store's settings before running")
     rules = settings.game_rules()
     check_rules(bots, rules)  # in this process: a worker would only die of it
     store.set_current(bots)
