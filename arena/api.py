@@ -29,14 +29,16 @@ from arena.match.build import ensure_built
 from arena.match.confine import Capabilities, Confinement, Warden, grant
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
+from arena.tournament.schedule import RoundRobin
 from arena.tournament.settings import BENCH_AFTER, Settings, confinement_here, not_granted, resolve
 from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from arena.tournament.backend import Backend
     from arena.tournament.ratings import Standings
-    from arena.tournament.scheduler import Backend, RunResult
+    from arena.tournament.scheduler import RunResult
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -300,13 +302,10 @@ class Tournament:
         return scheduler.run(
             self.store,
             self.settings,
-            field,
-            rounds,
+            RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero),
             conf,
-            book=self.book,
             jobs=jobs,
             fresh=fresh,
-            hero=hero,
             progress=progress,
             bench_after=bench_after,
             backend=back,
@@ -322,13 +321,14 @@ class Tournament:
         self, bots: Sequence[Bot] | Path | str = "bots", rounds: int = 1, gauntlet: str | None = None
     ) -> Plan:
         """What `run` with these arguments would play, and how the field changed since the last run."""
-        from arena.tournament import scheduler
-
         entered = self.enter(bots, gauntlet)
         field, hero = list(entered.bots), entered.hero
         before = self.store.versions(self.store.current_ids())
         now = {b.name: b.digest for b in field}
-        slots = scheduler.schedule(field, rounds, self.settings.seed, self.book, hero)
+        schedule = RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero)
+        results = self.store.results()
+        played = schedule.played(results)
+        to_play = len(schedule.next(results))
         defaults = Settings()
         stored = tuple(
             _SETTING_TEXT[k].format(_shown(getattr(self.settings, k)))
@@ -344,8 +344,8 @@ class Tournament:
             new=tuple(sorted(n for n in now if n not in before)),
             changed=tuple(sorted(n for n in now if n in before and before[n] != now[n])),
             left=tuple(sorted(n for n in before if n not in now)),
-            scheduled=len(slots),
-            to_play=len(scheduler.missing(self.store, slots)),
+            scheduled=played + to_play,
+            to_play=to_play,
             stored=stored,
         )
 

@@ -1,4 +1,7 @@
-"""Who plays whom: the round robin and the gauntlet, as lists of `Slot`s.
+"""Who plays whom: a `Schedule` names the games to play next, given the games played so far.
+
+The round robin (`RoundRobin`, or its gauntlet of one bot) names all its games at once; an adaptive schedule
+plugs in beside it, naming a few games at a time from the results so far.
 
 A round is every ordered pair once (each pair meets twice, each bot once as south). The order inside a round
 comes from a hash of (seed, round, south, north): the same seed and bots give the same schedule, and adding
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from arena.game.openings import Book, Opening
 from arena.game.rules import Move
@@ -58,8 +62,64 @@ def gauntlet(hero: Bot, bots: Sequence[Bot], rounds: int, seed: int, book: Book 
     return [s for s in round_robin(bots, rounds, seed, book) if hero.name in (s.south.name, s.north.name)]
 
 
-def schedule(
-    bots: Sequence[Bot], rounds: int, seed: int, book: Book | None = None, hero: Bot | None = None
-) -> list[Slot]:
-    """The whole schedule of a tournament of `rounds` rounds: the round robin, or `hero`'s gauntlet."""
-    return gauntlet(hero, bots, rounds, seed, book) if hero else round_robin(bots, rounds, seed, book)
+Version = tuple[str, str]  # a bot version: its name and the digest of its code
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A game the store holds played (a benched bot's forfeit is not), as a schedule sees it."""
+
+    round: int
+    south: Version
+    north: Version
+    winner: str | None  # the winner's name; None: a draw
+
+
+def key(game: Slot | Result) -> tuple[int, Version, Version]:
+    """What makes a game one of its schedule: its round and the two bot versions, south first."""
+    if isinstance(game, Result):
+        return game.round, game.south, game.north
+    return game.round, (game.south.name, game.south.digest), (game.north.name, game.north.digest)
+
+
+class Schedule(Protocol):
+    """Who plays whom in a run. The run asks `next` with every played game the store holds, plays what it
+    names, and asks again, until it names no game the run has not tried (a game it tried and could not
+    play, as a benched bot's, is not named twice in one run)."""
+
+    @property
+    def bots(self) -> Sequence[Bot]: ...  # the field: every bot that may be named
+
+    def next(self, results: Sequence[Result]) -> list[Slot]:
+        """The games to play next, in the order their ratings count them; none: the schedule is done."""
+        ...
+
+    def played(self, results: Sequence[Result]) -> int:
+        """How many of `results` are games of this schedule."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRobin:
+    """The round robin of `rounds` rounds (`round_robin`), or with a `hero` its gauntlet (`gauntlet`): every
+    game known at once, so `next` names every one the store lacks."""
+
+    bots: tuple[Bot, ...]
+    rounds: int
+    seed: int
+    book: Book | None = None
+    hero: Bot | None = None
+
+    def slots(self) -> list[Slot]:
+        """The whole schedule, in schedule order."""
+        if self.hero:
+            return gauntlet(self.hero, self.bots, self.rounds, self.seed, self.book)
+        return round_robin(self.bots, self.rounds, self.seed, self.book)
+
+    def next(self, results: Sequence[Result]) -> list[Slot]:
+        done = {key(r) for r in results}
+        return [s for s in self.slots() if key(s) not in done]
+
+    def played(self, results: Sequence[Result]) -> int:
+        done = {key(r) for r in results}
+        return sum(key(s) in done for s in self.slots())

@@ -16,16 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from arena.game.openings import Book
 from arena.game.openings import play as play_opening
 from arena.game.rules import NORTH, SOUTH, Rules
-from arena.match.bots import Bot
 from arena.match.confine import Confinement
 from arena.match.record import GameRecord
 from arena.match.referee import check_rules
 from arena.tournament.backend import Backend, Games, Machine
 from arena.tournament.local import Local
-from arena.tournament.schedule import Slot, schedule
+from arena.tournament.schedule import Schedule, Slot, Version, key
 from arena.tournament.settings import BENCH_AFTER, Settings
 from arena.tournament.store import Store
 
@@ -111,32 +109,26 @@ class Bench:
 def run(
     store: Store,
     settings: Settings,
-    bots: Sequence[Bot],
-    rounds: int,
+    schedule: Schedule,
     conf: Confinement,
     *,
-    book: Book | None = None,
     jobs: int | None = None,
     fresh: bool = False,
-    hero: Bot | None = None,
     progress: Callable[[int, int, GameRecord | None], None] | None = None,
     bench_after: int = BENCH_AFTER,
     backend: Backend | None = None,
 ) -> RunResult:
-    """Play whatever the schedule has that the store lacks, under `settings` (the store's: rules, clock and
-    seed, fixed before) and `conf` (for `Local`, the default back end on `jobs` processes: the limits as
+    """Play what `schedule` names until it names no new game, under `settings` (the store's: rules, clock
+    and seed, fixed before) and `conf` (for `Local`, the default back end on `jobs` processes: the limits as
     this machine can enforce them, `confine.capabilities`; for a remote back end, as asked)."""
     rules = settings.game_rules()
-    check_rules(bots, rules)  # in this process: a worker would only die of it
-    store.set_current(bots)
+    check_rules(schedule.bots, rules)  # in this process: a worker would only die of it
+    store.set_current(schedule.bots)
     store.drop_benched()  # placeholders of the last run's benched bots: this run tries them again
-    slots = schedule(bots, rounds, settings.seed, book, hero)
-    todo = missing(store, slots)
-    before = len(slots) - len(todo)
-    done = 0
-    if progress:
-        progress(0, len(todo), None)
-
+    results = store.results()
+    before = schedule.played(results)
+    tried: set[tuple[int, Version, Version]] = set()
+    done = total = 0
     bench = Bench(rules, bench_after)
     machines: list[Machine] = []
 
@@ -146,7 +138,7 @@ def run(
         store.add_game(slot, record)
         done += 1
         if progress:
-            progress(done, len(todo), record)
+            progress(done, total, record)
 
     def on_machine(machine: Machine) -> None:
         if machine.refused:
@@ -159,13 +151,21 @@ def run(
     back = backend or Local(jobs)
     games = Games(settings.rules, settings.limits(), conf, fresh, _tag(store))
     interrupted = False
+    todo = schedule.next(results)
+    if progress:
+        progress(0, len(todo), None)
     try:
-        back.play(todo, games, on_game, bench.instead, on_machine)
+        while todo:
+            tried.update(key(s) for s in todo)
+            total += len(todo)
+            back.play(todo, games, on_game, bench.instead, on_machine)
+            todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
-    stored = len(slots) - len(missing(store, slots))
-    return RunResult(len(slots), before, stored - before, interrupted)
+    results = store.results()
+    played = schedule.played(results)
+    return RunResult(played + len(schedule.next(results)), before, played - before, interrupted)
 
 
 def _tag(store: Store) -> str:
@@ -190,14 +190,3 @@ def _note_machines(store: Store, machines: Sequence[Machine]) -> None:
         "notes": [f"worker {m.host} ({m.address}): {note}" for m in played for note in m.notes],
     }
     store.set_meta("confinement", json.dumps(state))
-
-
-def missing(store: Store, slots: Sequence[Slot]) -> list[Slot]:
-    """The slots the store has no played game for (a benched bot's forfeit is not a played game)."""
-    played = store.played()
-    ids = {(b.name, b.digest): store.known_id(b) for s in slots for b in (s.south, s.north)}
-    return [
-        s
-        for s in slots
-        if (s.round, ids[(s.south.name, s.south.digest)], ids[(s.north.name, s.north.digest)]) not in played
-    ]

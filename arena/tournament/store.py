@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from arena.game.openings import Book
 from arena.match.bots import Bot
 from arena.match.record import GameRecord, decoder, encoder, is_plain, record_fields
-from arena.tournament.schedule import Slot
+from arena.tournament.schedule import Result, Slot
 from arena.tournament.settings import Settings
 
 if TYPE_CHECKING:
@@ -288,10 +288,14 @@ class Store:
         """Forget the placeholders of benched bots' games (never played): a new run plays them."""
         return int(self.db.execute("DELETE FROM games WHERE reason = 'benched'").rowcount)
 
-    def played(self) -> set[tuple[int, int, int]]:
-        """(round, south id, north id) of every game played (not a benched bot's forfeit placeholder)."""
-        query = "SELECT round, south_id, north_id FROM games WHERE reason != 'benched'"
-        return {(r, s, n) for r, s, n in self.db.execute(query)}
+    def results(self) -> list[Result]:
+        """Every game played (not a benched bot's forfeit placeholder), as a schedule sees it."""
+        query = (
+            "SELECT g.round, s.name, s.digest, n.name, n.digest, w.name FROM games g "
+            "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
+            "LEFT JOIN bots w ON w.id = g.winner_id WHERE g.reason != 'benched' ORDER BY g.round, g.ordinal"
+        )
+        return [Result(r, (sn, sd), (nn, nd), w) for r, sn, sd, nn, nd, w in self.db.execute(query)]
 
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""
