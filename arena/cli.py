@@ -19,6 +19,7 @@ from arena.game.rules import RulesError, parse_rules, rule_sets
 from arena.match.bots import BotError, BuildError, find_bot
 from arena.match.confine import GrantError
 from arena.match.printable import printable
+from arena.match.record import Reason
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import BENCH_AFTER, Settings, resolve
@@ -326,7 +327,7 @@ def describe(number: int, r: GameRecord) -> str:
         score += f", {r.north} swapped to south"
     if r.winner is None:
         return head + f"draw {score}"
-    return head + f"{r.winner} wins {score}" + (" (early finish)" if r.reason == "early" else "")
+    return head + f"{r.winner} wins {score}" + (" (early finish)" if r.reason == Reason.EARLY else "")
 
 
 def _tournament_options(f):  # type: ignore[no-untyped-def]

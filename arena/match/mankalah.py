@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Move, Position, Rules
 from arena.match.process import BotProcess, Fault
+from arena.match.record import Reason
 
 _MOVE = re.compile(r"MOVE;([+-]?[0-9]{1,9})")  # their engine reads the hole with Java's parseInt
 _SHOWN = 40  # characters of a bad answer quoted back in a detail
@@ -48,19 +49,19 @@ def parse_reply(line: str, can_swap: bool) -> Move:
     if line == SWAP:
         if can_swap:
             return SWAP
-        raise Fault("garbled", "answered SWAP, allowed only as North's first reply (invalid message)")
+        raise Fault(Reason.GARBLED, "answered SWAP, allowed only as North's first reply (invalid message)")
     if match := _MOVE.fullmatch(line):
         hole = int(match.group(1))
         if hole >= 1:
             return hole
-        raise Fault("garbled", f"answered {_shown(line)}: holes are numbered from 1 (invalid message)")
+        raise Fault(Reason.GARBLED, f"answered {_shown(line)}: holes are numbered from 1 (invalid message)")
     if line.endswith("\r"):
         hint = "the line ends with \\r: end it with \\n alone"
     elif " " in line or "\t" in line:
         hint = "the protocol allows no spaces"
     else:
         hint = "expected MOVE;<hole> or SWAP, in capitals; logs go to stderr"
-    raise Fault("garbled", f"answered {_shown(line)}: {hint} (invalid message)")
+    raise Fault(Reason.GARBLED, f"answered {_shown(line)}: {hint} (invalid message)")
 
 
 class Mankalah:
@@ -108,7 +109,7 @@ class Mankalah:
         self._prompt = None
         line = self.proc.read_line(deadline, on_slow, keep_cr=True)
         if line is None:
-            raise Fault("timeout", f"no reply within {ms} ms")
+            raise Fault(Reason.TIMEOUT, f"no reply within {ms} ms")
         return parse_reply(line, pos.can_swap)
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:

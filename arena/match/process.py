@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from arena.match.confine import Jail
+from arena.match.record import Reason
 
 MAX_LINE = 1024  # bytes; a longer line is garbled (and memory stays bounded)
 STDERR_CAP = 8192  # bytes of stderr tail kept per process
@@ -29,13 +30,11 @@ _POLL_SLICE = 0.05  # s; how often a wait looks whether the process has died wit
 _CHUNK = 65536
 _DRAIN_CHUNKS = 64  # at most this many stderr reads per look, so a flood cannot starve the clock
 
-REASONS = ("timeout", "crash", "illegal", "garbled")
-
 
 class Fault(Exception):
-    """A bot broke the protocol or the rules; `reason` is one of REASONS and `detail` tells its author why."""
+    """A bot broke the protocol or the rules; `reason` says how and `detail` tells its author why."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: Reason, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
@@ -126,7 +125,7 @@ class BotProcess:
             if jail:
                 jail.release()
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise Fault("crash", f"could not be started: {reason} ({argv[0]})") from e
+            raise Fault(Reason.CRASH, f"could not be started: {reason} ({argv[0]})") from e
         finally:
             for fd in theirs:
                 os.close(fd)
@@ -237,7 +236,7 @@ class BotProcess:
                 raise self._crash("stdin") from None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise Fault("timeout", "does not read its input: its stdin stayed full") from None
+                raise Fault(Reason.TIMEOUT, "does not read its input: its stdin stayed full") from None
             self._poll_in.poll(min(remaining, _POLL_SLICE) * 1000)
             self._drain_stderr()
 
@@ -267,12 +266,14 @@ class BotProcess:
                 newline = buffer.find(b"\n")
                 if newline >= 0:
                     if newline > MAX_LINE:
-                        raise Fault("garbled", f"wrote a line of {newline} bytes; the limit is {MAX_LINE}")
+                        raise Fault(
+                            Reason.GARBLED, f"wrote a line of {newline} bytes; the limit is {MAX_LINE}"
+                        )
                     raw = bytes(buffer[:newline])
                     del buffer[: newline + 1]
                     return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
                 if len(buffer) > MAX_LINE:
-                    raise Fault("garbled", f"wrote more than {MAX_LINE} bytes without an end of line")
+                    raise Fault(Reason.GARBLED, f"wrote more than {MAX_LINE} bytes without an end of line")
             if self._eof:
                 raise self._crash("stdout")
             now = time.monotonic()
@@ -325,7 +326,7 @@ class BotProcess:
                 code = 128 - code  # bwrap reports a death by signal N as exit code 128+N
             what = describe_exit(code)
         last = self.last_stderr_line()
-        return Fault("crash", f"{what}; last stderr line: {last}" if last else what)
+        return Fault(Reason.CRASH, f"{what}; last stderr line: {last}" if last else what)
 
     def unread_output(self) -> str:
         """What stdout holds that was not read as a line (without waiting), as text."""
@@ -355,7 +356,7 @@ class BotProcess:
     def check_limits(self) -> None:
         """Fault('crash') once the bot has run into its memory or process limit, even if it lives on."""
         if self._jail and (breach := self._jail.breach()):
-            raise Fault("crash", breach)
+            raise Fault(Reason.CRASH, breach)
 
     # --- fair CPU -------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from arena.game.rules import SIDE_NAMES, SWAP, Move, Position, Rules
 from arena.match.process import BotProcess, Fault
+from arena.match.record import Reason
 
 _PIT = re.compile(r"[0-9]{1,9}")
 _SHOWN = 40  # characters of a bad answer quoted back in a detail
@@ -39,7 +40,7 @@ def parse_move(line: str) -> Move:
         hint = f"{shown!r}, which is not plain ASCII text; answer with one pit number per line"
     else:
         hint = f"{shown!r}; print only the move on stdout (a pit number or SWAP), logs go to stderr"
-    raise Fault("garbled", f"answered {hint}")
+    raise Fault(Reason.GARBLED, f"answered {hint}")
 
 
 def is_comment(line: str) -> bool:
@@ -94,7 +95,7 @@ class V1:
             if not is_comment(line):
                 shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
                 raise Fault(
-                    "garbled",
+                    Reason.GARBLED,
                     f"wrote {shown!r} when no move was asked for; print exactly one line per MOVE "
                     "(logs go to stderr, or start the line with #)",
                 )
@@ -120,11 +121,11 @@ class V1:
             line = self.proc.read_line(deadline, on_slow)
             on_slow = None
             if line is None:
-                raise Fault("timeout", self._why_late(ms, sent))
+                raise Fault(Reason.TIMEOUT, self._why_late(ms, sent))
             if not is_comment(line):
                 return parse_move(line)
             if time.monotonic() > deadline:  # a stream of comments must not hold the clock
-                raise Fault("timeout", f"no reply within {ms} ms (only # comment lines)")
+                raise Fault(Reason.TIMEOUT, f"no reply within {ms} ms (only # comment lines)")
 
     def _why_late(self, ms: int, sent: float) -> str:
         """A timeout's detail, with what its author can act on: watching a little past the deadline, how

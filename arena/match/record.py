@@ -14,9 +14,27 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from arena.game.rules import SWAP, Move
+
+
+class Reason(StrEnum):
+    """How a game ended, as the record, the store, the export, the page and the END line word it."""
+
+    NORMAL = "normal"  # the rules ended it: a side could not move
+    EARLY = "early"  # a side had more than half the seeds: the result could no longer change
+    TIMEOUT = "timeout"  # the faulty bot did not answer in time
+    CRASH = "crash"  # its process ended, or broke a limit
+    ILLEGAL = "illegal"  # it played a move the rules do not allow
+    GARBLED = "garbled"  # it answered something that is not a move
+    BENCHED = "benched"  # not played: the bot sat out the run after games without a first answer
+
+    @property
+    def forfeit(self) -> bool:
+        """Whether a bot was at fault (every reason but the rules' own ends)."""
+        return self not in (Reason.NORMAL, Reason.EARLY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +55,7 @@ class GameRecord:
     south_store: int
     north_store: int
     winner: str | None
-    reason: str  # normal, early, timeout, crash, illegal, garbled
+    reason: Reason
     faulty: str | None
     detail: str
     move_ms: tuple[float, ...]
@@ -61,6 +79,14 @@ class GameRecord:
         on_south = (name == self.south) != self.swapped
         return self.south_store if on_south else self.north_store
 
+    def no_first_answer(self) -> str | None:
+        """The bot that failed before its first move (a hang, a crash or a missing interpreter at start):
+        what benches a bot for the rest of a run. None if the game had no such fault."""
+        culprit = self.faulty
+        if culprit and self.reason in (Reason.TIMEOUT, Reason.CRASH) and not self.moves_made.get(culprit, 0):
+            return culprit
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values: tuples become lists."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -81,7 +107,14 @@ def is_plain(kind: Any) -> bool:
     """Whether a field's type is one value (int, float, str, optionally None) rather than a JSON container."""
     args = set(typing.get_args(kind)) - {type(None)}
     union = typing.get_origin(kind) in (typing.Union, types.UnionType)
-    return kind in (int, float, str) or (union and args <= {int, float, str})
+    return plain_type(kind) is not None or (union and all(plain_type(a) for a in args))
+
+
+def plain_type(kind: Any) -> type | None:
+    """int, float or str for a field of that type or of a subclass (`Reason`), else None."""
+    if not isinstance(kind, type):
+        return None
+    return next((t for t in (int, float, str) if issubclass(kind, t)), None)
 
 
 def encoder(kind: Any) -> Callable[[Any], Any]:
@@ -108,4 +141,6 @@ def _plain(value: Any) -> Any:
 
 
 def _typed(kind: Any, value: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return kind(value)
     return tuple(value) if typing.get_origin(kind) is tuple else value

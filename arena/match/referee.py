@@ -22,7 +22,7 @@ from arena.match.confine import Warden
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire, end_line, move_line, newgame_line
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, Reason
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
 END_SETTLE = (
@@ -71,7 +71,7 @@ class Seat(Protocol):
         self, pos: Position, side: int, limits: Limits, opponent: Seat | None = None
     ) -> tuple[Move, float]: ...
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None: ...
-    def end_game(self, result: str, mine: int, theirs: int, reason: str) -> None: ...
+    def end_game(self, result: str, mine: int, theirs: int, reason: Reason) -> None: ...
     def check_limits(self) -> None: ...
     def diagnose(self, fault: Fault) -> Fault: ...
     def stderr_tail(self) -> str: ...
@@ -171,7 +171,7 @@ class Player:
         if limits.bank_ms is not None and self._bank < limits.move_ms:
             ms, banked = int(self._bank), True
             if ms < 1:
-                raise Fault("timeout", f"its time bank of {limits.bank_ms} ms for the game ran out")
+                raise Fault(Reason.TIMEOUT, f"its time bank of {limits.bank_ms} ms for the game ran out")
         wire.proc.resume()
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
@@ -179,9 +179,9 @@ class Player:
             deadline = start + (ms + limits.margin_ms + startup) / 1000
             move = wire.move(pos, side, ms, deadline, on_slow)
         except Fault as fault:
-            if fault.reason == "timeout" and banked:
+            if fault.reason == Reason.TIMEOUT and banked:
                 fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"
-            if fault.reason == "timeout" and self._fresh:
+            if fault.reason == Reason.TIMEOUT and self._fresh:
                 fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
             raise
         took = (time.monotonic() - start) * 1000
@@ -195,15 +195,15 @@ class Player:
         whatever it looked like (a JVM's memory report read as its move: garbled; a MemoryError in a search
         thread, then a hang: timeout). The kernel and the bot's last words are asked before the line or the
         clock is blamed (`BotProcess.memory_verdict`)."""
-        if self._wire is None or fault.reason not in ("timeout", "crash", "garbled"):
+        if self._wire is None or fault.reason not in (Reason.TIMEOUT, Reason.CRASH, Reason.GARBLED):
             return fault
         if fault.detail.startswith("out of memory"):
             return fault
-        settle = 0.5 if fault.reason == "garbled" else 0.0
+        settle = 0.5 if fault.reason == Reason.GARBLED else 0.0
         verdict = self._wire.proc.memory_verdict(fault.detail, settle, self._mark)
         if not verdict:
             return fault
-        return Fault("crash", f"{verdict} (seen as {fault.reason}: {fault.detail})")
+        return Fault(Reason.CRASH, f"{verdict} (seen as {fault.reason}: {fault.detail})")
 
     def check_limits(self) -> None:
         """Fault('crash') if the running process has gone over its memory or process limit."""
@@ -215,7 +215,7 @@ class Player:
         if self._wire:
             self._wire.observe(pos, move, mine, side)
 
-    def end_game(self, result: str, mine: int, theirs: int, reason: str) -> None:
+    def end_game(self, result: str, mine: int, theirs: int, reason: Reason) -> None:
         """Tell the bot how the game ended; one that has left by then is ended (its result stands, and the
         next game starts it again)."""
         if self._wire is None:
@@ -303,7 +303,7 @@ def play_game(
                     pos = rules.play(pos, move)
                 except ValueError as e:
                     raise Fault(
-                        "illegal", f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
+                        Reason.ILLEGAL, f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
                     ) from None
             moves.append(move)
             move_ms.append(round(took, 2))
@@ -326,7 +326,7 @@ def play_game(
     if forfeit is None:
         outcome = rules.result(pos)
         winner = None if outcome.winner is None else by_side[outcome.winner].name
-        reason, faulty, detail = outcome.reason, None, ""
+        reason, faulty, detail = Reason(outcome.reason), None, ""
         for side, player in enumerate(by_side):
             result = "draw" if outcome.winner is None else ("win" if outcome.winner == side else "loss")
             player.end_game(result, pos.store(side), pos.store(_other(side)), reason)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, parse_rules
-from arena.match.record import GameRecord, record_fields
+from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.tournament import store as st
 from arena.tournament.settings import Settings
@@ -52,7 +52,7 @@ BINS = 41
 # Board values travel as one character each (code 48 + value, plain ASCII up to 79 seeds) so a Kalah(6,6)
 # position is 14 bytes; bigger boards fall back to arrays of numbers.
 CHAR_MAX = 79
-REASON_ORDER = ("normal", "early", "timeout", "crash", "illegal", "garbled", "benched")
+REASON_ORDER = tuple(Reason)
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from typing import TextIO
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, IllegalMove, Kalah, Move, Position, Rules
 from arena.match.printable import printable
 from arena.match.process import Fault
+from arena.match.record import Reason
 from arena.match.referee import Limits, Seat
 from arena.report.replay import Ply, marks
 from arena.report.terminal import board, notes
@@ -99,16 +100,16 @@ class Human:
         said = notes(ply) if ply else []
         self._say(f"{who} played {move}" + (": " + ", ".join(said) if said else ""))
 
-    def end_game(self, result: str, mine: int, theirs: int, reason: str) -> None:
+    def end_game(self, result: str, mine: int, theirs: int, reason: Reason) -> None:
         """The final board and the result."""
         outcome = {
             "win": f"you win {mine}-{theirs}",
             "loss": f"{self.against} wins {theirs}-{mine}",
             "draw": f"draw {mine}-{theirs}",
         }[result]
-        if reason == "early":
+        if reason == Reason.EARLY:
             outcome += " (early finish: a store holds more than half the seeds)"
-        elif reason != "normal":
+        elif reason.forfeit:
             outcome += f" ({self.against} forfeits: {reason})"
         self._say(self._board() + "\n" + outcome)
 

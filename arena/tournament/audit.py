@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
-from arena.match.process import REASONS
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, Reason
 from arena.tournament.schedule import Slot
+
+# What a worker's game can be forfeited for (a benched game is the coordinator's, never played).
+_PLAYED_FORFEITS = (Reason.TIMEOUT, Reason.CRASH, Reason.ILLEGAL, Reason.GARBLED)
 
 
 class Forged(ValueError):
@@ -100,14 +102,14 @@ def check(slot: Slot, spec: str, record: GameRecord) -> None:
         )
     if dict(record.moves_made) != made:
         raise Forged(f"its moves per bot {dict(record.moves_made)} are not those its moves give, {made}")
-    if record.reason in REASONS:
+    if record.reason in _PLAYED_FORFEITS:
         if record.faulty not in (record.south, record.north):
             raise Forged(f"a {record.reason} forfeit charged to {record.faulty!r}, not one of its bots")
         other = record.north if record.faulty == record.south else record.south
         if record.winner != other:
             raise Forged(f"{record.faulty} forfeits, yet the winner is {record.winner!r}")
         return
-    if record.reason not in ("normal", "early"):
+    if record.reason not in (Reason.NORMAL, Reason.EARLY):
         raise Forged(f"its reason {record.reason!r} is not one a game can end with")
     if not rules.is_over(pos):
         raise Forged(f"it ended '{record.reason}' in a position that is not over")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from arena.game.openings import play as play_opening
 from arena.game.rules import NORTH, SOUTH, Rules
 from arena.match.confine import Confinement
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, Reason
 from arena.match.referee import check_rules
 from arena.tournament.backend import Backend, Games, Machine
 from arena.tournament.local import Local
@@ -67,8 +67,8 @@ class Bench:
         for name in (record.south, record.north):
             if record.moves_made.get(name, 0):
                 self.misses.pop(name, None)
-        culprit = record.faulty
-        if culprit and record.reason in ("timeout", "crash") and not record.moves_made.get(culprit, 0):
+        culprit = record.no_first_answer()
+        if culprit:
             misses = self.misses.setdefault(culprit, [])
             misses.append(record)
             if self.after and len(misses) >= self.after and culprit not in self.benched:
@@ -95,7 +95,7 @@ class Bench:
             south_store=pos.store(SOUTH),
             north_store=pos.store(NORTH),
             winner=winner,
-            reason="benched",
+            reason=Reason.BENCHED,
             faulty=culprit,
             detail=self.benched[culprit],
             move_ms=(),

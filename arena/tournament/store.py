@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.game.openings import Book
 from arena.match.bots import Bot
-from arena.match.record import GameRecord, decoder, encoder, is_plain, record_fields
+from arena.match.record import GameRecord, Reason, decoder, encoder, is_plain, plain_type, record_fields
 from arena.tournament.schedule import Result, Slot
 from arena.tournament.settings import Settings
 
@@ -52,8 +52,8 @@ EXPORT_FIELDS = ("id", "round", *(name for name, _ in RECORD_FIELDS), "finished_
 
 
 def _sql_type(kind: object) -> str:
-    if kind in _SQL_TYPES:
-        return _SQL_TYPES[kind]
+    if (base := plain_type(kind)) is not None:
+        return _SQL_TYPES[base]  # a Reason is TEXT as a str is
     if is_plain(kind):
         return "TEXT"  # an optional name (winner, faulty)
     return "TEXT NOT NULL"  # JSON
@@ -286,16 +286,18 @@ class Store:
 
     def drop_benched(self) -> int:
         """Forget the placeholders of benched bots' games (never played): a new run plays them."""
-        return int(self.db.execute("DELETE FROM games WHERE reason = 'benched'").rowcount)
+        query = "DELETE FROM games WHERE reason = ?"
+        return int(self.db.execute(query, (Reason.BENCHED,)).rowcount)
 
     def results(self) -> list[Result]:
         """Every game played (not a benched bot's forfeit placeholder), as a schedule sees it."""
         query = (
             "SELECT g.round, s.name, s.digest, n.name, n.digest, w.name FROM games g "
             "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
-            "LEFT JOIN bots w ON w.id = g.winner_id WHERE g.reason != 'benched' ORDER BY g.round, g.ordinal"
+            "LEFT JOIN bots w ON w.id = g.winner_id WHERE g.reason != ? ORDER BY g.round, g.ordinal"
         )
-        return [Result(r, (sn, sd), (nn, nd), w) for r, sn, sd, nn, nd, w in self.db.execute(query)]
+        rows = self.db.execute(query, (Reason.BENCHED,))
+        return [Result(r, (sn, sd), (nn, nd), w) for r, sn, sd, nn, nd, w in rows]
 
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""

@@ -262,8 +262,7 @@ class Arena(WorkerPlugin):
                 for player in players:
                     self.pool.give(player, keep=kept)
             played.append((k, dataclasses.replace(record, worker=self.machine.host)))
-            culprit = record.faulty
-            if culprit and record.reason in ("timeout", "crash") and not record.moves_made.get(culprit, 0):
+            if culprit := record.no_first_answer():
                 silent.add(south if culprit == record.south else north)
         return played, self.machine, time.monotonic() - start
 
