@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from arena.game.rules import SIDE_NAMES, SWAP, Move, Position, Rules
+from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
+from arena.match.clock import Clock, Limits
 from arena.match.process import BotProcess, Fault
-from arena.match.record import Reason
+from arena.match.record import GameRecord, Reason
 
 _PIT = re.compile(r"[0-9]{1,9}")
 _SHOWN = 40  # characters of a bad answer quoted back in a detail
@@ -161,3 +162,35 @@ class V1:
 
     def quit(self, grace: float) -> None:
         self.proc.quit("QUIT", grace)
+
+
+def lines_sent(
+    rules: Rules, record: GameRecord, name: str, move_ms: int | None = None, bank_ms: int | None = None
+) -> tuple[str, ...]:
+    """The protocol v1 lines the referee sent bot `name` in the game of `record`, rebuilt from its plies
+    (a student feeds them to the bot to see its fault again): NEWGAME on its starting side, a MOVE for every
+    position after the opening where it was to move (after a forfeit on its turn, the last is the one it did
+    not answer), and END unless it was at fault. `move_ms` is the game's move time (1000 if not known); under
+    a time bank `bank_ms` each MOVE offers what was left of it then, give or take the startup allowance."""
+    side = SOUTH if name == record.south else NORTH
+    lines = [newgame_line(rules, side)]
+    clock = Clock(Limits(move_ms=move_ms or Limits().move_ms, bank_ms=bank_ms or None))
+    times = iter(record.move_ms)
+    pos = rules.initial()
+    for k in range(len(record.plies) + 1):
+        move = record.plies[k] if k < len(record.plies) else None
+        if k >= len(record.opening) and not pos.ended:
+            took = next(times, 0.0) if move is not None else 0.0
+            if pos.to_move == side:
+                lines.append(move_line(pos, side, max(1, clock.offer())))
+                clock.charge(took)
+        if move is None:
+            break
+        if move == SWAP:
+            side = 1 - side
+        pos = rules.play(pos, move)
+    if record.faulty != name:
+        other = record.north if name == record.south else record.south
+        result = "draw" if record.winner is None else ("win" if record.winner == name else "loss")
+        lines.append(end_line(result, record.store_of(name), record.store_of(other), record.reason))
+    return tuple(lines)

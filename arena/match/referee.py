@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
 from arena.match.bots import Bot
+from arena.match.clock import Clock, Limits
 from arena.match.confine import Warden
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
-from arena.match.protocol import V1, Wire, end_line, move_line, newgame_line
+from arena.match.protocol import V1, Wire
 from arena.match.record import GameRecord, Reason
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
@@ -29,20 +29,6 @@ END_SETTLE = (
     0.5  # seconds a reused bot that logs may take to read END and write about it before the next game
 )
 WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Time control of a game, in milliseconds. `margin_ms` is the referee's transport slack on top of the
-    time announced in MOVE; `startup_ms` is added to the first MOVE after a process starts. `bank_ms` is a
-    chess clock: each bot's total for the game, each move then limited to min(move_ms, what is left)."""
-
-    move_ms: int = 1000
-    startup_ms: int = 10_000
-    margin_ms: int = 50
-    quit_grace_ms: int = 500
-    ponder: bool = False  # False: a bot's processes are stopped (SIGSTOP) while its opponent thinks
-    bank_ms: int | None = None  # None: no time bank, every move has move_ms
 
 
 def starts_anywhere(bot: Bot) -> bool:
@@ -94,7 +80,7 @@ class Player:
         self.warden = warden
         self._wire: Wire | None = None
         self._fresh = False  # True until the first MOVE after a start has been answered
-        self._bank = 0.0  # ms left in this game's time bank (with Limits.bank_ms)
+        self._clock = Clock(Limits())  # this game's, set by new_game
         self._mark = 0  # where this game's stderr starts in the process's stream
         self._stderr = ""  # tail kept from a process that has been ended
 
@@ -140,7 +126,7 @@ class Player:
 
     def new_game(self, rules: Rules, side: int, limits: Limits) -> None:
         self._stderr = ""
-        self._bank = float(limits.bank_ms or 0)
+        self._clock = Clock(limits)
         wire = self.start()
         if not self._fresh:  # a new process's start-up logs belong to its first game
             self._mark = wire.proc.stderr_mark(settle=END_SETTLE)  # what it writes on END is the last game's
@@ -167,17 +153,15 @@ class Player:
         is resumed when its own turn comes."""
         wire = self.wire()
         startup = limits.startup_ms if self._fresh else 0
-        ms, banked = limits.move_ms, False
-        if limits.bank_ms is not None and self._bank < limits.move_ms:
-            ms, banked = int(self._bank), True
-            if ms < 1:
-                raise Fault(Reason.TIMEOUT, f"its time bank of {limits.bank_ms} ms for the game ran out")
+        clock = self._clock
+        ms, banked = clock.offer(), clock.banked
+        if ms < 1:
+            raise Fault(Reason.TIMEOUT, f"its time bank of {limits.bank_ms} ms for the game ran out")
         wire.proc.resume()
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
         try:
-            deadline = start + (ms + limits.margin_ms + startup) / 1000
-            move = wire.move(pos, side, ms, deadline, on_slow)
+            move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow)
         except Fault as fault:
             if fault.reason == Reason.TIMEOUT and banked:
                 fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"
@@ -185,8 +169,7 @@ class Player:
                 fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
             raise
         took = (time.monotonic() - start) * 1000
-        if limits.bank_ms is not None:
-            self._bank -= min(ms, max(0.0, took - startup))  # margin and startup allowance are not charged
+        clock.charge(took, startup)
         self._fresh = False
         return move, took
 
@@ -359,38 +342,3 @@ def play_game(
         stderr={p.name: p.stderr_tail() for p in (south, north)},
         opening=tuple(opening),
     )
-
-
-def lines_sent(
-    rules: Rules, record: GameRecord, name: str, move_ms: int | None = None, bank_ms: int | None = None
-) -> tuple[str, ...]:
-    """The protocol v1 lines the referee sent bot `name` in the game of `record`, rebuilt from its plies
-    (a student feeds them to the bot to see its fault again): NEWGAME on its starting side, a MOVE for every
-    position after the opening where it was to move (after a forfeit on its turn, the last is the one it did
-    not answer), and END unless it was at fault. `move_ms` is the game's move time (1000 if not known); under
-    a time bank `bank_ms` each MOVE offers what was left of it then, give or take the startup allowance."""
-    side = SOUTH if name == record.south else NORTH
-    lines = [newgame_line(rules, side)]
-    ms = move_ms or Limits().move_ms
-    bank = float(bank_ms) if bank_ms else None
-    times = iter(record.move_ms)
-    pos = rules.initial()
-    for k in range(len(record.plies) + 1):
-        move = record.plies[k] if k < len(record.plies) else None
-        if k >= len(record.opening) and not pos.ended:
-            took = next(times, 0.0) if move is not None else 0.0
-            if pos.to_move == side:
-                offered = ms if bank is None else max(1, min(ms, int(bank)))
-                lines.append(move_line(pos, side, offered))
-                if bank is not None:
-                    bank -= min(offered, took)
-        if move is None:
-            break
-        if move == SWAP:
-            side = 1 - side
-        pos = rules.play(pos, move)
-    if record.faulty != name:
-        other = record.north if name == record.south else record.south
-        result = "draw" if record.winner is None else ("win" if record.winner == name else "loss")
-        lines.append(end_line(result, record.store_of(name), record.store_of(other), record.reason))
-    return tuple(lines)

@@ -5,7 +5,7 @@ did step by step (the seeds lifted and sown one by one, a capture, the end sweep
 sowing), comes from the engine's `Rules.trace`: the page's animation only moves seeds where it says.
 
 A forfeit also gets the lines to reproduce it: the NEWGAME and MOVE lines the referee sent the faulty bot
-in that game (`referee.lines_sent`, which `arena check` uses too).
+in that game (`protocol.lines_sent`, which `arena check` uses too).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
 from arena.match.bots import reproduce_command
+from arena.match.protocol import lines_sent
 from arena.match.record import GameRecord
-from arena.match.referee import lines_sent
 
 
 @dataclass(frozen=True, slots=True)

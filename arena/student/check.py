@@ -25,10 +25,12 @@ from typing import Any
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, Rules
 from arena.match.bots import Bot, BotError, BuildError, load_bot, reproduce_command, run_command
 from arena.match.build import ensure_built
+from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import Fault
+from arena.match.protocol import lines_sent
 from arena.match.record import GameRecord
-from arena.match.referee import Limits, Player, check_rules, lines_sent, play_game, starts_anywhere
+from arena.match.referee import Player, check_rules, play_game, starts_anywhere
 from arena.report.replay import marks, replay
 from arena.tournament.settings import Settings, confinement_here, not_granted
 

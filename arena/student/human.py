@@ -17,10 +17,11 @@ import time
 from typing import TextIO
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, IllegalMove, Kalah, Move, Position, Rules
+from arena.match.clock import Limits
 from arena.match.printable import printable
 from arena.match.process import Fault
 from arena.match.record import Reason
-from arena.match.referee import Limits, Seat
+from arena.match.referee import Seat
 from arena.report.replay import Ply, marks
 from arena.report.terminal import board, notes
 

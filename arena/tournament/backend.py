@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from arena.match.clock import Limits
 from arena.match.confine import Confinement
 from arena.match.record import GameRecord
-from arena.match.referee import Limits
 from arena.tournament.schedule import Slot
 
 

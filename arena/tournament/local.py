@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 import multiprocess
 
 from arena.game.rules import parse_rules
+from arena.match.clock import Limits
 from arena.match.confine import Confinement, Warden
 from arena.match.pool import Pool
-from arena.match.referee import Limits, play_game
+from arena.match.referee import play_game
 from arena.tournament.backend import Games, Instead, Machine, OnGame
 from arena.tournament.schedule import Slot
 

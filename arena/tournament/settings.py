@@ -15,8 +15,8 @@ from typing import Any
 
 from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
 from arena.match.bots import Bot
+from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, capabilities, ungranted
-from arena.match.referee import Limits
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 MANKALAH_BANK_MS = 3_600_000  # the Manchester engine's clock: an hour per agent per game (its agentTimeout)
