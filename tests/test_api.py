@@ -28,9 +28,10 @@ from arena.game.rules import SWAP
 from arena.match.bots import BotError, load_bot
 from arena.match.confine import sandbox_problem
 from arena.match.record import GameRecord
-from arena.tournament import store as st
+from arena.tournament import queries
+from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import EXPORT_FIELDS, Store, StoreError
+from arena.tournament.store import EXPORT_FIELDS, SCHEMA_VERSION, STORE_FILE, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"
@@ -66,7 +67,7 @@ def test_the_readmes_five_line_script_runs_a_confined_tournament_and_writes_its_
     page = tmp_path / "reports" / "demo" / "index.html"
     assert f"page: {page}" in out.stdout
     assert "greedy" in page.read_text(encoding="utf-8")
-    with Store(page.parent / st.STORE_FILE, create=False) as store:
+    with Store(page.parent / STORE_FILE, create=False) as store:
         assert store.count_games() == 4  # two bots, two rounds, both sides
         assert store.settings() == Settings(move_ms=200)
         confinement = json.loads(store.meta()["confinement"])
@@ -94,14 +95,14 @@ for line in sys.stdin:
 def test_a_library_tournament_confines_its_bots_by_default(tmp_path: Path) -> None:
     folder = tmp_path / "cup"
     bots = bots_folder(tmp_path, "greedy")
-    (bots / "peek.py").write_text(PEEK.format(store=str(folder / st.STORE_FILE)), encoding="utf-8")
+    (bots / "peek.py").write_text(PEEK.format(store=str(folder / STORE_FILE)), encoding="utf-8")
     with Tournament(folder, Settings(rules=SMALL, move_ms=500)) as cup:
         result = cup.run(bots, rounds=1, jobs=1)
         records = list(cup.records())
     assert result.played == 2 and not result.interrupted
     logs = [r["stderr"]["peek"] for r in records]
     assert all("sees the store: False" in log for log in logs), logs
-    assert (folder / st.STORE_FILE).exists()
+    assert (folder / STORE_FILE).exists()
 
 
 def test_a_tournament_keeps_its_settings_and_names_what_differs(tmp_path: Path) -> None:
@@ -209,9 +210,9 @@ def test_every_record_field_is_a_column_and_comes_back_unchanged(tmp_path: Path)
     with Store(tmp_path / "s.sqlite") as store:
         columns = {row[1] for row in store.db.execute("PRAGMA table_info(games)")}
         store.set_current([ann, bob])
-        store.add_game(st.Slot(1, "00", ann, bob), record)
+        store.add_game(Slot(1, "00", ann, bob), record)
         (back,) = store.records()
-        pairs = st.pair_totals(store, st.field_ids(store)).set_index("bot")
+        pairs = queries.pair_totals(store, queries.field_ids(store)).set_index("bot")
     fields = [name for name in record.to_dict()]
     assert set(fields) <= columns
     assert [f for f in EXPORT_FIELDS if f in fields] == fields
@@ -248,12 +249,12 @@ INSERT INTO games VALUES
 
 
 def test_a_schema_1_store_is_migrated_with_every_game_kept(tmp_path: Path) -> None:
-    path = tmp_path / "old" / st.STORE_FILE
+    path = tmp_path / "old" / STORE_FILE
     path.parent.mkdir()
     with sqlite3.connect(path) as db:
         db.executescript(V1_SCHEMA)
     with Store(path, create=False) as store:
-        assert store.meta()["schema"] == str(st.SCHEMA_VERSION)
+        assert store.meta()["schema"] == str(SCHEMA_VERSION)
         records = list(store.records())
         assert store.settings() == Settings(rules="kalah,pits=4,seeds=3,pie", move_ms=100, seed=3, openings=0)
     assert [r["id"] for r in records] == [7, 9]
@@ -410,12 +411,12 @@ def test_a_record_field_added_later_gets_its_column_with_the_default(tmp_path: P
     ann = Bot("ann", ("true",), tmp_path, tmp_path / "ann", "a1")
     bob = Bot("bob", ("true",), tmp_path, tmp_path / "bob", "b1")
     with Store(path) as store:
-        store.add_game(st.Slot(1, "00", ann, bob), swapped_record())
+        store.add_game(Slot(1, "00", ann, bob), swapped_record())
         store.db.execute("DROP INDEX IF EXISTS games_order")
         store.db.execute("ALTER TABLE games DROP COLUMN opening")  # as a store from before the field
     with Store(path, create=False) as store:
         (back,) = store.records()
-        store.add_game(st.Slot(2, "00", ann, bob), dataclasses.replace(swapped_record(), opening=(3, 1)))
+        store.add_game(Slot(2, "00", ann, bob), dataclasses.replace(swapped_record(), opening=(3, 1)))
         openings = [r["opening"] for r in store.records()]
     assert back["opening"] == [] and openings == [[], [3, 1]]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from arena.match.record import GameRecord
-from arena.tournament import store as st
+from arena.tournament import queries
 from arena.tournament.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def cup(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _records(folder: Path) -> dict[int, tuple[dict[str, object], GameRecord]]:
     with Store(folder / "arena.sqlite", create=False) as store:
-        rows = list(st.records_between(store, 0, 10**9))
+        rows = list(queries.records_between(store, 0, 10**9))
     return {int(r["id"]): (r, GameRecord.from_dict(r)) for r in rows}  # type: ignore[call-overload]
 
 

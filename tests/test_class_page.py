@@ -14,8 +14,7 @@ from test_browser import _board, _wait, browser  # noqa: F401  (the module's hea
 from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
 from arena.report import page as report
-from arena.tournament import ratings
-from arena.tournament import store as st
+from arena.tournament import queries, ratings
 from arena.tournament.store import Store
 
 
@@ -123,7 +122,7 @@ def test_places_are_shared_where_the_games_do_not_separate_bots_and_the_page_say
 def _game_with_capture_and_sweep(folder: Path) -> tuple[int, GameRecord, int]:
     """A game that ends by the rules with a capture on the way: its id, record and the capture's ply."""
     with Store(folder / "arena.sqlite", create=False) as store:
-        rows = list(st.records_between(store, 0, 200))
+        rows = list(queries.records_between(store, 0, 200))
     rules = parse_rules("kalah")
     for row in rows:
         record = GameRecord.from_dict(row)

@@ -12,8 +12,7 @@ import pytest
 
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
-from arena.tournament import ratings
-from arena.tournament import store as st
+from arena.tournament import queries, ratings
 from arena.tournament.posterior import Pairs, from_games, posterior
 from arena.tournament.schedule import Slot
 from arena.tournament.store import Store
@@ -122,5 +121,5 @@ def test_the_stores_games_make_the_pairs(tmp_path: Path) -> None:
             )
             store.add_game(Slot(rnd, "0", south, north), record)
         ids = store.current_ids()
-        pairs = from_games(st.pair_games(store, ids), ids)
+        pairs = from_games(queries.pair_games(store, ids), ids)
     assert pairs.counts[0, 1].tolist() == [0, 0, 1, 0, 1]  # a split the first pair and won the second

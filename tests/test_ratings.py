@@ -12,8 +12,7 @@ import trueskill
 from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
-from arena.tournament import ratings
-from arena.tournament import store as st
+from arena.tournament import queries, ratings
 from arena.tournament.ratings import Model, Skill
 from arena.tournament.schedule import Slot
 from arena.tournament.store import Store
@@ -200,7 +199,7 @@ def test_counts_and_margin_against_hand_counts(tour):
     assert bob["ms_per_move"] == pytest.approx((20 + 30 + 1 + 2) / (4 + 6 + 1 + 1))
     assert math.isnan(carol["ms_per_move"])
     assert (alice["forfeits"], alice["forfeit_reasons"]) == (1, "1 illegal")
-    pairs = st.pair_totals(tour.store, st.field_ids(tour.store)).set_index(["bot", "opp"])
+    pairs = queries.pair_totals(tour.store, queries.field_ids(tour.store)).set_index(["bot", "opp"])
     ids = {name: int(board.loc[name, "id"]) for name in ("alice", "bob", "carol")}
     ab = pairs.loc[(ids["alice"], ids["bob"])]
     assert (ab["games"], ab["wins"], ab["draws"], ab["losses"]) == (4, 2, 1, 1)
@@ -218,7 +217,7 @@ def test_retired_versions_leave_the_leaderboard(tour):
     alice = by_name(board).loc["alice"]
     assert alice["digest"] == "alice-v2"
     assert (alice["games"], alice["wins"], alice["losses"]) == (1, 0, 1)
-    retired = st.retired_bots(tour.store, st.field_ids(tour.store))
+    retired = queries.retired_bots(tour.store, queries.field_ids(tour.store))
     assert list(zip(retired["name"], retired["digest"], retired["games"], strict=True)) == [
         ("alice", "alice-v1", 3)
     ]

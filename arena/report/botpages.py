@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from arena.report import charts
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
-from arena.tournament import store as st
+from arena.tournament import queries
 from arena.tournament.ratings import History, Standings
 from arena.tournament.store import Store
 
@@ -125,8 +125,8 @@ def bot_pages(
     names = dict(zip((int(i) for i in board["id"]), board["bot"], strict=True))
     settings = store.settings()
     limit = float(settings.move_ms if settings else 1000)
-    kinds = st.fault_kinds(store, standings.field)
-    margins = st.margins(store, standings.field)
+    kinds = queries.fault_kinds(store, standings.field)
+    margins = queries.margins(store, standings.field)
     pairs = standings.pairs
     pages = []
     for r in board.itertuples(index=False):

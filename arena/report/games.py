@@ -36,7 +36,7 @@ from typing import Any
 from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, parse_rules
 from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
-from arena.tournament import store as st
+from arena.tournament import queries
 from arena.tournament.settings import Settings
 from arena.tournament.store import Store
 
@@ -215,8 +215,8 @@ def _block(
     store: Store, rules: Rules, settings: Settings | None, block: int
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     """Replay one block's games: their encoded replays by id, and think times by bot version."""
-    rows = list(st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
-    return _replayed(rows, rules, settings, st.bot_paths(store))
+    rows = list(queries.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
+    return _replayed(rows, rules, settings, queries.bot_paths(store))
 
 
 def _replayed(
@@ -275,7 +275,7 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
     wanted = set()
     count = 0
     todo: list[tuple[int, list[Any], Path]] = []
-    for block, games, id_sum, finished in st.id_blocks(store, BLOCK):
+    for block, games, id_sum, finished in queries.id_blocks(store, BLOCK):
         count += games
         path = out / f"b{block}.js"
         wanted.add(path.name)
@@ -291,7 +291,7 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
             stale.unlink()
     stamp = _write_list(store, out, rules)
     deadline = None if within is None else time.monotonic() + within
-    paths = st.bot_paths(store)
+    paths = queries.bot_paths(store)
     done = _replay_blocks(store, settings, paths, todo[::-1], deadline, jobs)
     for stats in done:
         for bot, v in stats.items():
@@ -316,7 +316,7 @@ def _replay_blocks(
     """Write the blocks of `todo` in order until `deadline`; the think times of those written."""
 
     def rows(block: int) -> list[dict[str, Any]]:
-        return list(st.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
+        return list(queries.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
 
     done: list[dict[int, Any]] = []
     if jobs > 1 and len(todo) >= POOL_FROM and deadline is None:
@@ -346,7 +346,7 @@ def _replay_blocks(
 def _write_list(store: Store, out: Path, rules: Rules) -> str:
     """games/list.js: every game as columns of small numbers, and the names to read them with."""
     current = set(store.current_ids())
-    versions = st.bot_versions(store)
+    versions = queries.bot_versions(store)
     shared = Counter(n for _, n, _ in versions)
     index: dict[int, int] = {}
     bots: list[dict[str, Any]] = []
@@ -360,7 +360,7 @@ def _write_list(store: Store, out: Path, rules: Rules) -> str:
         k: [] for k in ("id", "round", "s", "n", "w", "x", "r", "ss", "ns", "p", "o", "sw")
     }
     last_id = last_round = 0
-    for gid, rnd, s, n, w, x, reason, ss, ns, p, o, sw in st.game_list(store):
+    for gid, rnd, s, n, w, x, reason, ss, ns, p, o, sw in queries.game_list(store):
         cols["id"].append(gid - last_id)
         cols["round"].append(rnd - last_round)
         last_id, last_round = gid, rnd

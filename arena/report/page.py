@@ -25,10 +25,9 @@ import pandas as pd
 from arena.report import charts
 from arena.report.botpages import bot_pages
 from arena.report.games import BLOCK, POOL_FROM, Games, write_games
-from arena.tournament import ratings
-from arena.tournament import store as st
+from arena.tournament import queries, ratings
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
+from arena.tournament.store import Store, now
 
 PAGE = "index.html"
 LIVE = "live.js"  # rewritten with every page: a live page reloads itself when the stamp in it changes
@@ -225,7 +224,7 @@ def _matrix(
 
 
 def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[BotFaults]:
-    latest = st.latest_faults(store, field, FAULTS_PER_BOT)
+    latest = queries.latest_faults(store, field, FAULTS_PER_BOT)
     by_bot = {int(b): rows for b, rows in latest.groupby("bot")}
     out = []
     for r in board[board["forfeits"] > 0].itertuples(index=False):
@@ -257,7 +256,7 @@ def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[B
 
 def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact]:
     settings = store.settings()
-    facts = st.game_facts(store, field).iloc[0]
+    facts = queries.game_facts(store, field).iloc[0]
     games = int(facts["games"] or 0)
     rows = [
         Fact("rules", settings.rules if settings else "not fixed yet"),
@@ -289,7 +288,7 @@ def _openings(store: Store, field: tuple[int, ...]) -> list[Fact]:
         Fact("openings", book.source + (", each played from both sides by every pair" if book.lines else ""))
     ]
     if book.lines:
-        variety = st.pair_variety(store, field)
+        variety = queries.pair_variety(store, field)
         from_start = int(variety["from_start"].sum()) if not variety.empty else 0
         if from_start:
             rows.append(
@@ -362,11 +361,11 @@ def render(
     saves computing them again when the caller already has them. `games` are the data files written beside
     the page (without them the page has no think times); `live` makes it the page of a tournament still
     running, which reloads itself when `live.js` no longer holds its `stamp`."""
-    generated = generated or st.now()
+    generated = generated or now()
     standings = standings or ratings.standings(store)
     board = standings.board
-    retired = st.retired_bots(store, standings.field)
-    variety = st.pair_variety(store, standings.field)
+    retired = queries.retired_bots(store, standings.field)
+    variety = queries.pair_variety(store, standings.field)
     ids = [int(i) for i in board["id"]]
     styles = {bot: charts.style(k) for k, bot in enumerate(ids)}
     history = ratings.rating_history(store, standings.field)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.record import GameRecord
 from arena.report.replay import Ply, Replay, marks, replay
-from arena.tournament import store as st
+from arena.tournament import queries
 from arena.tournament.store import Store
 
 
@@ -157,12 +157,12 @@ class Watch:
 
 def stored_game(store: Store, game: int) -> str | None:
     """`arena replay`: a stored game as text, or None if the store has no game `game`."""
-    row = st.game_record(store, game)
+    row = queries.game_record(store, game)
     if row is None:
         return None
     record = GameRecord.from_dict(row)
     settings = store.settings()
-    paths = st.bot_paths(store)
+    paths = queries.bot_paths(store)
     where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
     played = replay(
         record, settings.move_ms if settings else None, settings.bank_ms if settings else None, None, where

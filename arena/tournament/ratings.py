@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import trueskill
 
-from arena.tournament import store as st
+from arena.tournament import queries
 from arena.tournament.store import Store
 
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
@@ -180,8 +180,8 @@ def history(
 def rating_history(store: Store, field: Iterable[int], points: int = 120) -> History:
     """`history` of the field's games in the store, in schedule order."""
     ids = list(field)
-    total = int(st.game_facts(store, ids).iloc[0]["field_games"] or 0)
-    return history(st.rating_games(store, ids), ids, total, points)
+    total = int(queries.game_facts(store, ids).iloc[0]["field_games"] or 0)
+    return history(queries.rating_games(store, ids), ids, total, points)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,12 +381,12 @@ def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
 
 def standings(store: Store, model: Model | None = None) -> Standings:
     """The leaderboard with its pairwise table, read from the store in one pass of each query."""
-    field = st.field_ids(store)
-    bots = st.field_bots(store, field)
+    field = queries.field_ids(store)
+    bots = queries.field_bots(store, field)
     ids = [int(i) for i in bots["id"]]
-    skills = trueskill_ratings(st.rating_games(store, field), ids, model)
-    pairs = st.pair_totals(store, field)
-    reasons = st.forfeit_reasons(store, field)
+    skills = trueskill_ratings(queries.rating_games(store, field), ids, model)
+    pairs = queries.pair_totals(store, field)
+    reasons = queries.forfeit_reasons(store, field)
     strengths = bradley_terry(pairs, ids)
 
     board = bots.rename(columns={"name": "bot"})
