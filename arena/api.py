@@ -31,7 +31,7 @@ from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
 from arena.tournament.schedule import RoundRobin
 from arena.tournament.settings import BENCH_AFTER, Settings, confinement_here, not_granted, resolve
-from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Store
+from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Allowances, Enforced, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -283,22 +283,19 @@ class Tournament:
         entered = self.enter(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
-        self.store.set_meta("not_entered", json.dumps(entered.broken))
+        self.store.set_not_entered(entered.broken)
         back = scheduler.backend(jobs, cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
         conf = self.settings.confinement()
-        allowances = {
-            "memory": {b.name: conf.memory_of(b.memory_mb)[0] for b in field if b.memory_mb is not None},
-            "memory_asked": {b.name: b.memory_mb for b in field if b.memory_mb is not None},
-        }
-        self.store.set_meta("allowances", json.dumps(allowances))
+        asked = {b.name: b.memory_mb for b in field if b.memory_mb is not None}
+        memory = {name: conf.memory_of(mb)[0] for name, mb in asked.items()}
+        self.store.set_allowances(Allowances(memory, asked))
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
             conf = self.settings.confinement()
             self.store.set_meta("cluster", str(getattr(back, "trust", "")))
         else:
             conf, caps = self._local()
-            state = {"sandbox": caps.sandbox, "cgroups": caps.cgroups, "notes": caps.notes}
-            self.store.set_meta("confinement", json.dumps(state))
+            self.store.set_confinement(Enforced(caps.sandbox, caps.cgroups, tuple(caps.notes)))
         return scheduler.run(
             self.store,
             self.settings,

@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -270,7 +269,7 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
         *_confinement(store, settings),
         Fact("rounds played", f"{int(facts['rounds'] or 0)} (up to round {int(facts['last_round'] or 0)})"),
         Fact("games stored", f"{games} ({int(facts['field_games'] or 0)} between current bot versions)"),
-        Fact("created", _when(store.meta().get("created"))),
+        Fact("created", _when(store.created())),
         Fact("last game finished", _when(facts["last_finished"])),
         Fact("report written", _when(generated)),
     ]
@@ -305,16 +304,15 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     """The limits bots ran under, and plainly what this machine could not enforce."""
     if settings is None:
         return []
-    meta = store.meta()
-    state = _confinement_state(store)
+    enforced = store.confinement()
     sandbox = "off"
-    if state.get("sandbox"):
+    if enforced and enforced.sandbox:
         sandbox = "on (bubblewrap: an allowlisted filesystem, no network, no other bots' files)"
-    allowed = json.loads(store.meta().get("allowances") or "{}")
-    asked = allowed.get("memory_asked", {})
+    allowed = store.allowances()
+    asked = allowed.asked
     own = ", ".join(
         f"{bot} {mb} MiB" + (f" (asked for {asked[bot]} MiB: capped)" if asked.get(bot, mb) != mb else "")
-        for bot, mb in sorted(allowed.get("memory", {}).items())
+        for bot, mb in sorted(allowed.memory.items())
     )
     cap = settings.max_memory_mb if settings.max_memory_mb is not None else settings.memory_mb
     rows = [
@@ -330,23 +328,12 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     if settings.read_only:
         granted = ", ".join(settings.read_only)
         rows.append(Fact("read-only paths", f"{granted} (--read-only: every bot may read them)"))
-    rows += [Fact("warning", note) for note in state.get("notes", [])]
-    if meta.get("cluster"):
-        rows.append(Fact("cluster", meta["cluster"]))
-    rows += [Fact("worker", w["summary"]) for w in json.loads(meta.get("workers") or "{}").values()]
-    rows += [Fact("not entered", f"{entry}: {why}") for entry, why in _not_entered(store)]
+    rows += [Fact("warning", note) for note in (enforced.notes if enforced else ())]
+    if cluster := store.meta().get("cluster"):
+        rows.append(Fact("cluster", cluster))
+    rows += [Fact("worker", m.summary()) for m in store.workers().values()]
+    rows += [Fact("not entered", f"{entry}: {why}") for entry, why in store.not_entered()]
     return rows
-
-
-def _confinement_state(store: Store) -> dict[str, Any]:
-    """The limits bots ran under in the last run (meta 'confinement'), with `notes`: what was missing."""
-    raw = store.meta().get("confinement")
-    return json.loads(raw) if raw else {}
-
-
-def _not_entered(store: Store) -> list[tuple[str, str]]:
-    """The last run's entries meant as bots that could not play, each with why (and how to fix it)."""
-    return [(str(entry), str(why)) for entry, why in json.loads(store.meta().get("not_entered") or "[]")]
 
 
 def render(
@@ -380,12 +367,13 @@ def render(
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    enforced = store.confinement()
     return env.get_template("report.html").render(
         title=store.path.parent.name,
         places=_places(board[board["unranked"] == ""], styles),
         unranked=[(str(b), str(why)) for b, why in zip(board["bot"], board["unranked"], strict=True) if why],
-        not_entered=[entry for entry, _ in _not_entered(store)],
-        unconfined=_confinement_state(store).get("notes", []),
+        not_entered=[entry for entry, _ in store.not_entered()],
+        unconfined=list(enforced.notes) if enforced else [],
         order_rule=ratings.ORDER_RULE,
         any_shared=bool(board["close_above"].any()),
         shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),

@@ -39,7 +39,7 @@ def _field(ids: Iterable[int]) -> str:
 def field_ids(store: Store) -> list[int]:
     """The current field; for a store that never recorded one, the newest version of every bot name."""
     ids = store.current_ids()
-    if ids or store._meta("current") is not None:
+    if ids or "current" in store.meta():
         return ids
     return [int(r[0]) for r in store.db.execute("SELECT max(id) FROM bots GROUP BY name ORDER BY name")]
 

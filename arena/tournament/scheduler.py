@@ -9,12 +9,11 @@ process stays the store's one writer, committing every game at once.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import socket
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from arena.game.openings import play as play_opening
 from arena.game.rules import NORTH, SOUTH, Rules
@@ -25,7 +24,7 @@ from arena.tournament.backend import Backend, Games, Machine
 from arena.tournament.local import Local
 from arena.tournament.schedule import Schedule, Slot, Version, key
 from arena.tournament.settings import BENCH_AFTER, Settings
-from arena.tournament.store import Store
+from arena.tournament.store import Enforced, Store
 
 log = logging.getLogger("arena")
 
@@ -179,14 +178,8 @@ def _note_machines(store: Store, machines: Sequence[Machine]) -> None:
     """What the page says of the workers: every worker that ever played a game of the tournament (meta
     'workers', by address), and for the limits bots ran under in this run (meta 'confinement') the sandbox
     and cgroups only where every worker had them, and each worker's missing ones in words."""
-    known = json.loads(store.meta().get("workers") or "{}")
-    for m in machines:
-        known[m.host] = {**asdict(m), "summary": m.summary()}
-    store.set_meta("workers", json.dumps(known))
+    store.add_workers(machines)
     played = [m for m in machines if not m.refused]  # a dropped worker's games were not stored
-    state = {
-        "sandbox": all(m.sandbox for m in played),
-        "cgroups": all(m.cgroups for m in played),
-        "notes": [f"worker {m.host} ({m.address}): {note}" for m in played for note in m.notes],
-    }
-    store.set_meta("confinement", json.dumps(state))
+    notes = tuple(f"worker {m.host} ({m.address}): {note}" for m in played for note in m.notes)
+    sandbox, cgroups = all(m.sandbox for m in played), all(m.cgroups for m in played)
+    store.set_confinement(Enforced(sandbox, cgroups, notes))

@@ -13,7 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from arena.game.openings import Book
 from arena.match.bots import Bot
 from arena.match.record import GameRecord, Reason, decoder, encoder, is_plain, plain_type, record_fields
+from arena.tournament.backend import Machine
 from arena.tournament.schedule import Result, Slot
 from arena.tournament.settings import Settings
 
@@ -103,6 +104,25 @@ _INSERT = f"INSERT INTO games ({', '.join(_GAME_COLUMNS)}) VALUES ({', '.join('?
 
 class StoreError(RuntimeError):
     """A store that cannot be used as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Enforced:
+    """What the bots of the last run ran under (meta 'confinement'): the sandbox and cgroups as the machine
+    (on a cluster: every worker) had them, and in words what could not be enforced."""
+
+    sandbox: bool
+    cgroups: bool
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Allowances:
+    """What bots of the last run asked for in their bot.toml beyond the tournament's limits (meta
+    'allowances'), by bot name: memory in MiB as granted (capped by the teacher's maximum), and as asked."""
+
+    memory: dict[str, int] = field(default_factory=dict)
+    asked: dict[str, int] = field(default_factory=dict)
 
 
 def now() -> str:
@@ -237,6 +257,57 @@ class Store:
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # --- what the last run was played under, for the page: each meta blob read and written here only ----
+
+    def created(self) -> str | None:
+        return self._meta("created")
+
+    def confinement(self) -> Enforced | None:
+        """What the last run's bots ran under; None before a run."""
+        raw = self._meta("confinement")
+        if not raw:
+            return None
+        data = json.loads(raw)
+        return Enforced(bool(data.get("sandbox")), bool(data.get("cgroups")), tuple(data.get("notes", ())))
+
+    def set_confinement(self, enforced: Enforced) -> None:
+        self.set_meta("confinement", json.dumps({**asdict(enforced), "notes": list(enforced.notes)}))
+
+    def allowances(self) -> Allowances:
+        data = json.loads(self._meta("allowances") or "{}")
+        memory, asked = (
+            {bot: int(mb) for bot, mb in data.get(k, {}).items()} for k in ("memory", "memory_asked")
+        )
+        return Allowances(memory, asked)
+
+    def set_allowances(self, allowances: Allowances) -> None:
+        data = {"memory": allowances.memory, "memory_asked": allowances.asked}
+        self.set_meta("allowances", json.dumps(data))
+
+    def not_entered(self) -> list[tuple[str, str]]:
+        """The last run's entries meant as bots that could not play, each with why (and how to fix it)."""
+        return [(str(entry), str(why)) for entry, why in json.loads(self._meta("not_entered") or "[]")]
+
+    def set_not_entered(self, broken: Iterable[tuple[str, str]]) -> None:
+        self.set_meta("not_entered", json.dumps([list(b) for b in broken]))
+
+    def workers(self) -> dict[str, Machine]:
+        """Every cluster worker that ever played a game of the tournament (or was dropped from a run), by
+        its machine's name."""
+        known = json.loads(self._meta("workers") or "{}")
+        names = {f.name for f in dataclasses.fields(Machine)}
+        return {
+            address: Machine(**{**{k: v for k, v in m.items() if k in names}, "notes": tuple(m["notes"])})
+            for address, m in known.items()
+        }
+
+    def add_workers(self, machines: Iterable[Machine]) -> None:
+        """Add these workers to those known (each with its one-line summary, as the page shows it)."""
+        known = json.loads(self._meta("workers") or "{}")
+        for m in machines:
+            known[m.host] = {**asdict(m), "summary": m.summary()}
+        self.set_meta("workers", json.dumps(known))
 
     # --- bots -----------------------------------------------------------------------------------------
 
