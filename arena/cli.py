@@ -382,9 +382,7 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @click.option(
     "--jobs",
     type=click.IntRange(1, 512),
-    default=os.cpu_count() or 1,
-    show_default=True,
-    help="Games played in parallel.",
+    help="Games played in parallel [default: one per core].",
 )
 @click.option(
     "--openings",
