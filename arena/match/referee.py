@@ -91,15 +91,18 @@ class Player:
     def start(self) -> Wire:
         """Start the bot's process, confined by the warden, unless it runs already."""
         if self._wire is None:
-            bot = self.bot
-            jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
-            proc = BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
-            self._wire = WIRES[bot.protocol](proc)
+            self._wire = WIRES[self.bot.protocol](self.spawn())
             if isinstance(self._wire, V1):
-                self._wire.python = bot.path.suffix == ".py"  # its timeout hint speaks of Python
+                self._wire.python = self.bot.path.suffix == ".py"  # its timeout hint speaks of Python
             self._fresh = True
             self._mark = 0
         return self._wire
+
+    def spawn(self) -> BotProcess:
+        """A new process of the bot, confined by the warden (a test puts a scripted one in its place)."""
+        bot = self.bot
+        jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
+        return BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
 
     def wire(self) -> Wire:
         """The running process's wire protocol; starting it is `start`'s job, not a side effect of this."""
