@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from arena.match.bots import Bot, load_bot  # noqa: E402
 from arena.match.confine import Confinement, capabilities  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
-from arena.tournament.backend import Backend, Games  # noqa: E402
+from arena.tournament.backend import Backend, Conditions  # noqa: E402
 from arena.tournament.cluster import Cluster  # noqa: E402
 from arena.tournament.local import Local  # noqa: E402
 from arena.tournament.schedule import Slot  # noqa: E402
@@ -47,7 +47,7 @@ def slots_of(a: Bot, b: Bot, games: int) -> list[Slot]:
     ]
 
 
-def timed(backend: Backend, slots: list[Slot], games: Games) -> tuple[float, float]:
+def timed(backend: Backend, slots: list[Slot], games: Conditions) -> tuple[float, float]:
     """(wall s, this process's CPU s) to play `slots` on `backend`."""
     done = 0
 
@@ -98,7 +98,7 @@ def main() -> None:
             for r in range(args.repeats):
                 for games in (small, large):
                     for name, backend, conf in (("local", local, here), ("cluster", remote, asked)):
-                        setup = Games("kalah", limits, conf, tag=f"bench{r}")
+                        setup = Conditions("kalah", limits, conf, tag=f"bench{r}")
                         runs.setdefault((name, games), []).append(
                             timed(backend, slots_of(a, b, games), setup)
                         )

@@ -50,7 +50,7 @@ from arena.api import Tournament
 from arena.match.bots import discover
 from arena.match.confine import Confinement
 from arena.match.referee import Limits
-from arena.tournament.backend import Games
+from arena.tournament.backend import Conditions
 from arena.tournament.cluster import Cluster, ClusterError
 from arena.tournament.settings import Settings
 from arena.tournament.trust import make as make_certs
@@ -402,7 +402,7 @@ def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path:
     ships = {b.digest: workers.pack(b) for b in bots.values()}
     mute, first, greedy = (bots[n].digest for n in ("mute", "first", "greedy"))
     limits = Limits(move_ms=200, startup_ms=200)
-    arena = workers.Arena(Games(RULES, limits, Confinement(sandbox=True), tag="t"))
+    arena = workers.Arena(Conditions(RULES, limits, Confinement(sandbox=True), tag="t"))
     worker = SimpleNamespace(address="tcp://127.0.0.1:1", state=SimpleNamespace(total_resources={"games": 1}))
     arena.setup(worker)
     try:

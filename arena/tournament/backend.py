@@ -17,7 +17,7 @@ from arena.tournament.schedule import Slot
 
 
 @dataclass(frozen=True, slots=True)
-class Games:
+class Conditions:
     """What every game of a run is played under, wherever it is played. `conf` is the confinement as this
     machine can enforce it for `Local`; a back end whose bots run elsewhere (`Backend.remote`) gets it as
     asked, and each of its machines resolves it for itself (`confine.capabilities`)."""
@@ -61,12 +61,12 @@ class Backend(Protocol):
     before a game would be sent, `instead` may record it without playing (a benched bot's forfeit).
     KeyboardInterrupt stops it, ending its bots; games already reported are kept."""
 
-    remote: bool  # the bots run on other machines, which confine them as they can (Games.conf as asked)
+    remote: bool  # the bots run on other machines, which confine them as they can (Conditions.conf as asked)
 
     def play(
         self,
         slots: Sequence[Slot],
-        games: Games,
+        conditions: Conditions,
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from arena.match.bots import Bot
     from arena.match.record import GameRecord
-    from arena.tournament.backend import Games, Instead, Machine, OnGame
+    from arena.tournament.backend import Conditions, Instead, Machine, OnGame
     from arena.tournament.schedule import Slot
 
 log = logging.getLogger("arena")
@@ -103,7 +103,7 @@ class Cluster:
     def play(
         self,
         slots: Sequence[Slot],
-        games: Games,
+        conditions: Conditions,
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,
@@ -117,12 +117,12 @@ class Cluster:
         if self.require_sandbox is None:
             from arena.match.confine import capabilities
 
-            conf = games.conf
+            conf = conditions.conf
             self._require = bool(conf and conf.sandbox and capabilities(conf, True)[1].sandbox)
         else:
             self._require = self.require_sandbox
         client = self._connect(distributed)
-        plugin = f"arena-{games.tag or 'run'}"
+        plugin = f"arena-{conditions.tag or 'run'}"
         futures: dict[Any, tuple[int, ...]] = {}  # tasks on the cluster: Dask future -> their games' indices
         sent: dict[Any, float] = {}  # when each task was sent
         shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files on the cluster
@@ -131,7 +131,7 @@ class Cluster:
         serial = itertools.count(1)
         try:
             capacity = _Capacity(client, self._slots(client))
-            client.register_plugin(workers.Arena(games, self.idle_s), name=plugin)
+            client.register_plugin(workers.Arena(conditions, self.idle_s), name=plugin)
             done = distributed.as_completed([], loop=client.loop)
             # Games not yet sent, in schedule order; games a task left unplayed go back to its front.
             waiting = deque(range(len(slots)))
@@ -163,7 +163,7 @@ class Cluster:
                         plugin,
                         bots,
                         plays,
-                        key=f"arena-games-{games.tag}-{name}",
+                        key=f"arena-games-{conditions.tag}-{name}",
                         resources={workers.RESOURCE: 1},
                         workers=allowed,
                         pure=False,
@@ -248,7 +248,7 @@ class Cluster:
                         )
                     else:
                         machine, records, seconds, why = self._accept(
-                            answer, batch, slots, games, ours, address
+                            answer, batch, slots, conditions, ours, address
                         )
                         if why:
                             drop(address, machine, why)
@@ -291,7 +291,7 @@ class Cluster:
         answer: dict[str, Any],
         batch: tuple[int, ...],
         slots: Sequence[Slot],
-        games: Games,
+        conditions: Conditions,
         ours: str,
         address: str,
     ) -> tuple[Any, list[tuple[int, GameRecord]], float, str]:
@@ -335,7 +335,7 @@ class Cluster:
                 slot = slots[batch[k]]
                 record = audit.rebuild(data)
                 try:
-                    audit.check(slot, games.spec, record)
+                    audit.check(slot, conditions.spec, record)
                 except audit.Forged as e:
                     raise audit.Forged(
                         f"its game of round {slot.round}, {slot.south.name} (south) against "

@@ -21,7 +21,7 @@ from arena.match.clock import Limits
 from arena.match.confine import Confinement, Warden
 from arena.match.pool import Pool
 from arena.match.referee import play_game
-from arena.tournament.backend import Games, Instead, Machine, OnGame
+from arena.tournament.backend import Conditions, Instead, Machine, OnGame
 from arena.tournament.schedule import Slot
 
 
@@ -56,15 +56,15 @@ class _Stop:
             raise SystemExit(128 + self.signum)
 
 
-def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-def]
+def _worker(tasks, results, conditions: Conditions) -> None:  # type: ignore[no-untyped-def]
     """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler: this process's own
     stop = _Stop()
     _die_with_parent()
-    rules = parse_rules(games.spec)
-    warden = Warden(games.conf) if games.conf else None
-    pool = Pool(warden, games.limits.quit_grace_ms)
+    rules = parse_rules(conditions.spec)
+    warden = Warden(conditions.conf) if conditions.conf else None
+    pool = Pool(warden, conditions.limits.quit_grace_ms)
     try:
         while True:
             stop.check()
@@ -76,9 +76,9 @@ def _worker(tasks, results, games: Games) -> None:  # type: ignore[no-untyped-de
                 break
             index, south_bot, north_bot, opening = pickle.loads(task)
             south, north = pool.take(south_bot), pool.take(north_bot)
-            record = play_game(rules, south, north, games.limits, opening=opening)
-            pool.give(south, keep=not games.fresh)
-            pool.give(north, keep=not games.fresh)
+            record = play_game(rules, south, north, conditions.limits, opening=opening)
+            pool.give(south, keep=not conditions.fresh)
+            pool.give(north, keep=not conditions.fresh)
             results.put(pickle.dumps((index, record)))
     finally:
         stop.signum = stop.signum or signal.SIGTERM  # from here on, no signal raises
@@ -98,7 +98,7 @@ def play_slots(
     instead: Instead | None = None,
 ) -> None:
     """Play `slots` on `jobs` worker processes of this machine (the `Local` back end)."""
-    Local(jobs).play(slots, Games(spec, limits, conf, fresh), on_game, instead)
+    Local(jobs).play(slots, Conditions(spec, limits, conf, fresh), on_game, instead)
 
 
 class Local:
@@ -117,7 +117,7 @@ class Local:
     def play(
         self,
         slots: Sequence[Slot],
-        games: Games,
+        conditions: Conditions,
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,
@@ -149,7 +149,7 @@ class Local:
                 tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
                 sent += 1
 
-        workers = [ctx.Process(target=_worker, args=(tasks, results, games)) for _ in range(jobs)]
+        workers = [ctx.Process(target=_worker, args=(tasks, results, conditions)) for _ in range(jobs)]
         for w in workers:
             w.start()
         finished = False

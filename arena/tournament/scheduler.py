@@ -20,7 +20,7 @@ from arena.game.rules import NORTH, SOUTH, Rules
 from arena.match.confine import Confinement
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import check_rules
-from arena.tournament.backend import Backend, Games, Machine
+from arena.tournament.backend import Backend, Conditions, Machine
 from arena.tournament.local import Local
 from arena.tournament.schedule import Schedule, Slot, Version, key
 from arena.tournament.settings import BENCH_AFTER, Settings
@@ -148,7 +148,7 @@ def run(
         _note_machines(store, machines)
 
     back = backend or Local(jobs)
-    games = Games(settings.rules, settings.limits(), conf, fresh, _tag(store))
+    conditions = Conditions(settings.rules, settings.limits(), conf, fresh, _tag(store))
     interrupted = False
     todo = schedule.next(results)
     if progress:
@@ -157,7 +157,7 @@ def run(
         while todo:
             tried.update(key(s) for s in todo)
             total += len(todo)
-            back.play(todo, games, on_game, bench.instead, on_machine)
+            back.play(todo, conditions, on_game, bench.instead, on_machine)
             todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True

@@ -40,7 +40,7 @@ from arena.match.pool import Pool
 from arena.match.record import GameRecord
 from arena.match.referee import Player, play_game
 from arena.tournament import identity
-from arena.tournament.backend import Games, Machine
+from arena.tournament.backend import Conditions, Machine
 
 CACHE_ENV = "ARENA_CACHE"
 RESOURCE = "games"  # the Dask worker resource that counts game slots: dask worker ... --resources games=N
@@ -145,16 +145,16 @@ class Arena(WorkerPlugin):
     cache, the bots' processes and the threads that play. Registered by the coordinator for the run (by
     name, so a later run of the same tournament replaces what a killed one left) and torn down after it."""
 
-    def __init__(self, games: Games, idle_s: float = 30.0) -> None:
-        self.games = games
+    def __init__(self, conditions: Conditions, idle_s: float = 30.0) -> None:
+        self.conditions = conditions
         self.idle_s = idle_s
 
     def setup(self, worker: Any) -> None:
         self.address = str(worker.address)
-        self.rules = parse_rules(self.games.spec)
-        asked = self.games.conf
+        self.rules = parse_rules(self.conditions.spec)
+        asked = self.conditions.conf
         if asked is None:
-            raise ValueError("a cluster run needs the limits as asked (Games.conf)")
+            raise ValueError("a cluster run needs the limits as asked (Conditions.conf)")
         conf, caps = capabilities(asked, asked.sandbox)
         slots = int(worker.state.total_resources.get(RESOURCE, 0))
         cores = os.cpu_count() or 1
@@ -180,7 +180,7 @@ class Arena(WorkerPlugin):
     def _prepare(self, conf: Any, slots: int) -> None:
         try:
             self.warden = Warden(conf)
-            self.pool = Pool(self.warden, self.games.limits.quit_grace_ms, keep=16 * max(1, slots))
+            self.pool = Pool(self.warden, self.conditions.limits.quit_grace_ms, keep=16 * max(1, slots))
         finally:
             self._ready.set()
         threading.Thread(target=self._end_idle, name="arena-idle", daemon=True).start()
@@ -256,8 +256,10 @@ class Arena(WorkerPlugin):
             try:
                 for digest in (south, north):
                     players.append(self._player(bots[digest]))
-                record = play_game(self.rules, players[0], players[1], self.games.limits, opening=opening)
-                kept = not self.games.fresh
+                record = play_game(
+                    self.rules, players[0], players[1], self.conditions.limits, opening=opening
+                )
+                kept = not self.conditions.fresh
             finally:
                 for player in players:
                     self.pool.give(player, keep=kept)
