@@ -111,7 +111,7 @@ def bin_edge(k: int) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class Games:
+class GameFiles:
     """What the page needs from the data files: where they are and the think times they counted."""
 
     stamp: str  # changes whenever the list does: the page asks for list.js?v=STAMP
@@ -260,12 +260,12 @@ def _block_file(
 POOL_FROM = 16  # blocks to replay before it pays to start worker processes (each imports arena, ~1 s)
 
 
-def write_games(store: Store, folder: Path, within: float | None = None, jobs: int = 1) -> Games:
+def write_games(store: Store, folder: Path, within: float | None = None, jobs: int = 1) -> GameFiles:
     """Write FOLDER/games/: the list, and every block whose games changed since it was written.
 
     Replaying is the costly part (a stored game never changes, so an unchanged block is never replayed
     again). `within`: seconds to spend on it; blocks still to write when they are up are left for the next
-    write (`Games.missing`), newest first, so a page of a big tournament can be up before all its replays
+    write (`GameFiles.missing`), newest first, so a page of a big tournament can be up before all its replays
     are. `jobs`: processes to replay with (one: this one)."""
     out = Path(folder) / FOLDER
     out.mkdir(parents=True, exist_ok=True)
@@ -296,7 +296,7 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
     for stats in done:
         for bot, v in stats.items():
             think.setdefault(int(bot), Think()).merge(Think.of(v))
-    return Games(stamp, count, think, len(todo) - len(done))
+    return GameFiles(stamp, count, think, len(todo) - len(done))
 
 
 def _written(path: Path, future: Future[tuple[str, dict[int, Any]]]) -> dict[int, Any]:

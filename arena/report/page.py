@@ -23,7 +23,7 @@ import pandas as pd
 
 from arena.report import charts
 from arena.report.botpages import bot_pages
-from arena.report.games import BLOCK, POOL_FROM, Games, write_games
+from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.tournament import queries, ratings
 from arena.tournament.settings import Settings
 from arena.tournament.store import Store, now
@@ -82,7 +82,7 @@ class Live:
 
 
 @dataclass(frozen=True, slots=True)
-class Fault:
+class FaultRow:
     """One forfeit as its author needs it: where, why, and what the bot printed on stderr."""
 
     game: int
@@ -104,7 +104,7 @@ class BotFaults:
     bot: str
     total: int
     reasons: str
-    faults: tuple[Fault, ...]
+    faults: tuple[FaultRow, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +234,7 @@ def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[B
                 text = str(f.stderr or "")
                 lines = text.rstrip("\n").splitlines()
                 faults.append(
-                    Fault(
+                    FaultRow(
                         game=int(f.game),
                         round=int(f.round),
                         opponent=str(f.opponent),
@@ -340,7 +340,7 @@ def render(
     store: Store,
     generated: str | None = None,
     standings: ratings.Standings | None = None,
-    games: Games | None = None,
+    games: GameFiles | None = None,
     live: Live | None = None,
     stamp: str = "",
 ) -> str:
@@ -424,7 +424,7 @@ def write_report(
 
 
 def _write_page(
-    store: Store, folder: Path, standings: ratings.Standings, games: Games, live: Live | None
+    store: Store, folder: Path, standings: ratings.Standings, games: GameFiles, live: Live | None
 ) -> Path:
     page = folder / PAGE
     stamp = f"{time.time_ns():x}"

@@ -40,7 +40,7 @@ class Ply:
 
 
 @dataclass(frozen=True, slots=True)
-class Fault:
+class ReplayFault:
     """Where and why a bot forfeited, and the referee's lines that bring it back."""
 
     bot: str
@@ -64,7 +64,7 @@ class Replay:
     south: str  # the bot that began as South
     north: str
     swap_at: int  # index of the SWAP ply, -1 if none: from then on `north` owns South and `south` North
-    fault: Fault | None
+    fault: ReplayFault | None
     error: str  # '' or why the stored moves stopped replaying (a damaged record)
 
     def owners(self, plies_done: int) -> tuple[str, str]:
@@ -147,14 +147,14 @@ def _fault(
     move_ms: int | None,
     bank_ms: int | None,
     path: Path | None,
-) -> Fault:
+) -> ReplayFault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
     if it was its turn."""
     bot = str(record.faulty)
     lines = lines_sent(rules, record, bot, move_ms, bank_ms)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
     note = note if bank_ms else ""
-    return Fault(
+    return ReplayFault(
         bot,
         record.reason,
         record.detail,
