@@ -25,7 +25,7 @@ from arena.game.openings import (
     load_book,
     order,
     parse_book,
-    play,
+    position_after,
     score,
     tolerance,
 )
@@ -47,7 +47,7 @@ def test_a_generated_book_is_legal_distinct_balanced_and_seeded(spec: str) -> No
     positions = set()
     for opening in book.lines:
         assert len(opening) == PLIES and SWAP not in opening
-        pos = play(rules, opening)
+        pos = position_after(rules, opening)
         assert not rules.is_over(pos)
         assert abs(score(rules, pos) - start) <= tolerance(rules)
         positions.add(pos)
@@ -63,7 +63,7 @@ def test_under_the_pie_rule_an_opening_is_exactly_souths_first_turn(spec: str) -
     book = generate(rules, 50, seed=1)
     assert 1 <= len(book.lines) < 50  # the first turns are all there are
     for opening in book.lines:
-        pos = play(rules, opening)
+        pos = position_after(rules, opening)
         assert (pos.to_move, pos.turn, pos.can_swap) == (NORTH, 1, True), opening
 
 
@@ -163,7 +163,7 @@ def test_deterministic_bots_play_a_distinct_game_for_every_opening_and_side(tmp_
         by_round[r["round"]].append(r)
         assert tuple(r["opening"]) == book.for_round(r["round"])
         rules = parse_rules(r["rules"])  # the record replays from its opening to its end
-        pos = play(rules, tuple(r["opening"]))
+        pos = position_after(rules, tuple(r["opening"]))
         for move in r["moves"]:
             pos = rules.play(pos, move)
         assert rules.is_over(pos)

@@ -57,7 +57,7 @@ def tolerance(rules: Rules) -> float:
     return max(1.0, rules.total_seeds / 24)
 
 
-def play(rules: Rules, opening: Opening) -> Position:
+def position_after(rules: Rules, opening: Opening) -> Position:
     """The position after `opening`; ValueError (with the rules' reason) if a ply is illegal."""
     pos = rules.initial()
     for ply in opening:
@@ -99,7 +99,7 @@ def generate(rules: Rules, count: int, seed: int) -> Book:
         if len(lines) == count:
             break
         opening = _draw(rules, rng)
-        pos = play(rules, opening)
+        pos = position_after(rules, opening)
         if not opening or rules.is_over(pos) or pos in seen:
             continue
         seen.add(pos)
@@ -129,7 +129,7 @@ def parse_book(text: str, rules: Rules, name: str = "book") -> tuple[Opening, ..
             raise BookError(f"{where}: {bad!r} is not a pit number; an opening is pit numbers, e.g. '3 1 4'")
         opening = tuple(int(w) for w in words)
         try:
-            pos = play(rules, opening)
+            pos = position_after(rules, opening)
         except ValueError as e:
             raise BookError(f"{where}: {' '.join(words)} is not legal under {rules.spec}: {e}") from None
         if rules.is_over(pos):

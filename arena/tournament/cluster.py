@@ -159,7 +159,7 @@ class Cluster:
                 future = self._patiently(
                     client,
                     lambda: client.submit(
-                        workers.play,
+                        workers.play_task,
                         plugin,
                         bots,
                         plays,

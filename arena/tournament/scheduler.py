@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arena.game.openings import play as play_opening
+from arena.game.openings import position_after
 from arena.game.rules import NORTH, SOUTH, Rules
 from arena.match.confine import Confinement
 from arena.match.record import GameRecord, Reason
@@ -84,7 +84,7 @@ class Bench:
         if culprit is None:
             return None
         winner = slot.north.name if culprit == slot.south.name else slot.south.name
-        pos = play_opening(self.rules, slot.opening)
+        pos = position_after(self.rules, slot.opening)
         names = (slot.south.name, slot.north.name)
         return GameRecord(
             rules=self.rules.spec,

@@ -269,7 +269,7 @@ class Arena(WorkerPlugin):
         return played, self.machine, time.monotonic() - start
 
 
-def play(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
+def play_task(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
     """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
     every bot they need, by digest. Its answer is JSON text (`Arena.answer`)."""
     arena = get_worker().plugins[plugin]
