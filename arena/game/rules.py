@@ -109,6 +109,22 @@ class Trace:
         return any(kind == SWEEP for kind, _, _ in self.steps)
 
 
+def _sown(hole: int, seeds: int, size: int, skip: int) -> list[Step]:
+    """The steps of lifting `seeds` seeds from `hole` and sowing them one by one, as the engine does: whole
+    laps first (every hole but `skip`, the emptied one included, from the next hole round), then the rest
+    from the next hole on, never into `skip`. Written for a log after the engine's own loop, so that the
+    loop itself checks for no log."""
+    lap = [(SOW, (hole + k) % size, 1) for k in range(1, size + 1) if (hole + k) % size != skip]
+    laps, rest = divmod(seeds, size - 1)
+    steps: list[Step] = [(LIFT, hole, seeds), *lap * laps]
+    i = hole
+    while len(steps) < 1 + len(lap) * laps + rest:
+        i = i + 1 if i + 1 < size else 0
+        if i != skip:
+            steps.append((SOW, i, 1))
+    return steps
+
+
 class Rules(Protocol):
     """What every rule set offers; the referee and the bots use nothing else."""
 
@@ -235,11 +251,12 @@ class _Board:
         relay = sum(1 for kind, _, _ in log if kind == LIFT) > 1
         return Trace(after, tuple(log), extra, relay)
 
-    def play(self, pos: Position, move: Move) -> Position:
-        """The position after `move`; raises IllegalMove if it is not legal."""
-        return self._move(pos, move, None)
+    def play(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
+        """The position after `move`; raises IllegalMove if it is not legal. Each rule set's own is its
+        `_move` itself, not a call to it: the search bots' hot path pays for no second call."""
+        return self._move(pos, move, log)
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
         raise NotImplementedError
 
     def is_over(self, pos: Position) -> bool:
@@ -291,7 +308,7 @@ class Kalah(_Board):
             (self.no_first_extra, "no-first-extra"),
         )
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
         """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
         self.check(pos, move)
         if move == SWAP:
@@ -306,17 +323,12 @@ class Kalah(_Board):
         i = side * (n + 1) + move - 1
         seeds = board[i]
         board[i] = 0
-        if log is not None:
-            log.append((LIFT, i, seeds))
         # Whole laps first (every hole but the opponent's store, the emptied pit included), then the rest.
         laps, seeds = divmod(seeds, size - 1)
         if laps:
             for j in range(size):
                 if j != skip:
                     board[j] += laps
-            if log is not None:  # as sown: round and round from the next hole on
-                lap = [(SOW, (i + k) % size, 1) for k in range(1, size + 1) if (i + k) % size != skip]
-                log += lap * laps
         while seeds:
             i += 1
             if i == size:
@@ -324,8 +336,9 @@ class Kalah(_Board):
             if i != skip:
                 board[i] += 1
                 seeds -= 1
-                if log is not None:
-                    log.append((SOW, i, 1))
+        if log is not None:  # written after the sowing, which stays as fast as without a log
+            lifted = side * (n + 1) + move - 1
+            log += _sown(lifted, pos.board[lifted], size, skip)
         if i == store and not (self.no_first_extra and pos.turn == 0):
             nxt = side
         else:
@@ -343,6 +356,8 @@ class Kalah(_Board):
                     board[i] = 0
         turn = pos.turn + (nxt != side)
         return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side, log)
+
+    play = _move  # `_move` itself, no second call on the hot path
 
     def _settle(
         self, board: list[int], nxt: int, turn: int, can_swap: bool, log: list[Step] | None = None
@@ -395,7 +410,7 @@ class Relay(_Board):
     def spec(self) -> str:
         return self._spec("relay", (self.chain, "chain"))
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None) -> Position:
+    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
         """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
         self.check(pos, move)
         n = self.pits
@@ -411,17 +426,16 @@ class Relay(_Board):
         seen: set[tuple[int, ...]] = set()
         while True:
             seeds, board[i] = board[i], 0
-            if log is not None:
-                log.append((LIFT, i, seeds))
             reached_opponent = False
+            lifted, rest = i, seeds
             while seeds:
                 i = i + 1 if i + 1 < size else 0
                 if i != skip:
                     board[i] += 1
                     seeds -= 1
-                    if log is not None:
-                        log.append((SOW, i, 1))
                     reached_opponent = reached_opponent or opp <= i < opp + n
+            if log is not None:  # written after the sowing, which stays as fast as without a log
+                log += _sown(lifted, rest, size, skip)
             if not (own <= i < store and board[i] > 1 and reached_opponent):
                 break
             state = (*board, i)
@@ -446,6 +460,8 @@ class Relay(_Board):
             self._bank_rows(board, n, log)
             return Position(tuple(board), nxt, turn, "normal")
         return Position(tuple(board), nxt, turn, None, self.pie and turn == 1)
+
+    play = _move  # `_move` itself, no second call on the hot path
 
 
 _OPTIONS: Final[dict[str, tuple[dict[str, str], dict[str, str]]]] = {
