@@ -10,19 +10,19 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
 from arena.game.openings import BookError
-from arena.game.rules import RulesError, parse_rules, rule_sets
+from arena.game.rules import Kalah, Relay, RulesError, parse_rules, rule_sets
 from arena.match.bots import BotError, BuildError, find_bot
 from arena.match.confine import GrantError
 from arena.match.printable import printable
 from arena.match.record import Reason
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
-from arena.tournament.settings import BENCH_AFTER, Settings, resolve
+from arena.tournament.settings import BENCH_AFTER, MANKALAH_BANK_MS, Settings, resolve
 from arena.tournament.store import StoreError
 
 
@@ -90,7 +90,9 @@ def _confinement_options(f):  # type: ignore[no-untyped-def]
         help="Run bots in bubblewrap: no network, no other bots' files [default: on where available].",
     )(f)
     f = click.option(
-        "--max-procs", type=click.IntRange(1, 10_000), help="Processes a bot may run at once [default: 64]."
+        "--max-procs",
+        type=click.IntRange(1, 10_000),
+        help=f"Processes a bot may run at once [default: {Settings().max_procs}].",
     )(f)
     f = click.option(
         "--max-memory",
@@ -147,30 +149,58 @@ def _bank_ms(seconds: float | None) -> int | None:
     return None if seconds is None else max(1, round(seconds * 1000))
 
 
-def _time_options(f):  # type: ignore[no-untyped-def]
-    f = click.option(
-        "--time-bank",
-        type=TIME_BANK,
-        metavar="S",
-        help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what is "
-        "left).",
-    )(f)
-    f = click.option(
-        "--startup-ms",
-        type=click.IntRange(0, 600_000),
-        default=Settings().startup_ms,
-        show_default=True,
-        help="Extra time for the first move after a bot process starts (interpreters, JVMs).",
-    )(f)
-    f = click.option(
-        "--move-time",
-        "move_ms",
-        type=click.IntRange(1, 3_600_000),
-        metavar="MS",
-        help=f"Milliseconds a bot has for each move [default: {Settings().move_ms}; with --time-bank: no "
-        "limit but the bank; under --rules mankalah without either: their engine's bank of an hour].",
-    )(f)
-    return f
+def _time_options(tournament: bool):  # type: ignore[no-untyped-def]
+    """--move-time, --startup-ms and --time-bank, declared once. For `arena run` (`tournament`) a flag not
+    given keeps the stored tournament's setting, so none has a default filled in here: resolve() does it."""
+    kept = ", or the tournament's" if tournament else ""
+    default = Settings()
+    bank_s = MANKALAH_BANK_MS // 1000
+
+    def options(f):  # type: ignore[no-untyped-def]
+        f = click.option(
+            "--time-bank",
+            type=TIME_BANK,
+            metavar="S",
+            help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what "
+            f"is left) [default: none; {bank_s} and no --move-time under --rules mankalah{kept}].",
+        )(f)
+        f = click.option(
+            "--startup-ms",
+            type=click.IntRange(0, 600_000),
+            metavar="MS",
+            help="Extra time for a bot's first move after its process starts (interpreters, JVMs) "
+            f"[default: {default.startup_ms}{kept}].",
+        )(f)
+        return click.option(
+            "--move-time",
+            "move_ms",
+            type=click.IntRange(1, 3_600_000),
+            metavar="MS",
+            help=f"Milliseconds a bot has for each move [default: {default.move_ms}; with --time-bank: no "
+            f"limit but the bank{kept}].",
+        )(f)
+
+    return options
+
+
+def _asked(
+    rules: Kalah | Relay | None,
+    move_ms: int | None,
+    startup_ms: int | None,
+    time_bank: float | None,
+    read_only: tuple[str, ...],
+    **more: object,
+) -> dict[str, Any]:
+    """The settings the rules, time and confinement flags ask for, as `resolve` takes them (None: not
+    asked): one dict for play, run and check. `more` are further flags by their setting's name."""
+    spec = rules.spec if rules is not None else None
+    asked = {"rules": spec, "move_ms": move_ms, "startup_ms": startup_ms, "bank_ms": _bank_ms(time_bank)}
+    return asked | {"read_only": _read_only(read_only)} | more
+
+
+def _seed_option(text: str):  # type: ignore[no-untyped-def]
+    """--seed, of one type wherever it is asked (`text` its help)."""
+    return click.option("--seed", type=click.IntRange(0, 2**63), help=text)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
@@ -197,7 +227,7 @@ def cli(ctx: click.Context) -> None:
 @click.argument("b")
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help=RULES_HELP)
 @click.option("--games", type=click.IntRange(1, 1_000_000), default=1, show_default=True)
-@_time_options
+@_time_options(tournament=False)
 @_bots_option("Folder where bot names are looked up.")
 @click.option(
     "--openings",
@@ -206,7 +236,7 @@ def cli(ctx: click.Context) -> None:
     "from the start), or a book FILE [default: one per pair of games, at most 50; a single game, or one "
     "with you in it, from the start].",
 )
-@click.option("--seed", type=int, help="Seed of the generated openings [default: 1].")
+@_seed_option(f"Seed of the generated openings [default: {Settings().seed}].")
 @click.option("--json", "as_json", is_flag=True, help="Print each game record as one JSON line.")
 @click.option("--show", is_flag=True, help="Draw the board after every move (always, when you play).")
 @_confinement_options
@@ -239,17 +269,9 @@ def play(  # type: ignore[no-untyped-def]
 
     out = sys.stderr if as_json else sys.stdout
     seat_a, seat_b = _seats(a, b, bots_dir, out)
-    asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
-    asked |= {
-        "startup_ms": startup_ms,
-        "memory_mb": memory_mb,
-        "max_memory_mb": max_memory_mb,
-        "max_procs": max_procs,
-        "sandbox": sandbox,
-        "ponder": ponder,
-        "seed": seed,
-        "read_only": _read_only(read_only),
-    }
+    limits = {"memory_mb": memory_mb, "max_memory_mb": max_memory_mb, "max_procs": max_procs}
+    limits |= {"sandbox": sandbox, "ponder": ponder}
+    asked = _asked(rules, move_ms, startup_ms, time_bank, read_only, seed=seed, **limits)
     asked |= _openings_asked(openings)
     if openings is None:  # two deterministic bots repeat one pair of games: a series goes through openings
         asked["openings"] = min(Settings().openings, (games + 1) // 2) if games > 1 else 0
@@ -357,28 +379,8 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 )
 @click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
 @click.option("--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: kalah, or the tournament's].")
-@click.option(
-    "--move-time",
-    "move_ms",
-    type=click.IntRange(1, 3_600_000),
-    metavar="MS",
-    help="Milliseconds per move [default: 1000, or the tournament's].",
-)
-@click.option(
-    "--startup-ms",
-    type=click.IntRange(0, 600_000),
-    help="Extra time for a bot's first move after it starts [default: 10000, or the tournament's].",
-)
-@click.option(
-    "--time-bank",
-    type=TIME_BANK,
-    metavar="S",
-    help="Seconds each bot has for a whole game (chess clock); each move gets min(--move-time, what is "
-    "left) [default: none; 3600 and no --move-time under --rules mankalah; or the tournament's].",
-)
-@click.option(
-    "--seed", type=click.IntRange(0, 2**63), help="Schedule seed [default: 1, or the tournament's]."
-)
+@_time_options(tournament=True)
+@_seed_option(f"Schedule seed [default: {Settings().seed}, or the tournament's].")
 @click.option(
     "--jobs",
     type=click.IntRange(1, 512),
@@ -468,10 +470,9 @@ def run(  # type: ignore[no-untyped-def]
 
     # Before the store exists: a bad bots folder, or a grant of a private place, leaves nothing behind.
     entrants(bots_dir, hero, read_only=_read_only(read_only) or (), private=[out])
-    asked = {"rules": rules.spec if rules is not None else None, "move_ms": move_ms, "seed": seed}
-    asked |= {"bank_ms": _bank_ms(time_bank), "startup_ms": startup_ms, "memory_mb": memory_mb}
-    asked |= {"max_procs": max_procs, "ponder": ponder, "sandbox": sandbox, "max_memory_mb": max_memory_mb}
-    asked |= {"read_only": _read_only(read_only)}
+    limits = {"memory_mb": memory_mb, "max_memory_mb": max_memory_mb, "max_procs": max_procs}
+    limits |= {"sandbox": sandbox, "ponder": ponder}
+    asked = _asked(rules, move_ms, startup_ms, time_bank, read_only, seed=seed, **limits)
     asked |= _openings_asked(openings)
     with Tournament(Path(out) / name, **asked) as cup:
         _say_read_only(cup.settings.read_only)
@@ -757,7 +758,7 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
 @cli.command("check")
 @click.argument("bot")
 @click.option("--rules", "rules", type=RULES, default="kalah", show_default=True, help=RULES_HELP)
-@_time_options
+@_time_options(tournament=False)
 @_bots_option("Folder where bot names are looked up (and greedy and random, if arena has none of its own).")
 @click.option("--json", "as_json", is_flag=True, help="Print the checklist as one JSON object.")
 @_confinement_options
@@ -783,10 +784,9 @@ def check_cmd(  # type: ignore[no-untyped-def]
     from arena.student.check import ARENA_BOTS, check, reference_bots, render
 
     found = find_bot(bot, bots_dir)
-    asked = {"rules": rules.spec, "move_ms": move_ms, "bank_ms": _bank_ms(time_bank)}
-    asked |= {"startup_ms": startup_ms, "memory_mb": memory_mb, "max_procs": max_procs}
-    asked |= {"sandbox": sandbox, "ponder": ponder, "max_memory_mb": max_memory_mb}
-    asked |= {"read_only": _read_only(read_only)}
+    limits = {"memory_mb": memory_mb, "max_memory_mb": max_memory_mb, "max_procs": max_procs}
+    limits |= {"sandbox": sandbox, "ponder": ponder}
+    asked = _asked(rules, move_ms, startup_ms, time_bank, read_only, **limits)
     references = reference_bots((ARENA_BOTS, Path(bots_dir)))
     report = check(found, resolve(None, asked), references, say=lambda text: echo(text, err=True))
     echo(json.dumps(report.to_dict()) if as_json else render(report))

@@ -13,6 +13,7 @@ from arena.report import charts
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
 from arena.tournament import queries
 from arena.tournament.ratings import History, Standings
+from arena.tournament.settings import Settings
 from arena.tournament.store import Store
 
 
@@ -124,7 +125,7 @@ def bot_pages(
     board = standings.board
     names = dict(zip((int(i) for i in board["id"]), board["bot"], strict=True))
     settings = store.settings()
-    limit = float(settings.move_ms if settings else 1000)
+    limit = float((settings or Settings()).move_ms)
     kinds = queries.fault_kinds(store, standings.field)
     margins = queries.margins(store, standings.field)
     pairs = standings.pairs

@@ -224,7 +224,7 @@ def _replayed(
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     move_ms = settings.move_ms if settings else None
     bank_ms = settings.bank_ms if settings else None
-    limit = float(move_ms or 1000)
+    limit = float(move_ms or Settings().move_ms)
     games: dict[str, Any] = {}
     think: dict[int, Think] = {}
     for row in rows:
