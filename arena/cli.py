@@ -506,11 +506,11 @@ def run(  # type: ignore[no-untyped-def]
         echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
-        from arena.tournament import ratings  # pandas: once the games are played, not while both cores wait
+        from arena.report import terminal
 
         if result.before:
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
-        echo(ratings.format_table(standings.board))
+        echo(terminal.format_table(standings.board))
     echo(f"report: {page}")
 
 

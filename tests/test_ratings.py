@@ -12,6 +12,7 @@ import trueskill
 from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
+from arena.report import terminal
 from arena.tournament import queries, ratings
 from arena.tournament.ratings import Model, Skill
 from arena.tournament.schedule import Slot
@@ -144,7 +145,7 @@ def test_a_beats_b_beats_c_in_order(tour):
     assert board["conservative"].is_monotonic_decreasing
     assert board["bt_elo"].is_monotonic_decreasing
     assert (board["bt_pm"] > 0).all()
-    text = ratings.format_table(board)
+    text = terminal.format_table(board)
     assert "mu-3σ" in text.splitlines()[0] and "BT Elo ±" in text.splitlines()[0]
     positions = [text.index(name) for name in ("alice", "bob", "carol")]
     assert positions == sorted(positions)
@@ -176,7 +177,7 @@ def test_a_forfeit_is_a_loss_of_the_faulty_bot(tour):
     assert board.loc["alice", "forfeit_reasons"] == "1 crash, 1 timeout"
     assert board.loc["bob", "forfeits"] == 0 and board.loc["bob", "forfeit_reasons"] == ""
     assert list(ratings.leaderboard(tour.store)["bot"]) == ["bob", "alice"]
-    assert "2 (1 crash, 1 timeout)" in ratings.format_table(ratings.leaderboard(tour.store))
+    assert "2 (1 crash, 1 timeout)" in terminal.format_table(ratings.leaderboard(tour.store))
 
 
 def test_counts_and_margin_against_hand_counts(tour):
@@ -230,17 +231,17 @@ def test_a_current_bot_without_games_is_listed(tour):
     assert board.loc["carol", "games"] == 0
     assert board.loc["carol", "mu"] == pytest.approx(25.0)
     assert math.isnan(board.loc["carol", "bt_elo"]) and math.isnan(board.loc["carol", "score_pct"])
-    assert "carol" in ratings.format_table(ratings.leaderboard(tour.store))
+    assert "carol" in terminal.format_table(ratings.leaderboard(tour.store))
 
 
 def test_an_empty_store(tour):
     board = ratings.leaderboard(tour.store)
     assert board.empty and list(board.columns) == ratings.COLUMNS
-    assert "no bots" in ratings.format_table(board)
+    assert "no bots" in terminal.format_table(board)
     tour.store.set_current([A, B])
     board = ratings.leaderboard(tour.store)
     assert list(board["games"]) == [0, 0] and list(board["rank"]) == [1, 1]
-    assert "alice" in ratings.format_table(board)
+    assert "alice" in terminal.format_table(board)
 
 
 GAMES = [(A, B, A), (B, C, C), (C, A, None), (A, C, A), (B, A, B), (C, B, C), (A, B, A), (C, A, C)]
@@ -368,7 +369,7 @@ def test_after_two_rounds_places_are_shared_and_a_higher_score_never_ranks_lower
             assert board["rank"][k] == board["rank"][k - 1] and board["place"][k] == board["place"][k - 1]
         else:
             assert board["rank"][k] == k + 1
-    text = ratings.format_table(board)
+    text = terminal.format_table(board)
     assert ratings.ORDER_RULE in text and board["place"][len(board) - 1] in text
 
 
@@ -439,7 +440,7 @@ def test_bots_that_never_answered_are_not_ranked_and_say_why(tour):
     assert list(board["place"][2:]) == ["-", "-"] and all(p != "-" for p in board["place"][:2])
     assert all(w.startswith("never gave a first answer") and "crash" in w for w in board["unranked"][2:])
     assert (board["unranked"][:2] == "").all()
-    text = ratings.format_table(board)
+    text = terminal.format_table(board)
     assert "not ranked: bytes1: never gave a first answer (9 crash)" in text
     # the page lists them apart, off the leaderboard's table
     from arena.report import page

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.record import GameRecord
 from arena.report.replay import Ply, Replay, marks, replay
 from arena.tournament import queries
 from arena.tournament.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def board(pos: Position, south: str, north: str, ply: Ply | None = None, bottom: int = SOUTH) -> str:
@@ -237,3 +241,58 @@ class Scores:
         order = self._order()
         text = ", ".join(f"{name} {100 * t.score:.1f}% ({t.games})" for name, t in order[:rows])
         return text + (", ..." if len(order) > rows else "")
+
+
+# --- the leaderboard --------------------------------------------------------------------------------
+
+
+def _num(x: float, fmt: str) -> str:
+    return "-" if x != x else format(x, fmt)  # NaN: no games, no moves
+
+
+def _forfeits(count: int, reasons: str) -> str:
+    """'0', '3 crash' or '3 (2 crash, 1 timeout)'."""
+    if not count:
+        return "0"
+    return reasons if "," not in reasons else f"{count} ({reasons})"
+
+
+def format_table(board: pd.DataFrame) -> str:
+    """The leaderboard for a terminal: compact columns, shared places as '3-5', the order's rule below."""
+    from arena.tournament.ratings import ORDER_RULE  # pandas: not for `arena play --show`, which draws boards
+
+    if board.empty:
+        return "no bots in the current field yet"
+    heads = ["place", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
+    heads += ["ms/move", "BT Elo ±"]
+    left = {1, 9}  # bot and forfeits read best left-aligned
+    rows = [heads]
+    for r in board.itertuples(index=False):
+        rows.append(
+            [
+                str(r.place),
+                r.bot,
+                f"{r.conservative:.1f}",
+                f"{r.mu:.1f}",
+                f"{r.sigma:.2f}",
+                str(r.games),
+                f"{r.wins}-{r.draws}-{r.losses}",
+                _num(r.score_pct, ".1f") + ("%" if r.games else ""),
+                _num(r.margin, "+.1f"),
+                _forfeits(r.forfeits, r.forfeit_reasons),
+                _num(r.ms_per_move, ".1f"),
+                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+            ]
+        )
+    widths = [max(len(row[k]) for row in rows) for k in range(len(heads))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if k in left else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines = [line.rstrip() for line in lines]
+    lines.append(ORDER_RULE)
+    for r in board[board["unranked"] != ""].itertuples(index=False):
+        lines.append(f"not ranked: {r.bot}: {r.unranked}")
+    return "\n".join(lines)
