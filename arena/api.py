@@ -235,6 +235,15 @@ class Tournament:
         private = [self.folder.parent]  # the reports folder
         return entrants(bots, gauntlet, build=build, read_only=self.settings.read_only, private=private)
 
+    def _entered(self, bots: Entrants | Sequence[Bot] | Path | str, gauntlet: str | None) -> Entrants:
+        """`bots` as entered: already (`enter`'s answer, so that one command surveys and hashes the folder
+        once, and its plan and its run play the same versions), or entered now."""
+        if isinstance(bots, Entrants):
+            if gauntlet is not None and (bots.hero is None or bots.hero.name != gauntlet):
+                raise ValueError("the gauntlet bot is chosen when the bots are entered")
+            return bots
+        return self.enter(bots, gauntlet)
+
     @classmethod
     def open(cls, folder: Path | str) -> Tournament:
         """An existing tournament, under its stored settings (StoreError if there is none)."""
@@ -251,7 +260,7 @@ class Tournament:
 
     def run(
         self,
-        bots: Sequence[Bot] | Path | str = "bots",
+        bots: Entrants | Sequence[Bot] | Path | str = "bots",
         rounds: int = 1,
         *,
         jobs: int | None = None,
@@ -267,20 +276,20 @@ class Tournament:
         the workers of the Dask cluster `cluster` (its scheduler's address, 'tls://HOST:8786', or a back end:
         arena/tournament/cluster.py).
 
-        `bots` is a folder (every bot in it) or a list of bots; `gauntlet` names the one bot whose games
-        alone are played; `fresh` starts new bot processes for every game. KeyboardInterrupt stops the run
-        cleanly: the result says `interrupted`, and every finished game is stored. A bot with no first
-        answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run tries it
-        again. `live` rewrites the page (FOLDER/index.html) every few seconds while games finish, showing
-        the progress and the standings so far and reloading itself in the browser; `on_page` is called
-        with the page's path once it is first written (to open it). The caller writes the final page.
-        Bots with a `build` in their bot.toml are built first, on this machine (`enter`); a bot whose build
-        fails is not entered."""
+        `bots` is a folder (every bot in it), a list of bots, or `enter`'s answer (one survey of the folder
+        for a plan and its run); `gauntlet` names the one bot whose games alone are played; `fresh` starts new
+        bot processes for every game. KeyboardInterrupt stops the run cleanly: the result says `interrupted`,
+        and every finished game is stored. A bot with no first answer in `bench_after` games in a row (0:
+        never) sits out the rest of the run; the next run tries it again. `live` rewrites the page
+        (FOLDER/index.html) every few seconds while games finish, showing the progress and the standings so
+        far and reloading itself in the browser; `on_page` is called with the page's path once it is first
+        written (to open it). The caller writes the final page. Bots with a `build` in their bot.toml are
+        built first, on this machine (`enter`); a bot whose build fails is not entered."""
         from arena.tournament import scheduler
 
         if live:
             progress = self._live(progress, on_page)
-        entered = self.enter(bots, gauntlet)  # built here, also for a cluster: the built folder travels
+        entered = self._entered(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
         self.store.set_not_entered(entered.broken)
@@ -315,10 +324,13 @@ class Tournament:
         return LivePage(self.store, self.folder, then=progress, opened=on_page)
 
     def plan(
-        self, bots: Sequence[Bot] | Path | str = "bots", rounds: int = 1, gauntlet: str | None = None
+        self,
+        bots: Entrants | Sequence[Bot] | Path | str = "bots",
+        rounds: int = 1,
+        gauntlet: str | None = None,
     ) -> Plan:
         """What `run` with these arguments would play, and how the field changed since the last run."""
-        entered = self.enter(bots, gauntlet)
+        entered = self._entered(bots, gauntlet)
         field, hero = list(entered.bots), entered.hero
         before = self.store.versions(self.store.current_ids())
         now = {b.name: b.digest for b in field}

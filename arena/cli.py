@@ -477,16 +477,16 @@ def run(  # type: ignore[no-untyped-def]
     with Tournament(Path(out) / name, **asked) as cup:
         _say_read_only(cup.settings.read_only)
         building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
-        for entry, why in cup.enter(bots_dir, hero, on_build=building).broken:  # a failed build too
+        entered = cup.enter(bots_dir, hero, on_build=building)  # the folder surveyed once, for plan and run
+        for entry, why in entered.broken:  # a failed build too
             echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
         if not quiet:
-            echo(cup.plan(bots_dir, rounds, hero).summary())
+            echo(cup.plan(entered, rounds).summary())
         progress = _Progress(quiet)
         result = cup.run(
-            bots_dir,
+            entered,
             rounds,
             jobs=jobs,
-            gauntlet=hero,
             fresh=fresh,
             progress=progress,
             bench_after=bench_after,
