@@ -1,4 +1,5 @@
-"""The tournament store: one SQLite file per tournament, the only module that speaks SQL.
+"""The tournament store: one SQLite file per tournament, its schema and its one writer (the read queries are
+queries.py; these two are the only modules that speak SQL).
 
 Every finished game is committed at once by the one writer (the scheduler's main process), so a tournament
 stopped at any moment keeps every game it finished, and a game is never stored twice: (round, south version,
