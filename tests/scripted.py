@@ -98,7 +98,7 @@ class Script:
     def unread_output(self) -> str:
         return ""
 
-    def stderr_mark(self) -> int:
+    def stderr_mark(self, settle: float = 0.0) -> int:
         return 0
 
     def stderr_tail(self, since: int = 0) -> str:
