@@ -39,7 +39,7 @@ def rebuild(data: Any) -> GameRecord:
         "north": str,
         "south_store": int,
         "north_store": int,
-        "reason": str,
+        "reason": Reason,
         "detail": str,
         "worker": str,
     }
