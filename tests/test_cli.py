@@ -208,6 +208,7 @@ def test_bare_arena_prints_its_help_with_where_to_start_and_no_error():
 
 def test_the_rules_option_lists_the_rule_sets():
     for command in ("run", "play", "check", "solve"):
-        text = " ".join(arena(command, "--help").stdout.split())
+        # The help is wrapped to the terminal, at spaces and after hyphens: read it as one line.
+        text = re.sub(r"-\s+", "-", " ".join(arena(command, "--help").stdout.split()))
         assert "kalah [pie, empty-capture" in text and "relay [pie, chain" in text, command
         assert "mankalah (= kalah,pits=7,seeds=7,pie,no-first-extra)" in text, command

@@ -12,7 +12,9 @@ import os
 import pickle
 import queue
 import signal
+import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import multiprocess
 
@@ -45,6 +47,15 @@ class _Stop:
         for stop in self.SIGNALS:
             if signal.getsignal(stop) is not signal.SIG_IGN:  # nohup arena run: a closed terminal is no stop
                 signal.signal(stop, self)
+        self._unraisable = sys.unraisablehook
+        sys.unraisablehook = self._dropped
+
+    def _dropped(self, unraisable: Any) -> None:
+        """Python printed a dropped SystemExit of ours as 'Exception ignored ... Traceback' on the teacher's
+        terminal (after Ctrl-C); `check` raises it again, so it is nothing to report."""
+        if self.signum and isinstance(unraisable.exc_value, SystemExit):
+            return
+        self._unraisable(unraisable)
 
     def __call__(self, signum: int, frame: object) -> None:
         if not self.signum:
