@@ -48,7 +48,7 @@ from test_tournament import (
 
 from arena.api import Tournament
 from arena.match.bots import discover
-from arena.match.confine import Confinement
+from arena.match.confine import Confinement, capabilities
 from arena.match.referee import Limits
 from arena.tournament.backend import Conditions
 from arena.tournament.cluster import Cluster, ClusterError
@@ -485,6 +485,22 @@ def dask_setup(worker):
     if worker.name == 0:
         workers.Arena._games = forged
 """
+NO_SANDBOX = """\
+import dataclasses
+
+from arena.tournament import workers
+
+real = workers.capabilities
+
+
+def without(conf, sandbox):
+    return real(dataclasses.replace(conf, sandbox=False), False)
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.capabilities = without
+"""
 OUTDATED = """\
 from arena.tournament import identity
 
@@ -502,8 +518,10 @@ def dask_setup(worker):
                  r"\w+: its stores \d+-\d+ are not those its moves give, \d+-\d+"),
         (OUTDATED, r"it runs arena 0\.0\.9 \(code 0123456789abcdef\), this machine arena \S+ \(code \w+\): "
                    "install the same arena there"),
+        (NO_SANDBOX, r"it has no sandbox \(bubblewrap\): install it there, or pass --no-require-sandbox to "
+                     "let unsandboxed machines play"),
     ],
-    ids=["forged records", "another arena"],
+    ids=["forged records", "another arena", "no sandbox"],
 )  # fmt: skip
 def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
     tmp_path: Path, reference, certs, caplog, preload: str, why: str
@@ -528,3 +546,28 @@ def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
         page = html.unescape(cup.report().read_text(encoding="utf-8"))
     assert workers["lab-0"]["refused"] == back.dropped["lab-0"]
     assert workers["lab-0"]["summary"] in page and "; dropped from the run: " in workers["lab-0"]["summary"]
+
+
+@pytest.mark.skipif(not capabilities(Confinement(sandbox=True), True)[1].sandbox, reason="no sandbox here")
+def test_each_game_records_whether_it_was_sandboxed_and_the_page_counts_the_tournaments_games(
+    tmp_path: Path, certs
+) -> None:
+    """lab-0 has no sandbox and plays round 1 (--no-require-sandbox); round 2 is played on sandboxed
+    machines alone: the page still says how many of the tournament's games ran outside the sandbox."""
+    script = tmp_path / "dishonest.py"
+    script.write_text(NO_SANDBOX, encoding="utf-8")
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        library_run(base, bots, 1, Cluster(cluster.scheduler_address, certs=certs, require_sandbox=False))
+    first = records(base)
+    outside = [r for r in first if r["worker"] == "lab-0"]
+    assert outside, "lab-0 played"
+    assert {r["sandboxed"] for r in outside} == {False}
+    assert {r["sandboxed"] for r in first if r["worker"] == "lab-1"} == {True}
+    with local_cluster(tmp_path / "cache2", certs) as cluster:
+        library_run(base, bots, 2, Cluster(cluster.scheduler_address, certs=certs))
+    with Tournament.open(db_file(base).parent) as cup:
+        assert json.loads(cup.store.meta()["confinement"])["sandbox"] is True  # the last run's machines
+        page = html.unescape(cup.report().read_text(encoding="utf-8"))
+    assert f"off for {len(outside)} of the tournament's games ({len(outside)} on lab-0)" in page

@@ -45,7 +45,7 @@ class GameRecord:
     `south_store`/`north_store` (the sides' final stores) belong to the bots the other way round: ask
     `store_of(name)` for a bot's own. `opening` holds the plies played before the bots took over (empty:
     the game began at the start position); `moves` are the bots' own, `move_ms` their times. `worker` says
-    where it was played: "" on the machine that ran the tournament, else the cluster worker's address.
+    where it was played: "" on the machine that ran the tournament, else the cluster machine's name.
     """
 
     rules: str
@@ -63,7 +63,8 @@ class GameRecord:
     moves_made: dict[str, int] = field(default_factory=dict)  # moves per bot (extra turns make them uneven)
     stderr: dict[str, str] = field(default_factory=dict)
     opening: tuple[Move, ...] = ()
-    worker: str = ""  # address of the Dask worker that played it; "" where the tournament ran
+    worker: str = ""  # the cluster machine that played it (its name); "" where the tournament ran
+    sandboxed: bool | None = None  # whether its bots ran in the sandbox; None: not known (stored before)
 
     @property
     def swapped(self) -> bool:

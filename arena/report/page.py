@@ -308,6 +308,12 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     sandbox = "off"
     if enforced and enforced.sandbox:
         sandbox = "on (bubblewrap: an allowlisted filesystem, no network, no other bots' files)"
+    # The tournament's games, not the last run's machines: a resume on sandboxed machines alone does not
+    # make the games an earlier run played unsandboxed so.
+    outside = store.unsandboxed()
+    if outside:
+        where = ", ".join(f"{n} on {w or 'this machine'}" for w, n in outside.items())
+        sandbox = f"off for {sum(outside.values())} of the tournament's games ({where})"
     allowed = store.allowances()
     asked = allowed.asked
     own = ", ".join(

@@ -58,6 +58,8 @@ def rebuild(data: Any) -> GameRecord:
         value = getattr(record, name)
         if not isinstance(value, dict) or set(value) != {record.south, record.north}:
             raise Forged(f"its {name} is not one entry for each of its two bots")
+    if record.sandboxed is not None and type(record.sandboxed) is not bool:
+        raise Forged("its sandboxed is neither true nor false")
     if not all(type(v) is str for v in record.stderr.values()):
         raise Forged("a stderr is not text")
     if not all(type(v) in (int, float) for v in record.think_ms.values()):

@@ -341,7 +341,10 @@ class Cluster:
                         f"its game of round {slot.round}, {slot.south.name} (south) against "
                         f"{slot.north.name}: {e}"
                     ) from None
-                records.append((k, dataclasses.replace(record, worker=machine.host)))
+                # Where and how it was played, as the machine said of itself (checked above)
+                records.append(
+                    (k, dataclasses.replace(record, worker=machine.host, sandboxed=machine.sandbox))
+                )
         except (audit.Forged, KeyError, TypeError, ValueError, Refused) as e:
             return machine, [], 0.0, f"it returned a game the rules engine rejects: {_line(str(e))}"
         return machine, records, seconds, ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import pickle
 import queue
@@ -88,6 +89,7 @@ def _worker(tasks, results, conditions: Conditions) -> None:  # type: ignore[no-
             index, south_bot, north_bot, opening = pickle.loads(task)
             south, north = pool.take(south_bot), pool.take(north_bot)
             record = play_game(rules, south, north, conditions.limits, opening=opening)
+            record = dataclasses.replace(record, sandboxed=bool(conditions.conf and conditions.conf.sandbox))
             pool.give(south, keep=not conditions.fresh)
             pool.give(north, keep=not conditions.fresh)
             results.put(pickle.dumps((index, record)))

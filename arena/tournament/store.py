@@ -380,6 +380,14 @@ class Store:
     def count_games(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM games").fetchone()[0])
 
+    def unsandboxed(self) -> dict[str, int]:
+        """Played games whose bots ran outside the sandbox, by the machine that played them ("": here)."""
+        query = (
+            "SELECT worker, count(*) FROM games WHERE sandboxed = 'false' AND reason != 'benched' "
+            "GROUP BY worker ORDER BY worker"
+        )
+        return {str(w): int(n) for w, n in self.db.execute(query)}
+
     def records(self, current_only: bool = False) -> Iterator[dict[str, Any]]:
         """Game records in schedule order as plain values (EXPORT_FIELDS: `id`, `round`, the record's fields,
         `finished_at`); `GameRecord.from_dict` makes one a record again."""

@@ -263,7 +263,9 @@ class Arena(WorkerPlugin):
             finally:
                 for player in players:
                     self.pool.give(player, keep=kept)
-            played.append((k, dataclasses.replace(record, worker=self.machine.host)))
+            played.append(
+                (k, dataclasses.replace(record, worker=self.machine.host, sandboxed=self.machine.sandbox))
+            )
             if culprit := record.no_first_answer():
                 silent.add(south if culprit == record.south else north)
         return played, self.machine, time.monotonic() - start

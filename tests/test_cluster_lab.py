@@ -1,0 +1,304 @@
+"""A lab of machines as the README starts it: real `dask scheduler` and `dask worker` processes over TLS with
+the class's certificates on 127.0.0.1, and `arena run --cluster tls://...` (marked slow: each starts
+processes and plays a tournament; kept few, on the 2 shared cores).
+
+A worker without the class's certificate never joins; nothing listens beyond 127.0.0.1; kill -9 of the
+worker in a loop (right after it restarts too) never ends the run and leaves no process; a port that never
+answers and a scheduler without workers are one line within their deadline; a scheduler killed and
+started again, then the same command, completes with the games of a run on this machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cluster import NOISE, field
+from test_tournament import (
+    RULES,
+    STEADY,
+    count_games,
+    db_file,
+    left_after,
+    records,
+    resumed,
+    run_args,
+    start_tournament,
+    tournament,
+    wait_for_games,
+)
+
+from arena.api import Tournament
+from arena.tournament.cluster import Cluster, ClusterError
+from arena.tournament.settings import Settings
+from arena.tournament.trust import make as make_certs
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow
+DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("certs")
+    make_certs(folder)
+    return folder
+
+
+def tls(certs: Path, role: str) -> list[str]:
+    return ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / f"{role}.pem"),
+            "--tls-key", str(certs / f"{role}.key")]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def scheduler_args(certs: Path, port: int) -> list[str]:
+    """As the README starts it, on 127.0.0.1 (the dashboard on a free port: tests run side by side)."""
+    return [*DASK, "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+            "--dashboard-address", "127.0.0.1:0", *tls(certs, "scheduler")]  # fmt: skip
+
+
+def worker_args(address: str, certs: Path, role: str = "worker") -> list[str]:
+    return [*WORKER, address, "--host", "127.0.0.1", "--nthreads", "1", "--resources", "games=1",
+            "--dashboard-address", "127.0.0.1:0", *tls(certs, role)]  # fmt: skip
+
+
+def client(address: str, certs: Path) -> Any:
+    security = distributed.Security(
+        tls_ca_file=str(certs / "ca.pem"),
+        tls_client_cert=str(certs / "coordinator.pem"),
+        tls_client_key=str(certs / "coordinator.key"),
+        require_encryption=True,
+    )
+    return distributed.Client(address, security=security, set_as_default=False, timeout=30)
+
+
+def wait_workers(address: str, certs: Path, count: int, timeout: float = 90) -> dict[str, int]:
+    """The pids of the scheduler's workers, once there are `count`."""
+    with client(address, certs) as c:
+        c.wait_for_workers(count, timeout=timeout)
+        return dict(c.run(os.getpid))
+
+
+def listening(pid: int) -> set[str]:
+    """The local addresses of the TCP sockets process `pid` and its children listen on."""
+    pids = {pid} | {int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    inodes = set()
+    for p in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{p}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                found.add(cols[1].split(":")[0])
+    return found
+
+
+def games(base: Path) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in NOISE} for r in records(base)]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    base = tmp_path_factory.mktemp("local")
+    out = tournament(base, field(base / "bots"), "--rounds", 2, "--seed", 7, *STEADY)
+    assert out.returncode == 0, out.stderr
+    return games(base)
+
+
+def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_joins(
+    tmp_path: Path, certs: Path, reference
+) -> None:
+    strangers = tmp_path / "strangers"
+    make_certs(strangers, name="another class")  # certificates of another authority
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {"ARENA_CACHE": str(tmp_path / "cache")}
+    lab_a = {**env, "ARENA_MACHINE": "lab-a"}
+    with (
+        process(scheduler_args(certs, port), logs / "scheduler.log") as sched,
+        process([*worker_args(address, certs), "--name", "lab-a"], logs / "a.log", lab_a),
+        process([*worker_args(address, strangers), "--name", "intruder", "--death-timeout", "20"],
+                logs / "intruder.log", env),
+    ):  # fmt: skip
+        pids = wait_workers(address, certs, 1)
+        time.sleep(3)  # the intruder had its chance to join
+        assert len(wait_workers(address, certs, 1)) == 1, "a worker without the class's certificate joined"
+        assert listening(sched.pid) == {"0100007F"}, "the scheduler listens beyond 127.0.0.1"
+        (worker_pid,) = pids.values()
+        assert listening(worker_pid) <= {"0100007F"}
+
+        base = tmp_path / "run"
+        bots = field(base / "bots")
+        out = tournament(base, bots, "--rounds", 2, "--seed", 7, *STEADY, "--cluster", address,
+                         "--cluster-certs", certs)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "Traceback" not in out.stderr
+
+        # Nor does a coordinator without the class's certificate reach it: one line.
+        other = tmp_path / "stranger"
+        out = tournament(
+            other, field(other / "bots"), *STEADY, "--cluster", address, "--cluster-certs", strangers
+        )
+        assert out.returncode == 2 and out.stderr.splitlines()[-1].startswith(
+            f"arena: error: cannot reach the Dask scheduler at {address} within 10 s ("
+        ), out.stderr
+        assert count_games(db_file(other)) == 0
+    assert games(base) == reference
+    assert {r["worker"] for r in records(base)} == {"lab-a"}
+    said = (logs / "intruder.log").read_text(errors="replace")
+    assert "SSL" in said or "certificate" in said.lower(), said[-2000:]
+
+
+def test_kill_9_of_the_worker_in_a_loop_never_ends_the_run_and_leaves_no_process(
+    tmp_path: Path, certs: Path, reference
+) -> None:
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    cache = tmp_path / "cache"
+    env = {"ARENA_CACHE": str(cache), "ARENA_MACHINE": "lab-a"}
+    base = tmp_path / "run"
+    bots = field(base / "bots", delay=0.05)
+    with (
+        process(scheduler_args(certs, port), tmp_path / "scheduler.log"),
+        process([*worker_args(address, certs), "--name", "lab-a"], tmp_path / "a.log", env),
+        process(
+            [*worker_args(address, certs), "--name", "lab-b"],
+            tmp_path / "b.log",
+            {**env, "ARENA_MACHINE": "lab-b"},
+        ),
+    ):
+        wait_workers(address, certs, 2)
+        args = ("--rounds", 2, "--seed", 7, *STEADY, "--cluster", address, "--cluster-certs", certs)
+        run = start_tournament(base, bots, *args)
+        try:
+            kills = 0
+            for _ in range(3):  # the first kill mid-run, the next ones right after the worker is back
+                stored = wait_for_games(run, db_file(base), min(10, count_games(db_file(base)) + 1), 120)
+                pids = wait_workers(address, certs, 2, timeout=120)
+                if stored >= 12:
+                    break
+                os.kill(max(pids.values()), signal.SIGKILL)  # the one started last
+                kills += 1
+            out, err = run.communicate(timeout=300)
+        finally:
+            if run.poll() is None:
+                run.kill()
+        assert run.returncode == 0, err
+        assert "Traceback" not in err
+        assert kills >= 1
+        # While the workers live on: no bot of a killed worker is left, frozen or not.
+        assert left_after(str(cache), 10) == [], "bot processes outlived the run"
+    assert games(base) == reference  # every game once, as on this machine
+
+
+def test_a_port_that_never_answers_and_a_scheduler_without_workers_are_one_line(
+    tmp_path: Path, certs: Path
+) -> None:
+    bots = field(tmp_path / "bots")
+    with socket.socket() as mute:  # accepts connections (the kernel does) and never says a word
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(16)
+        address = f"tls://127.0.0.1:{mute.getsockname()[1]}"
+        start = time.monotonic()
+        out = tournament(tmp_path, bots, *STEADY, "--cluster", address, "--cluster-certs", certs)
+        took = time.monotonic() - start
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1].startswith(
+        f"arena: error: cannot reach the Dask scheduler at {address} within 10 s ("
+    ), out.stderr
+    assert "Traceback" not in out.stderr and took < 60
+
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    with process(scheduler_args(certs, port), tmp_path / "scheduler.log"):
+        with client(address, certs):
+            pass  # it is up
+        start = time.monotonic()
+        lacking = rf"^no worker of the cluster at {address} offers game slots after 3 s: start workers with"
+        with pytest.raises(ClusterError, match=lacking):
+            with Tournament(db_file(tmp_path / "empty").parent, Settings(RULES)) as cup:
+                cup.run(bots, 1, cluster=Cluster(address, certs=certs, workers_s=3))
+        assert time.monotonic() - start < 30
+
+
+def test_a_scheduler_killed_and_started_again_then_the_same_command_completes(
+    tmp_path: Path, certs: Path, reference
+) -> None:
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    env = {"ARENA_CACHE": str(tmp_path / "cache"), "ARENA_MACHINE": "lab-a"}
+    base = tmp_path / "run"
+    bots = field(base / "bots", delay=0.05)
+    args = ("--rounds", 2, "--seed", 7, *STEADY, "--cluster", address, "--cluster-certs", certs)
+    lab_a = [*worker_args(address, certs), "--name", "lab-a"]
+    with process(scheduler_args(certs, port), tmp_path / "scheduler.log") as sched:
+        with process(lab_a, tmp_path / "a.log", env) as worker:
+            wait_workers(address, certs, 1)
+            run = start_tournament(base, bots, *args)
+            try:
+                wait_for_games(run, db_file(base), 3, 120)
+                os.killpg(sched.pid, signal.SIGKILL)
+                _, err = run.communicate(timeout=120)
+            finally:
+                if run.poll() is None:
+                    run.kill()
+            assert run.returncode == 2, err
+            lines = [line for line in err.splitlines() if "error" in line]
+            assert lines == [err.splitlines()[-1]] and "Traceback" not in err, err
+            assert lines[0].startswith(f"arena: error: the Dask scheduler at {address} is gone"), err
+            stored = count_games(db_file(base))
+            assert stored < 12
+            worker.wait(timeout=120)  # as the README says: a worker leaves with its scheduler
+    with (
+        process(scheduler_args(certs, port), tmp_path / "scheduler2.log"),
+        process(lab_a, tmp_path / "a2.log", env),
+    ):
+        wait_workers(address, certs, 1, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-m", "arena", *map(str, run_args(base, bots, *args))],
+            cwd=base, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert resumed(out) == (stored, 12 - stored)
+    assert games(base) == reference
