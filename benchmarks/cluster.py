@@ -1,26 +1,29 @@
-"""The cluster back end against the local one, on the same machine in one run: random vs random, Kalah(6,6).
+"""The cluster back end against the local one, on this machine in one run, and a worker's setup after a kill.
 
-    python benchmarks/cluster.py [--games 600] [--repeats 3]
+    python benchmarks/cluster.py [--games 300] [--repeats 3] [--frozen 16]
 
-Both back ends play the same games of two copies of the random bot, confined as by default (sandbox, limits,
-pausing), every game handed back to this process as `arena run` stores it: `Local` on 2 worker processes
-(`--jobs 2`), and `Cluster` on a `distributed.LocalCluster` of 2 worker processes with one game slot each
-(`--resources games=1`), so both have two games going at once. The cluster is started before the clock runs;
-each cluster run pays for connecting to its scheduler, registering the worker plugin and shipping the bots.
-
-Each back end plays a small and a large batch, alternating, `--repeats` times; medians. Games/s are those of
-the large batch. The per-game overhead of the cluster path is the difference of the marginal costs (the
-slope of wall time over games between the two batch sizes, so fixed costs drop out) times the game slots:
-the time a slot spends per game beyond what the local back end spends. The fixed cost per run is the
-intercept. This process's own CPU per game (the coordinator's) is shown for both.
+1. Games/s: the same games of two copies of the random bot (Kalah(6,6), confined as by default: sandbox,
+   limits, pausing), every game handed back to this process as `arena run` stores it, on `Local` with 2
+   worker processes (the baseline), and on `Cluster` over TLS with the class's certificates on a
+   `distributed.LocalCluster` of 1 and of 2 workers with one game slot each. Clusters are started before
+   the clock runs; each cluster run pays for connecting, registering the worker plugin, shipping the bots,
+   and replaying every returned game in the rules engine (audit). `--repeats` rounds, alternating; medians,
+   and each as a ratio to the local baseline measured in the same round.
+2. Setup after a kill: a process starts `--frozen` confined bots, freezes them (as between games) and is
+   killed with SIGKILL, as a worker is; the bots survive it, frozen. Then a new `Warden` (what a worker's
+   setup makes) sweeps them: timed, against the sweep as it was (each bot released in turn, with 2 s of
+   patience per folder), on a second batch killed the same way. Needs cgroups (root); said if not.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,14 +33,32 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.match.bots import Bot, load_bot  # noqa: E402
-from arena.match.confine import Confinement, capabilities  # noqa: E402
+from arena.match.confine import Cgroups, Confinement, Warden, capabilities  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
-from arena.tournament.backend import Backend, Conditions  # noqa: E402
+from arena.tournament.backend import Backend  # noqa: E402
+from arena.tournament.backend import Conditions as Games  # noqa: E402
 from arena.tournament.cluster import Cluster  # noqa: E402
 from arena.tournament.local import Local  # noqa: E402
 from arena.tournament.schedule import Slot  # noqa: E402
+from arena.tournament.trust import make as make_certs  # noqa: E402
 
-SLOTS = 2
+FREEZER = """\
+import sys, time
+from pathlib import Path
+from arena.match.bots import load_bot
+from arena.match.confine import Confinement, Warden, capabilities
+from arena.match.referee import Player
+
+conf, _ = capabilities(Confinement(sandbox=True), True)
+warden = Warden(conf)
+bot = load_bot(Path(sys.argv[1]))
+players = [Player(bot, name=f"b{i}", warden=warden) for i in range(int(sys.argv[2]))]
+for p in players:
+    p.start()
+    p.pause()
+print("frozen", flush=True)
+time.sleep(600)
+"""
 
 
 def slots_of(a: Bot, b: Bot, games: int) -> list[Slot]:
@@ -47,96 +68,168 @@ def slots_of(a: Bot, b: Bot, games: int) -> list[Slot]:
     ]
 
 
-def timed(backend: Backend, slots: list[Slot], games: Conditions) -> tuple[float, float]:
-    """(wall s, this process's CPU s) to play `slots` on `backend`."""
+def timed(backend: Backend, slots: list[Slot], games: Games) -> float:
     done = 0
 
     def count(slot: Slot, record: object) -> None:
         nonlocal done
         done += 1
 
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall = time.perf_counter()
     backend.play(slots, games, count)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall = time.perf_counter() - wall
     assert done == len(slots), (done, len(slots))
-    return wall, cpu
+    return wall
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--games", type=int, default=600, help="games in the large batch (the small: a fifth)"
+def security(certs: Path):  # type: ignore[no-untyped-def]
+    from distributed import Security
+
+    return Security(
+        tls_ca_file=str(certs / "ca.pem"),
+        tls_scheduler_cert=str(certs / "scheduler.pem"),
+        tls_scheduler_key=str(certs / "scheduler.key"),
+        tls_worker_cert=str(certs / "worker.pem"),
+        tls_worker_key=str(certs / "worker.key"),
+        tls_client_cert=str(certs / "coordinator.pem"),
+        tls_client_key=str(certs / "coordinator.key"),
+        require_encryption=True,
     )
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+
+
+def throughput(folder: Path, games: int, repeats: int) -> None:
     from distributed import LocalCluster
 
-    large, small = args.games, max(2, args.games // 5)
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        for name in ("random_a", "random_b"):
-            shutil.copy(ROOT / "bots" / "random.py", folder / f"{name}.py")
-        a, b = load_bot(folder / "random_a.py"), load_bot(folder / "random_b.py")
-        asked = Confinement(sandbox=True)
-        here, caps = capabilities(asked, asked.sandbox)
-        limits = Limits()
-        local = Local(SLOTS)
-        start = time.perf_counter()
-        with LocalCluster(
-            n_workers=SLOTS,
-            threads_per_worker=1,
-            resources={"games": 1},
-            dashboard_address=None,
-            host="127.0.0.1",
-            env={"ARENA_CACHE": str(folder / "cache")},
-            silence_logs=40,
-        ) as cluster:
-            started = time.perf_counter() - start
-            remote = Cluster(cluster.scheduler_address, insecure=True)
-            runs: dict[tuple[str, int], list[tuple[float, float]]] = {}
-            for r in range(args.repeats):
-                for games in (small, large):
-                    for name, backend, conf in (("local", local, here), ("cluster", remote, asked)):
-                        setup = Conditions("kalah", limits, conf, tag=f"bench{r}")
-                        runs.setdefault((name, games), []).append(
-                            timed(backend, slots_of(a, b, games), setup)
-                        )
-            machines = list(remote.machines.values())
-
-    def med(name: str, games: int, i: int) -> float:
-        return statistics.median(run[i] for run in runs[(name, games)])
-
-    print(
-        f"random vs random, Kalah(6,6), {SLOTS} games at once, {os.cpu_count()} cores; "
-        f"medians of {args.repeats}"
-    )
+    for name in ("random_a", "random_b"):
+        shutil.copy(ROOT / "bots" / "random.py", folder / f"{name}.py")
+    a, b = load_bot(folder / "random_a.py"), load_bot(folder / "random_b.py")
+    certs = folder / "certs"
+    make_certs(certs)
+    asked = Confinement(sandbox=True)
+    here, caps = capabilities(asked, asked.sandbox)
+    slots = slots_of(a, b, games)
+    clusters = []
+    for n in (1, 2):
+        clusters.append(
+            LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                resources={"games": 1},
+                dashboard_address=None,
+                host="127.0.0.1",
+                protocol="tls://",
+                security=security(certs),
+                env={"ARENA_CACHE": str(folder / f"cache{n}")},
+                silence_logs=40,
+            )
+        )
+    walls: dict[str, list[float]] = {}
+    ratios: dict[str, list[float]] = {}
+    try:
+        for r in range(repeats):
+            base = timed(Local(2), slots, Games("kalah", Limits(), here, tag=f"bench{r}"))
+            walls.setdefault("local", []).append(base)
+            for n, cluster in zip((1, 2), clusters, strict=True):
+                back = Cluster(cluster.scheduler_address, certs=certs)
+                wall = timed(back, slots, Games("kalah", Limits(), asked, tag=f"bench{r}"))
+                walls.setdefault(f"cluster{n}", []).append(wall)
+                ratios.setdefault(f"cluster{n}", []).append(base / wall)
+    finally:
+        for cluster in clusters:
+            cluster.close()
+    print(f"random vs random, Kalah(6,6), {games} games, {os.cpu_count()} cores; medians of {repeats}")
     print(
         f"confined here: sandbox {'on' if caps.sandbox else 'off'}, cgroups {'on' if caps.cgroups else 'off'}"
     )
-    print(f"load average before the runs {load:.2f}: other work on these cores moves the figures")
-    print(f"the LocalCluster took {started:.2f} s to start (not counted); its workers: ")
-    for m in machines:
-        print(f"  {m.summary()}")
-    marginal = {}
-    for name in ("local", "cluster"):
-        slope = (med(name, large, 0) - med(name, small, 0)) / (large - small)
-        fixed = med(name, small, 0) - slope * small
-        marginal[name] = slope
-        rate = large / med(name, large, 0)
-        rates = sorted(large / run[0] for run in runs[(name, large)])
-        cpu = 1000 * med(name, large, 1) / large
-        label = "Local, --jobs 2" if name == "local" else "Cluster, 2 workers x 1 slot"
-        print(
-            f"{label:28} {rate:6.1f} games/s ({rates[0]:.0f}..{rates[-1]:.0f}; {large} games in "
-            f"{med(name, large, 0):.2f} s); "
-            f"fixed cost per run {fixed:.2f} s; this process {cpu:.2f} ms CPU a game"
-        )
-    overhead = SLOTS * (marginal["cluster"] - marginal["local"]) * 1000
-    print(
-        f"cluster / local: {marginal['local'] / marginal['cluster']:.2f} of the games/s at the margin; "
-        f"per-game overhead of the cluster path {overhead:.2f} ms of a game slot's time"
+    print(f"load average {os.getloadavg()[0]:.2f}: other work on these cores moves the figures")
+    labels = {
+        "local": "Local, --jobs 2",
+        "cluster1": "Cluster (TLS), 1 worker x 1 slot",
+        "cluster2": "Cluster (TLS), 2 workers x 1 slot",
+    }
+    for key, label in labels.items():
+        wall = statistics.median(walls[key])
+        line = f"{label:36} {games / wall:7.1f} games/s ({games} games in {wall:.2f} s)"
+        if key in ratios:
+            line += f"; {statistics.median(ratios[key]):.2f} of local's games/s (same round)"
+        print(line)
+
+
+def frozen_bots(folder: Path, count: int) -> None:
+    """Start `count` confined bots in a process, freeze them, and SIGKILL that process."""
+    script = folder / "freezer.py"
+    script.write_text(FREEZER, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(folder / "random_a.py"), str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "frozen"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def setup_after_kill(folder: Path, count: int) -> None:
+    asked = Confinement(sandbox=True)
+    conf, caps = capabilities(asked, True)
+    if not caps.cgroups:
+        print(f"setup after a kill: skipped, no cgroups here ({'; '.join(caps.notes)})")
+        return
+    frozen_bots(folder, count)
+    survivors = len(_bot_processes(folder))
+    start = time.perf_counter()
+    Warden(conf).close()
+    new = time.perf_counter() - start
+    left = len(_bot_processes(folder))
+    # The baseline in the same run: the same kill, swept one bot after the other as before.
+    frozen_bots(folder, count)
+    start = time.perf_counter()
+    _sweep_one_by_one()
+    old = time.perf_counter() - start
+    print(
+        f"{survivors} frozen processes (bots and their sandboxes) outlived the killed process; {left} after"
+    )
+    print(
+        f"setup after a kill with {count} frozen bots: {new:.2f} s (a new Warden: all thawed and killed at "
+        f"once, one wait); one bot after the other, as before: {old:.2f} s ({old / max(new, 1e-9):.1f}x)"
+    )
+
+
+def _bot_processes(folder: Path) -> list[str]:
+    found = subprocess.run(["pgrep", "-f", str(folder / "random_a.py")], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def _sweep_one_by_one() -> None:
+    """What sweep_stale did before: each stale bot's folders released in turn (2 s patience each)."""
+    parent = Cgroups.parent(f"arena-{os.getpid()}-bench")
+    assert parent is not None
+    stale: dict[str, list[Path]] = {}
+    for folder in parent.folders:
+        for old in folder.parent.glob("arena-*"):
+            pid = old.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                stale.setdefault(old.name, []).append(old)
+    for olds in stale.values():
+        for bot in sorted({child.name for old in olds for child in old.glob("bot-*")}):
+            Cgroups([old / bot for old in olds], parent.v2).release()
+        for old in olds:
+            with contextlib.suppress(OSError):
+                old.rmdir()
+    parent.remove()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--games", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--frozen", type=int, default=16)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        throughput(folder, args.games, args.repeats)
+        setup_after_kill(folder, args.frozen)
 
 
 if __name__ == "__main__":

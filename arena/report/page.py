@@ -24,6 +24,7 @@ import pandas as pd
 from arena.report import charts
 from arena.report.botpages import bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
+from arena.report.machines import tally
 from arena.tournament import queries, ratings
 from arena.tournament.settings import Settings
 from arena.tournament.store import Store, now
@@ -337,7 +338,10 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
     rows += [Fact("warning", note) for note in (enforced.notes if enforced else ())]
     if cluster := store.meta().get("cluster"):
         rows.append(Fact("cluster", cluster))
-    rows += [Fact("worker", m.summary()) for m in store.workers().values()]
+    workers = store.workers()
+    rows += [Fact("worker", m.summary()) for m in workers.values()]
+    if workers:  # games, faults and a residual per machine, so that one that disagrees stands out
+        rows += [Fact("machine", t.summary()) for t in tally(store.records())]
     rows += [Fact("not entered", f"{entry}: {why}") for entry, why in store.not_entered()]
     return rows
 
