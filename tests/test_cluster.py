@@ -571,3 +571,14 @@ def test_each_game_records_whether_it_was_sandboxed_and_the_page_counts_the_tour
         assert json.loads(cup.store.meta()["confinement"])["sandbox"] is True  # the last run's machines
         page = html.unescape(cup.report().read_text(encoding="utf-8"))
     assert f"off for {len(outside)} of the tournament's games ({len(outside)} on lab-0)" in page
+
+
+def test_the_page_says_how_the_cluster_was_trusted() -> None:
+    assert (
+        Cluster("tls://10.0.0.1:8786").trust
+        == "tls://10.0.0.1:8786, TLS with the class's certificates on both ends"
+    )
+    assert Cluster("tcp://10.0.0.1:8786", insecure=True).trust == (
+        "tcp://10.0.0.1:8786, plain tcp:// without TLS (--insecure-cluster): whoever reached its port could "
+        "join as a worker"
+    )
