@@ -200,8 +200,8 @@ class Cluster:
                         on_machine(dataclasses.replace(machine, address=address, refused=why))
                 else:
                     log.warning(f"worker {address} dropped from this run: {why}")
-                with contextlib.suppress(Exception):
-                    client.retire_workers([address], close_workers=True, remove=True)
+                # It is not retired (Dask's retirement waits for its tasks, without a deadline): it is sent no
+                # more tasks (`allowed`), and what it still answers is not read.
 
             feed()
             while futures:
@@ -230,10 +230,12 @@ class Cluster:
                 last_news = time.monotonic()
                 if future.status == "finished":
                     address = _where(client, future)
-                    answer = _answer(future)
+                    # A dropped worker's answer is not even read (it may be gone with it): its games are
+                    # played elsewhere.
+                    answer = "" if address in self.dropped else _answer(future)
                     future.release()
                     if address in self.dropped:
-                        again(batch)  # a dropped worker still answering: its games are played elsewhere
+                        again(batch)
                     elif isinstance(answer, str):
                         drop(address, None, answer)
                         again(batch)
