@@ -383,7 +383,7 @@ class Store:
     def unsandboxed(self) -> dict[str, int]:
         """Played games whose bots ran outside the sandbox, by the machine that played them ("": here)."""
         query = (
-            "SELECT worker, count(*) FROM games WHERE sandboxed = 'false' AND reason != 'benched' "
+            "SELECT worker, count(*) FROM games WHERE sandboxed IN ('0', 'false') AND reason != 'benched' "
             "GROUP BY worker ORDER BY worker"
         )
         return {str(w): int(n) for w, n in self.db.execute(query)}
