@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -482,7 +481,9 @@ def run(  # type: ignore[no-untyped-def]
             echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
         if not quiet:
             echo(cup.plan(entered, rounds).summary())
-        progress = _Progress(quiet)
+        from arena.report.terminal import Progress
+
+        progress = Progress(quiet, sys.stderr)
         result = cup.run(
             entered,
             rounds,
@@ -540,57 +541,6 @@ def _open_in_browser(page: Path) -> None:
     import webbrowser
 
     threading.Thread(target=webbrowser.open, args=(page.as_uri(),), daemon=True).start()
-
-
-class _Progress:
-    """Progress and the scores so far on stderr while games finish, with the real games/s: on a terminal a
-    compact table redrawn in place every few seconds, else (a log file, CI) a plain line every few seconds
-    with the leaders; nothing when quiet."""
-
-    EVERY = 5.0  # seconds between plain lines
-    REDRAW = 2.0  # seconds between redraws of the table on a terminal
-
-    def __init__(self, quiet: bool) -> None:
-        from arena.report.terminal import Scores
-
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty()
-        self.started = time.monotonic()
-        self.said = self.started
-        self.done = 0
-        self.drawn = 0  # lines of the last table drawn, to draw over
-        self.scores = Scores()
-
-    def rate(self, _: object = None) -> str:
-        return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
-
-    def __call__(self, done: int, total: int, record: GameRecord | None) -> None:
-        self.done = done
-        if record is not None:
-            self.scores.add(record)
-        if self.quiet or total == 0:
-            return
-        now = time.monotonic()
-        left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
-        if done == 0:
-            echo(f"arena: playing {total} games", err=True)
-        elif now - self.said >= (self.REDRAW if self.tty else self.EVERY) or done == total:
-            self.said = now
-            if self.tty:
-                self._draw([*self.scores.table(), f"{done} of {total} games, {self.rate()}, {left}"])
-            else:
-                leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
-                echo(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}", err=True)
-
-    def _draw(self, lines: list[str]) -> None:
-        """Over the last table: the cursor goes up to its first line and clears to the end of the screen
-        (arena's own escapes; the table's text, bots' names, shown as echo shows it)."""
-        up = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
-        click.echo(up + printable("\n".join(lines), lines=True), err=True)
-        self.drawn = len(lines)
-
-    def close(self) -> None:
-        self.drawn = 0
 
 
 @cli.command("cluster-certs")

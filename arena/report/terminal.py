@@ -7,11 +7,13 @@ with the bot that owns it at that moment, so after a SWAP the names change sides
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
+from arena.match.printable import printable
 from arena.match.record import GameRecord
 from arena.report.replay import Ply, Replay, marks, replay
 from arena.tournament import queries
@@ -296,3 +298,58 @@ def format_table(board: pd.DataFrame) -> str:
     for r in board[board["unranked"] != ""].itertuples(index=False):
         lines.append(f"not ranked: {r.bot}: {r.unranked}")
     return "\n".join(lines)
+
+
+class Progress:
+    """Progress and the scores so far on `out` (stderr) while games finish, with the real games/s: on a
+    terminal a compact table redrawn in place every few seconds, else (a log file, CI) a plain line every few
+    seconds with the leaders; nothing when quiet. What bots wrote (their names) is shown escaped."""
+
+    EVERY = 5.0  # seconds between plain lines
+    REDRAW = 2.0  # seconds between redraws of the table on a terminal
+
+    def __init__(self, quiet: bool, out: TextIO) -> None:
+        self.quiet = quiet
+        self.out = out
+        self.tty = out.isatty()
+        self.started = time.monotonic()
+        self.said = self.started
+        self.done = 0
+        self.drawn = 0  # lines of the last table drawn, to draw over
+        self.scores = Scores()
+
+    def rate(self, _: object = None) -> str:
+        return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
+
+    def __call__(self, done: int, total: int, record: GameRecord | None) -> None:
+        self.done = done
+        if record is not None:
+            self.scores.add(record)
+        if self.quiet or total == 0:
+            return
+        now = time.monotonic()
+        left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
+        if done == 0:
+            self._say(f"arena: playing {total} games")
+        elif now - self.said >= (self.REDRAW if self.tty else self.EVERY) or done == total:
+            self.said = now
+            if self.tty:
+                self._draw([*self.scores.table(), f"{done} of {total} games, {self.rate()}, {left}"])
+            else:
+                leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
+                self._say(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}")
+
+    def _draw(self, lines: list[str]) -> None:
+        """Over the last table: the cursor goes up to its first line and clears to the end of the screen
+        (arena's own escapes; the table's text, bots' names, shown as echo shows it)."""
+        up = f"\x1b[{self.drawn}F\x1b[J" if self.drawn else ""
+        self.out.write(up + printable("\n".join(lines), lines=True) + "\n")
+        self.out.flush()
+        self.drawn = len(lines)
+
+    def _say(self, line: str) -> None:
+        self.out.write(printable(line) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.drawn = 0
