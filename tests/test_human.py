@@ -169,7 +169,7 @@ def test_the_end_of_the_input_or_q_ends_the_session_cleanly():
     found = re.fullmatch(quit_line, line)
     assert found, line
     assert float(found[2]) + float(found[3]) == int(found[1]) - 1
-    assert run.stdout.count("game ") >= int(found[1])
+    assert run.stdout.count("new game") >= int(found[1])  # every game begun, the one quit included
 
 
 def test_a_bot_that_crashes_loses_to_the_person_who_is_told_why(tmp_path):
