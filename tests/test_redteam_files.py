@@ -13,22 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from botsrc import FIRST_LEGAL_C
+from botsrc import FIRST_LEGAL, FIRST_LEGAL_C
 from test_redteam import NOBODY, ROOT, as_nobody, mode, workdir  # noqa: F401 (the fixtures)
 
 from arena.match.printable import printable
 from arena.report import page
 
 RULES = ("--rules", "kalah,pits=4,seeds=3")
-FIRST_LEGAL = """import sys
-for line in sys.stdin:
-    words = line.split()
-    if words and words[0] == "MOVE":
-        board = [int(w) for w in words[2:]]
-        print(next(p for p in range(1, len(board) // 2) if board[p - 1]), flush=True)
-    elif words and words[0] == "QUIT":
-        break
-"""
 
 
 def arena(
