@@ -23,7 +23,7 @@ import socket
 import time
 import urllib.parse
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +111,7 @@ class Cluster:
         if not slots:
             return
         distributed = _distributed()
-        from arena.tournament import identity, workers
+        from arena.tournament import identity
 
         ours = identity.version()
         if self.require_sandbox is None:
@@ -121,6 +121,21 @@ class Cluster:
             self._require = bool(conf and conf.sandbox and capabilities(conf, True)[1].sandbox)
         else:
             self._require = self.require_sandbox
+        with _dask_quiet():
+            self._play(distributed, ours, slots, conditions, on_game, instead, on_machine)
+
+    def _play(
+        self,
+        distributed: Any,
+        ours: str,
+        slots: Sequence[Slot],
+        conditions: Conditions,
+        on_game: OnGame,
+        instead: Instead | None,
+        on_machine: Callable[[Machine], None] | None,
+    ) -> None:
+        from arena.tournament import workers
+
         client = self._connect(distributed)
         plugin = f"arena-{conditions.tag or 'run'}"
         futures: dict[Any, tuple[int, ...]] = {}  # tasks on the cluster: Dask future -> their games' indices
@@ -421,6 +436,32 @@ class Cluster:
                     f"--resources {RESOURCE}=N', N the machine's cores"
                 )
             time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def _dask_quiet() -> Iterator[None]:
+    """Dask's own log lines kept off the terminal while this side plays (restored after): Dask writes its
+    retries and a lost scheduler's chained tracebacks to stderr, where the teacher is to read one line that
+    says what happened and what to do (a ClusterError)."""
+    tops = ("distributed", "tornado", "bokeh", "asyncio")
+    known = logging.Logger.manager.loggerDict
+    # Dask gives several of its loggers a handler of their own (distributed.client has one, too)
+    loggers = [logging.getLogger(name) for name in tops]
+    loggers += [
+        lg
+        for name, lg in list(known.items())
+        if isinstance(lg, logging.Logger) and lg.handlers and name.split(".")[0] in tops and lg not in loggers
+    ]
+    before = [(lg, lg.handlers, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.handlers = [logging.NullHandler()]
+        lg.propagate = False
+    try:
+        yield
+    finally:
+        for lg, handlers, propagate in before:
+            lg.handlers = handlers
+            lg.propagate = propagate
 
 
 def _line(text: str, most: int = 300) -> str:
