@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
     from arena.tournament.backend import Backend
     from arena.tournament.ratings import Standings
+    from arena.tournament.schedule import Schedule
     from arena.tournament.scheduler import RunResult
+    from arena.tournament.settle import Rule, Verdict
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -163,9 +165,13 @@ class Plan:
     scheduled: int
     to_play: int
     stored: tuple[str, ...]  # settings this run keeps from the stored tournament, unlike the defaults
+    settle: str | None = None  # the stopping rule of an adaptive run, in words; None: a number of rounds
 
     def summary(self) -> str:
         games = f"{self.to_play} of {self.scheduled} games to play"
+        if self.settle is not None:
+            stored = self.scheduled - self.to_play
+            games = f"adaptive: plays until settled ({stored} games stored). {self.settle}"
         if not self.continuing:
             return f"new tournament {self.name!r}: {self.bots} bots; {games}"
         changes = [
@@ -179,6 +185,21 @@ class Plan:
         if self.stored:
             lines.append("from the stored tournament: " + ", ".join(self.stored))
         return "\n".join(lines)
+
+
+def _plain(x: float) -> float | None:
+    """A float for JSON: None for a missing value (NaN)."""
+    return None if x != x else round(float(x), 2)
+
+
+def _default_rule() -> Rule:
+    from arena.tournament.settle import Rule
+
+    return Rule()
+
+
+def _rule_dict(rule: Rule | None) -> dict[str, Any]:
+    return (rule or _default_rule()).to_dict()
 
 
 class Tournament:
@@ -258,11 +279,42 @@ class Tournament:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def schedule(
+        self,
+        field: Sequence[Bot],
+        rounds: int | None,
+        hero: Bot | None = None,
+        settle: Rule | None = None,
+        max_games: int | None = None,
+        keep: bool = False,
+    ) -> Schedule:
+        """The round robin of `rounds` rounds (or `hero`'s gauntlet), or with `rounds` None the adaptive
+        schedule that plays until `settle` (default: `Rule()`) holds, at most `max_games` games of the field;
+        `keep`: its batches are kept in the store, so a resumed run finishes the one it was playing."""
+        if rounds is not None:
+            return RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero)
+        from arena.tournament.adaptive import Adaptive
+        from arena.tournament.settle import Rule
+
+        if hero is not None:
+            raise ValueError("a gauntlet plays a number of rounds: give --rounds with --gauntlet")
+        rule = settle or Rule()
+        names = {b.name for b in field}
+        unknown = [r for r in rule.references if r not in names]
+        if unknown:
+            raise ValueError(
+                f"reference bot {unknown[0]!r} is not in the field; the bots: {', '.join(sorted(names))}"
+            )
+        store = self.store if keep else None
+        return Adaptive(tuple(field), rule, self.settings.seed, self.book, max_games, store)
+
     def run(
         self,
         bots: Entrants | Sequence[Bot] | Path | str = "bots",
-        rounds: int = 1,
+        rounds: int | None = 1,
         *,
+        settle: Rule | None = None,
+        max_games: int | None = None,
         jobs: int | None = None,
         gauntlet: str | None = None,
         fresh: bool = False,
@@ -274,7 +326,9 @@ class Tournament:
     ) -> RunResult:
         """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores), or on
         the workers of the Dask cluster `cluster` (its scheduler's address, 'tls://HOST:8786', or a back end:
-        arena/tournament/cluster.py).
+        arena/tournament/cluster.py). With `rounds` None, play adaptively until the ranking is settled by
+        `settle` (a `settle.Rule`; default: 95% confidence, 30 Elo resolution), or the field has
+        `max_games` games (`schedule`); `verdict` then says how settled it is.
 
         `bots` is a folder (every bot in it), a list of bots, or `enter`'s answer (one survey of the folder
         for a plan and its run); `gauntlet` names the one bot whose games alone are played; `fresh` starts new
@@ -292,6 +346,8 @@ class Tournament:
         entered = self._entered(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
+        schedule = self.schedule(field, rounds, hero, settle, max_games, keep=True)
+        self.store.set_stopping(None if rounds is not None else _rule_dict(settle))
         self.store.set_not_entered(entered.broken)
         back = scheduler.backend(jobs, cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
@@ -308,7 +364,7 @@ class Tournament:
         return scheduler.run(
             self.store,
             self.settings,
-            RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero),
+            schedule,
             conf,
             jobs=jobs,
             fresh=fresh,
@@ -326,15 +382,19 @@ class Tournament:
     def plan(
         self,
         bots: Entrants | Sequence[Bot] | Path | str = "bots",
-        rounds: int = 1,
+        rounds: int | None = 1,
         gauntlet: str | None = None,
+        *,
+        settle: Rule | None = None,
+        max_games: int | None = None,
     ) -> Plan:
-        """What `run` with these arguments would play, and how the field changed since the last run."""
+        """What `run` with these arguments would play, and how the field changed since the last run (for
+        an adaptive run: its first batch)."""
         entered = self._entered(bots, gauntlet)
         field, hero = list(entered.bots), entered.hero
         before = self.store.versions(self.store.current_ids())
         now = {b.name: b.digest for b in field}
-        schedule = RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero)
+        schedule = self.schedule(field, rounds, hero, settle, max_games)
         results = self.store.results()
         played = schedule.played(results)
         to_play = len(schedule.next(results))
@@ -356,7 +416,21 @@ class Tournament:
             scheduled=played + to_play,
             to_play=to_play,
             stored=stored,
+            settle=None if rounds is not None else (settle or _default_rule()).describe(),
         )
+
+    def verdict(self, settle: Rule | None = None) -> Verdict:
+        """How settled the field's ranking is under `settle`, by default the last adaptive run's rule (or,
+        after a run of rounds, the default rule): what is ordered, what shares a place, what is open."""
+        from arena.tournament import posterior, queries
+        from arena.tournament import settle as settling
+
+        rule = settle or settling.Rule.of(self.store.stopping())
+        field = queries.field_ids(self.store)
+        bots = queries.field_bots(self.store, field)
+        ids = [int(i) for i in bots["id"]]
+        post = posterior.posterior(posterior.from_games(queries.pair_games(self.store, ids), ids))
+        return settling.verdict(post, rule, list(bots["name"]))
 
     def standings(self) -> Standings:
         """The leaderboard and the head-to-head table, from the store."""
@@ -379,6 +453,44 @@ class Tournament:
         """Every stored game in schedule order: `id`, `round`, the GameRecord's fields, `finished_at`."""
         return self.store.records()
 
+    def export_standings(self, file: IO[str], fmt: str = "jsonl") -> int:
+        """Write the leaderboard to `file`, best first, as JSON lines or CSV: each bot's place ('3-5' when
+        shared), its Elo with the 95% interval, its chance of each place (`rank_odds`, place 1 first) and
+        its TrueSkill; returns the rows written."""
+        if fmt not in ("jsonl", "csv"):
+            raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
+        board = self.standings().board
+        writer = (
+            csv.DictWriter(file, fieldnames=STANDINGS_FIELDS, lineterminator="\n") if fmt == "csv" else None
+        )
+        if writer:
+            writer.writeheader()
+        for r in board.itertuples(index=False):
+            row: dict[str, Any] = {
+                "place": str(r.place),
+                "bot": r.bot,
+                "elo": _plain(r.bt_elo),
+                "elo_lo": _plain(r.bt_elo - r.bt_pm),
+                "elo_hi": _plain(r.bt_elo + r.bt_pm),
+                "rank_odds": [round(p, 4) for p in r.rank_odds],
+                "conservative": _plain(r.conservative),
+                "mu": _plain(r.mu),
+                "sigma": _plain(r.sigma),
+                "games": int(r.games),
+                "wins": int(r.wins),
+                "draws": int(r.draws),
+                "losses": int(r.losses),
+                "score_pct": _plain(r.score_pct),
+                "forfeits": int(r.forfeits),
+                "digest": r.digest,
+                "author": r.author if isinstance(r.author, str) else None,
+            }
+            if writer:
+                writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
+            else:
+                file.write(json.dumps(row) + "\n")
+        return len(board)
+
     def export(self, file: IO[str], fmt: str = "jsonl") -> int:
         """Write every stored game to `file` as JSON lines or CSV (containers as JSON); returns the count."""
         if fmt not in ("jsonl", "csv"):
@@ -396,6 +508,12 @@ class Tournament:
                 file.write(json.dumps(record) + "\n")
             count += 1
         return count
+
+
+STANDINGS_FIELDS = [
+    "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games", "wins",
+    "draws", "losses", "score_pct", "forfeits", "digest", "author",
+]  # fmt: skip
 
 
 class Match:

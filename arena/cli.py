@@ -372,9 +372,39 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @click.option(
     "--rounds",
     type=click.IntRange(1, 100_000),
-    default=1,
-    show_default=True,
-    help="Rounds: in each, every pair meets twice, once on each side.",
+    help="Rounds of a round robin: in each, every pair meets twice, once on each side. Without it, the "
+    "run plays adaptively until the ranking is settled.",
+)
+@click.option(
+    "--confidence",
+    type=float,
+    help="Adaptive run: the confidence the ranking is settled at [default: 0.95].",
+)
+@click.option(
+    "--resolution",
+    type=float,
+    metavar="ELO",
+    help="Adaptive run: bots closer than this may share a place [default: 30].",
+)
+@click.option(
+    "--settle",
+    nargs=2,
+    type=(click.Choice(["top"]), int),
+    metavar="top K",
+    help="Adaptive run: settle only the first K places (and each bot against --reference bots).",
+)
+@click.option(
+    "--reference",
+    "references",
+    multiple=True,
+    metavar="BOT",
+    help="Adaptive run: settle every bot against BOT (pass/fail); repeat for more.",
+)
+@click.option(
+    "--max-games",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Adaptive run: stop when the field has N games stored, settled or not.",
 )
 @click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
 @click.option("--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: kalah, or the tournament's].")
@@ -438,6 +468,11 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @_confinement_options
 def run(  # type: ignore[no-untyped-def]
     rounds,
+    confidence,
+    resolution,
+    settle,
+    references,
+    max_games,
     hero,
     rules,
     move_ms,
@@ -464,11 +499,19 @@ def run(  # type: ignore[no-untyped-def]
     ponder,
     read_only,
 ):
-    """Run a round-robin tournament over the bots folder; resume it if it exists, then write its report."""
+    """Run a tournament over the bots folder, adaptively until its ranking is settled or --rounds round
+    robins; resume it if it exists, then write its report."""
     from arena.api import Tournament, entrants
 
+    rule = _stopping_rule(rounds, confidence, resolution, settle, references, max_games)
     # Before the store exists: a bad bots folder, or a grant of a private place, leaves nothing behind.
-    entrants(bots_dir, hero, read_only=_read_only(read_only) or (), private=[out])
+    found = entrants(bots_dir, hero, read_only=_read_only(read_only) or (), private=[out])
+    names = {b.name for b in found.bots}
+    for ref in references:
+        if ref not in names:
+            raise click.BadParameter(f"{ref!r} is not a bot in {bots_dir}", param_hint="--reference")
+    if rounds is None and hero:
+        raise click.UsageError("a gauntlet plays a number of rounds: give --rounds with --gauntlet")
     limits = {"memory_mb": memory_mb, "max_memory_mb": max_memory_mb, "max_procs": max_procs}
     limits |= {"sandbox": sandbox, "ponder": ponder}
     asked = _asked(rules, move_ms, startup_ms, time_bank, read_only, seed=seed, **limits)
@@ -480,13 +523,15 @@ def run(  # type: ignore[no-untyped-def]
         for entry, why in entered.broken:  # a failed build too
             echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
         if not quiet:
-            echo(cup.plan(entered, rounds).summary())
+            echo(cup.plan(entered, rounds, settle=rule, max_games=max_games).summary())
         from arena.report.terminal import Progress
 
         progress = Progress(quiet, sys.stderr)
         result = cup.run(
             entered,
             rounds,
+            settle=rule,
+            max_games=max_games,
             jobs=jobs,
             fresh=fresh,
             progress=progress,
@@ -498,12 +543,17 @@ def run(  # type: ignore[no-untyped-def]
         progress.close()
         standings = cup.standings()
         page = cup.report(standings)
+        settled = cup.verdict() if rounds is None else None
     if result.interrupted:
+        stored = result.before + result.played
+        of = f"{stored} stored" if rounds is None else f"{stored} of {result.scheduled} stored"
         echo(
-            f"arena: interrupted after {result.played} new games ({result.before + result.played} of "
-            f"{result.scheduled} stored); run the same command again to resume",
+            f"arena: interrupted after {result.played} new games ({of}); run the same command again to "
+            "resume",
             err=True,
         )
+        if settled is not None:
+            echo(f"arena: not settled yet: {settled.describe_open()}", err=True)
         echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
@@ -512,6 +562,12 @@ def run(  # type: ignore[no-untyped-def]
         if result.before:
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         echo(terminal.format_table(standings.board))
+    if settled is not None:
+        if settled.settled:
+            echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
+        else:
+            why = "the cap of --max-games" if max_games is not None else "no more games could be played"
+            echo(f"not settled ({why}): {settled.describe_open()}")
     echo(f"report: {page}")
 
 
@@ -533,6 +589,37 @@ def _cluster(address: str | None, certs: Path | None, insecure: bool, require_sa
     if insecure:
         click.echo(f"arena: warning: {address} is played on without TLS (--insecure-cluster)", err=True)
     return Cluster(address, certs=certs, insecure=insecure, require_sandbox=require_sandbox)
+
+
+def _stopping_rule(rounds, confidence, resolution, settle, references, max_games):  # type: ignore[no-untyped-def]
+    """The adaptive run's rule from its options, refused in one line when it cannot be one, before anything
+    is written; None for a run of --rounds, which takes none of them."""
+    if rounds is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--confidence", confidence),
+                ("--resolution", resolution),
+                ("--settle", settle),
+                ("--reference", references or None),
+                ("--max-games", max_games),
+            )
+            if value is not None
+        ]
+        if given:
+            raise click.UsageError(f"{given[0]} is for an adaptive run, without --rounds")
+        return None
+    from arena.tournament.settle import CONFIDENCE, RESOLUTION, Rule
+
+    try:
+        return Rule(
+            CONFIDENCE if confidence is None else confidence,
+            RESOLUTION if resolution is None else resolution,
+            None if settle is None else settle[1],
+            tuple(references),
+        )
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _open_in_browser(page: Path) -> None:
@@ -592,18 +679,24 @@ def replay_cmd(game, name, out):  # type: ignore[no-untyped-def]
 @cli.command()
 @_tournament_options
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
-def export(name, out, fmt):  # type: ignore[no-untyped-def]
-    """Write every stored game record to stdout, in schedule order."""
+@click.option(
+    "--standings",
+    is_flag=True,
+    help="The leaderboard instead: each bot's place, Elo with its 95% interval, chance of each place "
+    "(rank_odds) and TrueSkill.",
+)
+def export(name, out, fmt, standings):  # type: ignore[no-untyped-def]
+    """Write every stored game record to stdout, in schedule order (or the standings)."""
     from arena.api import Tournament
 
     with Tournament.open(Path(out) / name) as cup:
+        write = cup.export_standings if standings else cup.export
         if not sys.stdout.isatty():  # a file or a pipe gets the records as stored
-            cup.export(sys.stdout, fmt)
+            write(sys.stdout, fmt)
             return
-        shown = (
-            io.StringIO()
-        )  # a person reads them: what bots wrote (a CSV's detail) is shown as echo shows it
-        cup.export(shown, fmt)
+        # A person reads them: what bots wrote (a CSV's detail) is shown as echo shows it
+        shown = io.StringIO()
+        write(shown, fmt)
         click.echo(printable(shown.getvalue(), lines=True), nl=False)
 
 

@@ -132,7 +132,7 @@ def test_draw_margin_is_the_packages():
 
 
 def test_a_beats_b_beats_c_in_order(tour):
-    for _ in range(3):
+    for _ in range(5):  # 10-0 records: ordered at 95% (after 6-0 the odds are just under)
         tour.play(A, B, A)
         tour.play(B, A, A)
         tour.play(B, C, B)
@@ -333,19 +333,6 @@ def test_close_marks_follow_interval_overlap(tour):
     assert list(board["bot"]) == ["alice", "bob", "carol"]
     assert list(board["place"]) == ["1", "2", "3"]
     assert not board["close_above"].any()  # 80 games a pair separate them clearly
-
-
-def test_shared_places_group_the_bots_not_separated_from_the_groups_top():
-    # intervals: [1590, 1610], [1570, 1600] overlaps the top, [1560, 1580] the second but not the top,
-    # [1400, 1560] overlaps the third; then two bots without games
-    nan = math.nan
-    elo = [1600, 1585, 1570, 1480, nan, nan]
-    pm = [10, 15, 10, 80, nan, nan]
-    assert ratings.shared_places(elo, pm) == [(1, 2), (1, 2), (3, 4), (3, 4), (5, 6), (5, 6)]
-    assert [ratings.place_text(*p) for p in ratings.shared_places(elo, pm)] == ["1-2", "1-2", "3-4", "3-4",
-                                                                               "5-6", "5-6"]  # fmt: skip
-    assert ratings.shared_places([1500.0], [300.0]) == [(1, 1)]
-    assert ratings.shared_places([], []) == []
 
 
 def test_after_two_rounds_places_are_shared_and_a_higher_score_never_ranks_lower(tour):

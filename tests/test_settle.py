@@ -23,7 +23,7 @@ def test_far_apart_bots_are_ordered_and_take_places_one_by_one() -> None:
     v = verdict(known([1700, 1500, 1300], 20), Rule(), NAMES[:3])
     assert v.order == (0, 1, 2)
     assert [c.status for c in v.claims] == [Status.ORDERED, Status.ORDERED]
-    assert v.places == ("1", "2", "3") and v.settled and v.describe_open(NAMES) == ""
+    assert v.places == ("1", "2", "3") and v.settled and v.describe_open() == ""
 
 
 def test_close_bots_that_cannot_be_wrong_by_the_resolution_share_a_place() -> None:
@@ -39,7 +39,7 @@ def test_a_pair_that_could_be_the_wrong_way_round_by_more_than_the_resolution_is
     (claim,) = v.open
     assert (claim.upper, claim.lower) == (1, 2) and 0.5 < claim.p < 0.95
     assert claim.risk == pytest.approx(0.0786, abs=1e-3)  # P(cat > bob + 30) = Φ(-50 / 35.4)
-    assert v.describe_open(NAMES) == "still open, 1 pair: bob vs cat (71% sure of the order)"
+    assert v.describe_open() == "still open, 1 pair: bob vs cat (71% sure of the order)"
     assert v.places == ("1", "2-3", "2-3", "4")
 
 

@@ -58,6 +58,7 @@ class Place:
     ms_per_move: str
     elo: str
     colour: str  # the bot's colour on the charts
+    odds: tuple[tuple[int, int], ...] = ()  # (place, percent) of its chance of each place, the likely ones
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +175,21 @@ def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]
             ms_per_move=_num(r.ms_per_move, ".1f"),
             elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
             colour=styles[int(r.id)].colour,
+            odds=tuple((k + 1, round(100 * p)) for k, p in enumerate(r.rank_odds)),
         )
         for r in board.itertuples(index=False)
     ]
+
+
+def _settling(store: Store, standings: ratings.Standings) -> str:
+    """What the last adaptive run stopped by, and whether the ranking is settled by it ('' after a run of
+    rounds)."""
+    if store.stopping() is None or standings.verdict is None:
+        return ""
+    v = standings.verdict
+    if v.settled:
+        return f"Settled. {v.rule.describe()}"
+    return f"Not settled yet ({v.describe_open()}). {v.rule.describe()}"
 
 
 def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
@@ -384,7 +397,8 @@ def render(
         unranked=[(str(b), str(why)) for b, why in zip(board["bot"], board["unranked"], strict=True) if why],
         not_entered=[entry for entry, _ in store.not_entered()],
         unconfined=list(enforced.notes) if enforced else [],
-        order_rule=ratings.ORDER_RULE,
+        order_rule=ratings.order_rule(standings.verdict.rule) if standings.verdict else ratings.ORDER_RULE,
+        settling=_settling(store, standings),
         any_shared=bool(board["close_above"].any()),
         shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),
         matrix=_matrix(board, standings.pairs, variety),

@@ -17,12 +17,20 @@ A settled pair is left alone: a bot that joins, changes or is withdrawn reopens 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from arena.tournament.posterior import Pairs, Posterior, posterior
+from arena.game.openings import Book
+from arena.match.bots import Bot
+from arena.tournament.posterior import Pairs, Posterior, from_games, posterior
 from arena.tournament.ratings import ELO_PER_NAT
+from arena.tournament.schedule import Result, Slot, game, key
 from arena.tournament.settle import Rule, Verdict, verdict
+
+if TYPE_CHECKING:
+    from arena.tournament.store import Store
 
 PLACEMENT = 4  # pairings of a new bot against a spread of opponents
 EXPLORE = 0.1  # share of a batch on random pairs a few places apart
@@ -137,3 +145,75 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
         cov = cov - np.outer(cx, cx) / denom[best]
         d = d - np.outer(dx, cx) / denom[best]
     return picks
+
+
+@dataclass(frozen=True, slots=True)
+class Adaptive:
+    """The adaptive schedule as a run asks for it (`schedule.Schedule`): each `next` is one batch of `plan`,
+    decided from every played game of the field, as games: a pairing of a and b is their next round (one
+    past the last round they played, so it follows on from any round robin before it), one game from each
+    side, from that round's opening.
+
+    A run plays a batch to its end before asking again, so a local run and a cluster run decide the same
+    batches from the same results. The batch being played is kept in the store (`Store.set_batch`): a run
+    stopped in the middle of one finishes it first when resumed, and so plays the games an uninterrupted
+    run would have. `max_games` caps the field's played games: no batch starts beyond it."""
+
+    bots: tuple[Bot, ...]
+    rule: Rule
+    seed: int
+    book: Book | None = None
+    max_games: int | None = None
+    store: Store | None = None
+
+    def games(self, results: Sequence[Result]) -> list[tuple[int, int, int, int | None]]:
+        """The field's played games as (round, south, north, winner or None), bots by their index."""
+        index = {(b.name, b.digest): k for k, b in enumerate(self.bots)}
+        names = {b.name: k for k, b in enumerate(self.bots)}
+        return [
+            (r.round, index[r.south], index[r.north], None if r.winner is None else names[r.winner])
+            for r in results
+            if r.south in index and r.north in index
+        ]
+
+    def pairs(self, results: Sequence[Result]) -> Pairs:
+        """The field's played games as game pairs."""
+        return from_games(self.games(results), range(len(self.bots)))
+
+    def verdict(self, results: Sequence[Result]) -> Verdict:
+        """The stopping rule applied to the field's games."""
+        return verdict(posterior(self.pairs(results)), self.rule, [b.name for b in self.bots])
+
+    def next(self, results: Sequence[Result]) -> list[Slot]:
+        done = {key(r) for r in results}
+        by_version = {(b.name, b.digest): b for b in self.bots}
+        if self.store is not None:
+            left = [
+                game(rnd, by_version[s], by_version[n], self.seed, self.book)
+                for rnd, s, n in self.store.batch()
+                if s in by_version and n in by_version and (rnd, s, n) not in done
+            ]
+            if left:
+                return left
+        mine = self.games(results)
+        if self.max_games is not None and len(mine) >= self.max_games:
+            return []
+        names = [b.name for b in self.bots]
+        pairs = from_games(mine, range(len(self.bots)))
+        batch = plan(pairs, self.rule, names, self.seed, len(mine), batch_size(len(self.bots)))
+        last: dict[tuple[int, int], int] = {}
+        for rnd, south, north, _ in mine:
+            pair = (min(south, north), max(south, north))
+            last[pair] = max(last.get(pair, 0), rnd)
+        slots = []
+        for a, b in batch:
+            last[(a, b)] = rnd = last.get((a, b), 0) + 1
+            x, y = self.bots[a], self.bots[b]
+            slots += [game(rnd, x, y, self.seed, self.book), game(rnd, y, x, self.seed, self.book)]
+        slots.sort(key=lambda s: (s.round, s.ordinal))
+        if self.store is not None:
+            self.store.set_batch(key(s) for s in slots)
+        return slots
+
+    def played(self, results: Sequence[Result]) -> int:
+        return len(self.games(results))

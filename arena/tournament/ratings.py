@@ -1,8 +1,9 @@
 """Ratings from the store: TrueSkill in schedule order, plain counts beside it, and an order-free check.
 
 The leaderboard is ordered by a Bradley-Terry fit over the pairwise counts (Elo scale): it ignores the order
-of games, so in a round robin where every pair met equally often its order is the order of scores, and its
-intervals say which places the games do not separate: those bots share a place ("3-5", see `shared_places`).
+of games, so in a round robin where every pair met equally often its order is the order of scores; its
+uncertainty (arena/tournament/posterior.py) and the stopping rule (settle.py) say which neighbours the games
+do not order: those bots share a place ("3-5"), and each bot has its odds of every place.
 TrueSkill (mu - 3 sigma) stays every bot's rating beside it; it depends on the order of games, so it is
 computed in schedule order (round, ordinal), never in the order games happened to finish.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,9 @@ import trueskill
 
 from arena.tournament import queries
 from arena.tournament.store import Store
+
+if TYPE_CHECKING:
+    from arena.tournament.settle import Rule, Verdict
 
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)
@@ -315,8 +320,8 @@ def _reasons(rows: pd.DataFrame) -> str:
 
 COLUMNS = [
     "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
-    "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "close_above", "close_below",
-    "id", "digest", "author", "unranked",
+    "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "rank_odds", "close_above",
+    "close_below", "id", "digest", "author", "unranked",
 ]  # fmt: skip
 _SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
@@ -328,45 +333,23 @@ class Standings:
     board: pd.DataFrame
     pairs: pd.DataFrame
     field: tuple[int, ...]
+    verdict: Verdict | None = None  # the stopping rule on the bots with games (None: fewer than two)
 
 
 ORDER_RULE = (
-    "Ordered by Elo, fitted to all games at once (when every pair has met equally often, the order of "
-    "scores); bots the games cannot tell apart yet share a place."
+    "Ordered by Elo (Bradley-Terry, fitted to all games at once; TrueSkill's mu − 3σ is shown but does not "
+    "decide the order): neighbours share a place (3-5) unless the games order them with 95% confidence."
 )
-
-
-def shared_places(elo: Iterable[float], pm: Iterable[float]) -> list[tuple[int, int]]:
-    """(first, last) place of each row of a board already in order: the places the evidence allows.
-
-    A group starts at its best bot and takes in every following bot whose 95% interval overlaps that bot's,
-    so a group is the bots the games do not separate from its top; they share its places ("3-5"). Bots
-    without games (no interval) share the places at the bottom. The one function the settled-ranking
-    stopping rule replaces.
-    """
-    rows = list(zip(elo, pm, strict=True))
-    out: list[tuple[int, int]] = []
-    k = 0
-    while k < len(rows):
-        top_elo, top_pm = rows[k]
-        end = k + 1
-        if math.isnan(top_elo):
-            end = len(rows)
-        else:
-            while (
-                end < len(rows)
-                and not math.isnan(rows[end][0])
-                and (rows[end][0] + rows[end][1] >= top_elo - top_pm)
-            ):
-                end += 1
-        out += [(k + 1, end)] * (end - k)
-        k = end
-    return out
 
 
 def place_text(first: int, last: int) -> str:
     """'3' or '3-5'."""
     return str(first) if first == last else f"{first}-{last}"
+
+
+def order_rule(rule: Rule) -> str:
+    """ORDER_RULE at `rule`'s confidence."""
+    return ORDER_RULE.replace("95%", f"{rule.confidence * 100:g}%")
 
 
 def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
@@ -387,7 +370,7 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     skills = trueskill_ratings(queries.rating_games(store, field), ids, model)
     pairs = queries.pair_totals(store, field)
     reasons = queries.forfeit_reasons(store, field)
-    strengths = bradley_terry(pairs, ids)
+    names = dict(zip(ids, bots["name"], strict=True))
 
     board = bots.rename(columns={"name": "bot"})
     board.index = pd.Index(ids)
@@ -403,24 +386,44 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board["ms_per_move"] = (board["think_ms"] / board["moves"]).where(board["moves"] > 0)
     by_bot = {int(b): _reasons(rows) for b, rows in reasons.groupby("bot")}
     board["forfeit_reasons"] = [by_bot.get(i, "") for i in ids]
-    board["bt_elo"] = [strengths[i].elo if i in strengths else math.nan for i in ids]
-    board["bt_pm"] = [strengths[i].pm if i in strengths else math.nan for i in ids]
-
     # A bot that never gave a first answer (random bytes named bot.py) is not ranked: its wins are the other
-    # broken bots' forfeits. It is listed last, with why.
+    # broken bots' forfeits, and every bot beats it alike. It is listed last, with why.
     silent = (board["moves"] == 0) & (board["forfeits"] > 0)
     board["unranked"] = [
         f"never gave a first answer ({why})" if quiet else ""
         for quiet, why in zip(silent, board["forfeit_reasons"], strict=True)
     ]
-    order = ["unranked", "bt_elo", "score_pct", "conservative", "bot"]
-    board = board.sort_values(order, ascending=[True, False, False, False, True], na_position="last")
-    ranked = int((~silent).sum())
-    places = shared_places(board["bt_elo"][:ranked], board["bt_pm"][:ranked])
-    places += [(ranked + 1, len(board))] * (len(board) - ranked)
-    board["rank"] = [first for first, _ in places]
-    board["place"] = [place_text(*p) for p in places[:ranked]] + ["-"] * (len(board) - ranked)
-    group = [first for first, _ in places]
+    playing = [i for i in ids if board.at[i, "games"] > 0 and not silent[i]]
+
+    judged = None
+    pm: np.ndarray = np.zeros(0)
+    elo: np.ndarray = np.zeros(0)
+    odds: np.ndarray = np.zeros((0, 0))
+    if len(playing) >= 2:
+        from arena.tournament.posterior import from_games, posterior
+        from arena.tournament.settle import Rule, verdict
+
+        post = posterior(from_games(queries.pair_games(store, playing), playing))
+        judged = verdict(post, Rule.of(store.stopping()), [names[i] for i in playing])
+        odds, elo, pm = post.rank_odds(), post.elo, post.pm()
+    index = {b: k for k, b in enumerate(playing)} if judged else {}
+    board["bt_elo"] = [elo[index[i]] if i in index else math.nan for i in ids]
+    board["bt_pm"] = [pm[index[i]] if i in index else math.nan for i in ids]
+    board["rank_odds"] = [tuple(float(x) for x in odds[index[i]]) if i in index else () for i in ids]
+
+    # The verdict's order and places; bots without games share the places below them, and bots never
+    # ranked come last, placed '-'.
+    order = [playing[k] for k in judged.order] if judged else []
+    places = list(judged.places) if judged else []
+    ranked = set(order)
+    rest = sorted((i for i in ids if i not in ranked and not silent[i]), key=lambda i: names[i])
+    if rest:
+        places += [place_text(len(order) + 1, len(order) + len(rest))] * len(rest)
+    unranked = sorted((i for i in ids if silent[i]), key=lambda i: names[i])
+    board = board.loc[order + rest + unranked]
+    board["rank"] = [int(p.split("-")[0]) for p in places] + [len(places) + 1] * len(unranked)
+    board["place"] = places + ["-"] * len(unranked)
+    group = board["rank"].tolist()
     board["close_above"] = [k > 0 and group[k] == group[k - 1] for k in range(len(group))]
     board["close_below"] = [k + 1 < len(group) and group[k] == group[k + 1] for k in range(len(group))]
-    return Standings(board[COLUMNS].reset_index(drop=True), pairs, tuple(ids))
+    return Standings(board[COLUMNS].reset_index(drop=True), pairs, tuple(ids), judged)

@@ -51,6 +51,14 @@ def round_robin(bots: Sequence[Bot], rounds: int, seed: int, book: Book | None =
     return sorted(slots, key=lambda s: (s.round, s.ordinal))
 
 
+def game(rnd: int, south: Bot, north: Bot, seed: int, book: Book | None = None) -> Slot:
+    """The game of round `rnd` with these two bots on these sides, as every schedule names it: its place in
+    the round's seeded order and the round's opening."""
+    return Slot(
+        rnd, _ordinal(seed, rnd, south.name, north.name), south, north, _opening(book, rnd, south, north)
+    )
+
+
 def _opening(book: Book | None, rnd: int, south: Bot, north: Bot) -> Opening:
     if book is None or not (starts_anywhere(south) and starts_anywhere(north)):
         return ()

@@ -23,10 +23,12 @@ against `greedy` without ordering everyone.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from arena.tournament.posterior import Posterior, normal_cdf
 
@@ -65,6 +67,22 @@ class Rule:
         if self.top is not None and self.top < 1:
             raise ValueError(f"settle top K needs K of 1 or more, not {self.top}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """As stored with a tournament (`Store.set_stopping`)."""
+        return {**dataclasses.asdict(self), "references": list(self.references)}
+
+    @classmethod
+    def of(cls, stored: dict[str, Any] | None) -> Rule:
+        """The rule stored with a tournament; the default one when none is."""
+        if not stored:
+            return cls()
+        return cls(
+            float(stored["confidence"]),
+            float(stored["resolution"]),
+            None if stored.get("top") is None else int(stored["top"]),
+            tuple(str(r) for r in stored.get("references", ())),
+        )
+
     def describe(self) -> str:
         """The rule in one sentence."""
         c, r = f"{self.confidence * 100:g}%", f"{self.resolution:g}"
@@ -95,6 +113,7 @@ class Verdict:
     """The rule applied to a posterior: the ranking, its places and what is still open."""
 
     rule: Rule
+    names: tuple[str, ...]  # the bots, by index
     order: tuple[int, ...]  # bot indices, best first
     places: tuple[str, ...]  # the place shown at each position: "1", "3-5"
     claims: tuple[Claim, ...]
@@ -111,11 +130,12 @@ class Verdict:
         """Each bot's shown place."""
         return {b: p for b, p in zip(self.order, self.places, strict=True)}
 
-    def describe_open(self, names: Sequence[str], most: int = 8) -> str:
+    def describe_open(self, most: int = 8) -> str:
         """What is still open, most uncertain first, in one line: '' when settled."""
         claims = sorted(self.open, key=lambda c: abs(c.p - 0.5))
         if not claims:
             return ""
+        names = self.names
         words = [f"{names[c.upper]} vs {names[c.lower]} ({c.p:.0%} sure of the order)" for c in claims[:most]]
         more = f" and {len(claims) - most} more" if len(claims) > most else ""
         pairs = "pair" if len(claims) == 1 else "pairs"
@@ -165,8 +185,8 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
         Claim(a, b, _status(odds[k][0], k in is_open, rule), odds[k][0], odds[k][1], ref)
         for k, (a, b, ref) in enumerate(pairs)
     )
-    ordered = {(c.upper, c.lower) for c in claims if c.status is Status.ORDERED}
-    return Verdict(rule, tuple(order), _places(order, ordered), claims)
+    ordered = {(c.upper, c.lower) for c in claims if c.p >= rule.confidence}  # open or not: the places now
+    return Verdict(rule, tuple(names), tuple(order), _places(order, ordered), claims)
 
 
 def _status(p: float, is_open: bool, rule: Rule) -> Status:

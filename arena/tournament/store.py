@@ -23,7 +23,7 @@ from arena.game.openings import Book
 from arena.match.bots import Bot
 from arena.match.record import GameRecord, Reason, decoder, encoder, is_plain, plain_type, record_fields
 from arena.tournament.backend import Machine
-from arena.tournament.schedule import Result, Slot
+from arena.tournament.schedule import Result, Slot, Version
 from arena.tournament.settings import Settings
 
 if TYPE_CHECKING:
@@ -353,6 +353,25 @@ class Store:
     def current_ids(self) -> list[int]:
         raw = self._meta("current")
         return json.loads(raw) if raw else []
+
+    # --- what an adaptive run plays and stops by ----------------------------------------------------
+
+    def batch(self) -> list[tuple[int, Version, Version]]:
+        """The games (round, south, north) of the batch an adaptive schedule named last: a run stopped in
+        the middle of it finishes it first when resumed."""
+        return [(int(r), (s[0], s[1]), (n[0], n[1])) for r, s, n in json.loads(self._meta("batch") or "[]")]
+
+    def set_batch(self, games: Iterable[tuple[int, Version, Version]]) -> None:
+        self.set_meta("batch", json.dumps([[r, list(s), list(n)] for r, s, n in games]))
+
+    def stopping(self) -> dict[str, Any] | None:
+        """The stopping rule of the last adaptive run (its confidence, resolution, top and references), or
+        None when the last run played a number of rounds."""
+        raw = self._meta("stopping")
+        return json.loads(raw) if raw and raw != "null" else None
+
+    def set_stopping(self, rule: dict[str, Any] | None) -> None:
+        self.set_meta("stopping", json.dumps(rule))
 
     # --- games ----------------------------------------------------------------------------------------
 
