@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from arena.tournament.schedule import Schedule
     from arena.tournament.scheduler import RunResult
     from arena.tournament.settle import Rule, Verdict
+    from arena.tournament.sprt import Design as SprtDesign
+    from arena.tournament.sprt import Match as SprtMatch
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -339,15 +341,83 @@ class Tournament:
         far and reloading itself in the browser; `on_page` is called with the page's path once it is first
         written (to open it). The caller writes the final page. Bots with a `build` in their bot.toml are
         built first, on this machine (`enter`); a bot whose build fails is not entered."""
-        from arena.tournament import scheduler
-
-        if live:
-            progress = self._live(progress, on_page)
         entered = self._entered(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
         schedule = self.schedule(field, rounds, hero, settle, max_games, keep=True)
         self.store.set_stopping(None if rounds is not None else _rule_dict(settle))
+        return self._play(entered, schedule, jobs, fresh, progress, bench_after, live, on_page, cluster)
+
+    def match(
+        self,
+        new: str,
+        base: str,
+        bots: Entrants | Sequence[Bot] | Path | str = "bots",
+        design: SprtDesign | None = None,
+        max_games: int | None = None,
+    ) -> SprtMatch:
+        """The SPRT of bot `new` against bot `base` (names in `bots`) as a schedule (`sprt.Match`)."""
+        from arena.tournament.sprt import Design, Match
+
+        entered = self._entered(bots, None)
+        by_name = {b.name: b for b in entered.bots}
+        for name in (new, base):
+            if name not in by_name:
+                known = ", ".join(sorted(by_name)) or "none"
+                raise ValueError(f"no bot {name!r} to test (the bots: {known})")
+        if new == base:
+            raise ValueError(f"{new} and {base} are the same bot: an SPRT needs a new version and an old one")
+        return Match(
+            by_name[new],
+            by_name[base],
+            design or Design(),
+            self.settings.seed,
+            self.book,
+            max_games=max_games,
+        )
+
+    def sprt(
+        self,
+        new: str,
+        base: str,
+        bots: Entrants | Sequence[Bot] | Path | str = "bots",
+        design: SprtDesign | None = None,
+        *,
+        max_games: int | None = None,
+        jobs: int | None = None,
+        fresh: bool = False,
+        progress: Progress | None = None,
+        bench_after: int = BENCH_AFTER,
+        live: bool = False,
+        on_page: Callable[[Path], None] | None = None,
+        cluster: str | Backend | None = None,
+    ) -> RunResult:
+        """Play `new` against `base` in pairs of games (one opening, once from each side) until the SPRT
+        `design` (default: elo0 0, elo1 10, alpha = beta = 0.05) decides, or `max_games`; stored like any
+        tournament, so the same call resumes it. `sprt_status` says where it stands."""
+        entered = self._entered(bots, None)  # surveyed once, for the match and its play
+        schedule = self.match(new, base, entered, design, max_games)
+        self.store.set_stopping(None)
+        chosen = Entrants(tuple(schedule.bots), None, entered.broken)
+        return self._play(chosen, schedule, jobs, fresh, progress, bench_after, live, on_page, cluster)
+
+    def _play(
+        self,
+        entered: Entrants,
+        schedule: Schedule,
+        jobs: int | None,
+        fresh: bool,
+        progress: Progress | None,
+        bench_after: int,
+        live: bool,
+        on_page: Callable[[Path], None] | None,
+        cluster: str | Backend | None,
+    ) -> RunResult:
+        from arena.tournament import scheduler
+
+        field = list(entered.bots)
+        if live:
+            progress = self._live(progress, on_page)
         self.store.set_not_entered(entered.broken)
         back = scheduler.backend(jobs, cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.

@@ -21,7 +21,18 @@ from arena.match.printable import printable
 from arena.match.record import Reason
 from arena.student.new import LANGUAGES
 from arena.tournament.cluster import ClusterError
-from arena.tournament.settings import BENCH_AFTER, MANKALAH_BANK_MS, Settings, resolve
+from arena.tournament.settings import (
+    BENCH_AFTER,
+    CONFIDENCE,
+    MANKALAH_BANK_MS,
+    RESOLUTION,
+    SPRT_ALPHA,
+    SPRT_BETA,
+    SPRT_ELO0,
+    SPRT_ELO1,
+    Settings,
+    resolve,
+)
 from arena.tournament.store import StoreError
 
 
@@ -378,13 +389,13 @@ def _tournament_options(f):  # type: ignore[no-untyped-def]
 @click.option(
     "--confidence",
     type=float,
-    help="Adaptive run: the confidence the ranking is settled at [default: 0.95].",
+    help=f"Adaptive run: the confidence the ranking is settled at [default: {CONFIDENCE:g}].",
 )
 @click.option(
     "--resolution",
     type=float,
     metavar="ELO",
-    help="Adaptive run: bots closer than this may share a place [default: 30].",
+    help=f"Adaptive run: bots closer than this may share a place [default: {RESOLUTION:g}].",
 )
 @click.option(
     "--settle",
@@ -609,7 +620,7 @@ def _stopping_rule(rounds, confidence, resolution, settle, references, max_games
         if given:
             raise click.UsageError(f"{given[0]} is for an adaptive run, without --rounds")
         return None
-    from arena.tournament.settle import CONFIDENCE, RESOLUTION, Rule
+    from arena.tournament.settle import Rule
 
     try:
         return Rule(
@@ -648,6 +659,106 @@ def cluster_certs_cmd(folder):  # type: ignore[no-untyped-def]
         "machine, ca.pem and worker.pem/.key to every lab machine",
         err=True,
     )
+
+
+@cli.command("sprt")
+@click.argument("new")
+@click.argument("base")
+@click.option(
+    "--elo0", type=float, default=SPRT_ELO0, show_default=True, help="H0: NEW is no better than this."
+)
+@click.option("--elo1", type=float, default=SPRT_ELO1, show_default=True, help="H1: NEW is better by this.")
+@click.option("--alpha", type=float, default=SPRT_ALPHA, show_default=True, help="False-positive rate.")
+@click.option("--beta", type=float, default=SPRT_BETA, show_default=True, help="False-negative rate.")
+@click.option("--max-games", type=click.IntRange(2), metavar="N", help="Stop after N games, decided or not.")
+@click.option("--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: kalah, or the test's].")
+@_time_options(tournament=True)
+@click.option(
+    "--openings",
+    metavar="N|FILE",
+    help="Openings the pairs go through, once from each side: N generated from --seed, or a book FILE "
+    f"[default: {Settings().openings}, or the test's].",
+)
+@_seed_option(f"Seed of the openings [default: {Settings().seed}, or the test's].")
+@click.option("--jobs", type=click.IntRange(1, 512), help="Games played in parallel [default: one per core].")
+@_bots_option("Folder where NEW and BASE are looked up.")
+@click.option("--out", type=click.Path(path_type=Path), default="reports", show_default=True)
+@click.option("--name", help="Where the test is stored: OUT/NAME [default: sprt-NEW-BASE].")
+@click.option("--quiet", is_flag=True, help="Print only the result.")
+@_confinement_options
+def sprt_cmd(  # type: ignore[no-untyped-def]
+    new,
+    base,
+    elo0,
+    elo1,
+    alpha,
+    beta,
+    max_games,
+    rules,
+    move_ms,
+    startup_ms,
+    time_bank,
+    openings,
+    seed,
+    jobs,
+    bots_dir,
+    out,
+    name,
+    quiet,
+    memory_mb,
+    max_memory_mb,
+    max_procs,
+    sandbox,
+    ponder,
+    read_only,
+):
+    """Test NEW against BASE (bot names) in pairs of games until a sequential probability ratio test
+    decides: H1, NEW is better by --elo1, or H0, it is no better than --elo0. Prints the LLR, its bounds, the
+    Elo with its 95% interval and the five pair counts as it runs; the same command resumes it."""
+    from arena.api import Tournament, entrants
+    from arena.tournament.sprt import Design
+
+    try:
+        design = Design(elo0, elo1, alpha, beta)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    if new == base:
+        raise click.UsageError(
+            f"{new} and {base} are the same bot: an SPRT needs a new version and an old one"
+        )
+    # Before the store exists: a missing bot, or a grant of a private place, leaves nothing behind.
+    found = {
+        b.name for b in entrants(bots_dir, None, read_only=_read_only(read_only) or (), private=[out]).bots
+    }
+    for bot in (new, base):
+        if bot not in found:
+            raise click.UsageError(f"no bot {bot!r} in {bots_dir} (the bots: {', '.join(sorted(found))})")
+    limits = {"memory_mb": memory_mb, "max_memory_mb": max_memory_mb, "max_procs": max_procs}
+    limits |= {"sandbox": sandbox, "ponder": ponder}
+    asked = _asked(rules, move_ms, startup_ms, time_bank, read_only, seed=seed, **limits)
+    asked |= _openings_asked(openings)
+    with Tournament(Path(out) / (name or f"sprt-{new}-{base}"), **asked) as cup:
+        _say_read_only(cup.settings.read_only)
+        building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
+        entered = cup.enter(bots_dir, on_build=building)  # surveyed once, for the test and its play
+        match = cup.match(new, base, entered, design, max_games)
+        if not quiet:
+            echo(design.describe())
+
+        def progress(done: int, total: int, record: object) -> None:
+            if not quiet and total and done == total:  # a batch is complete: the test is judged again
+                echo(match.status(cup.store.results()).line())
+
+        result = cup.sprt(new, base, entered, design, max_games=max_games, jobs=jobs, progress=progress)
+        final = match.status(cup.store.results())
+        page = cup.report()
+    if result.interrupted:
+        echo(f"arena: interrupted: {final.line()}; run the same command again to resume", err=True)
+        sys.exit(130)
+    echo(final.line())
+    if final.decision is None:
+        echo("not decided: the cap of --max-games came first" if max_games else "not decided")
+    echo(f"report: {page}")
 
 
 @cli.command("report")

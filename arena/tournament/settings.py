@@ -20,6 +20,10 @@ from arena.match.confine import Capabilities, Confinement, capabilities, ungrant
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 MANKALAH_BANK_MS = 3_600_000  # the Manchester engine's clock: an hour per agent per game (its agentTimeout)
+CONFIDENCE = 0.95  # an adaptive run's stopping rule (settle.Rule): the ranking right at this confidence,
+RESOLUTION = 30.0  # to within this many Elo
+SPRT_ELO0, SPRT_ELO1 = 0.0, 10.0  # `arena sprt`'s hypotheses (sprt.Design): no better, better by 10 Elo
+SPRT_ALPHA = SPRT_BETA = 0.05  # and its error rates
 _LIMITS = Limits()
 _CONFINEMENT = Confinement()
 log = logging.getLogger("arena")

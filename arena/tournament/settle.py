@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.tournament.posterior import Posterior, normal_cdf
+from arena.tournament.settings import CONFIDENCE, RESOLUTION
 
-CONFIDENCE = 0.95
-RESOLUTION = 30.0
 # The risks must sum to a third of 1 - confidence: the rule is judged after every batch and a run stops at
 # the first that passes, so chance dips count (optional stopping). Measured (schedule_efficiency.py, 30 bots,
 # 40 seeds): at the full 1 - confidence, 12.5% of the runs called settled at 95% had a neighbour pair the

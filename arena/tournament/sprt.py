@@ -26,9 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arena.game.openings import Book
+from arena.match.bots import Bot
 from arena.tournament.ratings import Z95
+from arena.tournament.schedule import Result, Slot, game, key
+from arena.tournament.settings import SPRT_ALPHA, SPRT_BETA, SPRT_ELO0, SPRT_ELO1
 
 REGULARIZE = 1e-3  # fishtest's LLRcalc.regularize: the count put in an empty cell
+BATCH = 8  # rounds (pairs) a run plays between two looks at the test
 MIN_COUNT = 20  # pairs (or games) before a test may stop: the variance of a handful of them says nothing
 
 
@@ -41,10 +46,10 @@ class Decision(enum.Enum):
 class Design:
     """An SPRT's design: H0 Elo <= elo0 against H1 Elo >= elo1, with error rates alpha and beta."""
 
-    elo0: float = 0.0
-    elo1: float = 10.0
-    alpha: float = 0.05
-    beta: float = 0.05
+    elo0: float = SPRT_ELO0
+    elo1: float = SPRT_ELO1
+    alpha: float = SPRT_ALPHA
+    beta: float = SPRT_BETA
 
     def __post_init__(self) -> None:
         if not self.elo0 < self.elo1:
@@ -158,3 +163,71 @@ def _elo(s: float) -> float:
     if s >= 1.0:
         return math.inf
     return -400.0 * math.log10(1.0 / s - 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """`new` against `base` as a run asks for it (`schedule.Schedule`): rounds of one pair of games each
+    (the round's opening, once from each side), `batch` rounds at a time. After each complete batch the test
+    is judged on exactly the pairs of the rounds so far, so a resumed run and a cluster run stop where an
+    uninterrupted local one does. `max_games` caps the games."""
+
+    new: Bot
+    base: Bot
+    design: Design
+    seed: int
+    book: Book | None = None
+    batch: int = BATCH
+    max_games: int | None = None
+
+    @property
+    def bots(self) -> tuple[Bot, ...]:
+        return (self.new, self.base)
+
+    def _rounds(self, results: Sequence[Result]) -> dict[int, list[Result]]:
+        mine = {(b.name, b.digest) for b in self.bots}
+        rounds: dict[int, list[Result]] = {}
+        for r in results:
+            if r.south in mine and r.north in mine:
+                rounds.setdefault(r.round, []).append(r)
+        return rounds
+
+    def counts(self, results: Sequence[Result], through: int | None = None) -> list[int]:
+        """The five pair counts of `new`'s score in the complete pairs (of the rounds up to `through`)."""
+        counts = [0] * 5
+        for rnd, games in self._rounds(results).items():
+            if len(games) == 2 and (through is None or rnd <= through):
+                half = sum(2 if g.winner == self.new.name else 1 if g.winner is None else 0 for g in games)
+                counts[half] += 1
+        return counts
+
+    def judged(self, results: Sequence[Result]) -> int:
+        """The last round of the complete batches, up to the first batch after which the test decided."""
+        rounds = self._rounds(results)
+        through = 0
+        while all(len(rounds.get(r, ())) == 2 for r in range(through + 1, through + self.batch + 1)):
+            through += self.batch
+            if status(self.design, self.counts(results, through)).decision is not None:
+                break
+        return through
+
+    def status(self, results: Sequence[Result]) -> Status:
+        """The test as the run stands: on the pairs of the complete batches."""
+        return status(self.design, self.counts(results, self.judged(results)))
+
+    def next(self, results: Sequence[Result]) -> list[Slot]:
+        through = self.judged(results)
+        if status(self.design, self.counts(results, through)).decision is not None:
+            return []
+        if self.max_games is not None and 2 * through >= self.max_games:
+            return []
+        done = {key(r) for r in results}
+        slots = [
+            game(rnd, south, north, self.seed, self.book)
+            for rnd in range(through + 1, through + self.batch + 1)
+            for south, north in ((self.new, self.base), (self.base, self.new))
+        ]
+        return [s for s in slots if key(s) not in done]
+
+    def played(self, results: Sequence[Result]) -> int:
+        return sum(len(g) for g in self._rounds(results).values())

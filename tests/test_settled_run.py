@@ -1,0 +1,130 @@
+"""`arena run` without --rounds: real bots, real processes, the real store. It plays until the ranking is
+settled and says so, plays nothing more when run again, gives the same games whatever the jobs and when
+stopped and resumed, stops at --max-games saying what is still open, and refuses bad flags in one line
+before anything is written."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_tournament import (
+    ALPHABETA_2,
+    GREEDY,
+    RULES,
+    db_file,
+    first_legal,
+    records,
+    resumed,
+    tournament,
+    write_bots,
+)
+
+from arena.api import Tournament
+from arena.tournament.settings import Settings
+from arena.tournament.settle import Rule
+
+STEADY = ["--rules", RULES, "--move-time", "2000", "--seed", "3"]
+LOOSE = Rule(resolution=100)  # four small bots settle at this in a few dozen games
+NOISE = {"id", "finished_at", "move_ms", "think_ms", "stderr", "worker"}
+SETTLED = re.compile(r"^settled after (\d+) games\. Settled when, with 95% confidence", re.M)
+
+
+def four(folder: Path) -> Path:
+    return write_bots(
+        folder, greedy=GREEDY, first=first_legal(), last=first_legal(pick="last"), alphabeta=ALPHABETA_2
+    )
+
+
+def games(base: Path) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in NOISE} for r in records(base)]
+
+
+def library_run(base: Path, bots: Path, jobs: int = 2, progress=None):  # type: ignore[no-untyped-def]
+    with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=3)) as cup:
+        return cup.run(bots, None, settle=LOOSE, jobs=jobs, progress=progress)
+
+
+def test_an_adaptive_run_stops_by_itself_settled_and_a_rerun_plays_nothing(tmp_path: Path) -> None:
+    bots = four(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--resolution", 100)
+    assert out.returncode == 0, out.stderr
+    assert "adaptive: plays until settled (0 games stored). Settled when" in out.stdout  # said at the start
+    found = SETTLED.search(out.stdout)
+    assert found, out.stdout
+    stored = records(tmp_path)
+    assert len(stored) == int(found[1]) and 16 <= len(stored) < 4 * 3 * 100  # far below 100 rounds
+    pairs = Counter((r["round"], frozenset((r["south"], r["north"]))) for r in stored)
+    assert set(pairs.values()) == {2}  # every pairing is two games, one from each side
+    sides = Counter((r["round"], r["south"], r["north"]) for r in stored)
+    assert set(sides.values()) == {1}
+    page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
+    assert 'id="settling"' in page and "Settled. Settled when, with 95% confidence" in page
+    assert page.count('class="opt odds"') == 4  # a place-odds strip per bot
+
+    again = tournament(tmp_path, bots, *STEADY, "--resolution", 100)
+    assert again.returncode == 0, again.stderr
+    assert resumed(again) == (len(stored), 0)
+    assert SETTLED.search(again.stdout)[1] == found[1]
+    assert records(tmp_path) == stored
+
+
+def test_the_same_seed_plays_the_same_adaptive_games_whatever_the_jobs(tmp_path: Path) -> None:
+    played = []
+    for jobs in (1, 2):
+        base = tmp_path / f"jobs{jobs}"
+        result = library_run(base, four(base / "bots"), jobs)
+        assert not result.interrupted and result.played > 0
+        played.append(games(base))
+    assert played[0] == played[1]
+
+
+def test_an_interrupted_adaptive_run_resumes_to_the_games_of_an_uninterrupted_one(tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    library_run(reference, four(reference / "bots"))
+    expected = games(reference)
+
+    base = tmp_path / "stopped"
+    bots = four(base / "bots")
+
+    def stop(done: int, total: int, record: object) -> None:
+        if done == 21:  # in the middle of the second batch (16 games each)
+            raise KeyboardInterrupt
+
+    first = library_run(base, bots, progress=stop)
+    assert first.interrupted and len(records(base)) == 21
+    second = library_run(base, bots)
+    assert not second.interrupted
+    assert games(base) == expected
+
+
+def test_a_cap_stops_the_run_and_says_what_is_still_open(tmp_path: Path) -> None:
+    bots = four(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--resolution", 5, "--max-games", 16)
+    assert out.returncode == 0, out.stderr
+    assert len(records(tmp_path)) == 16
+    line = next(x for x in out.stdout.splitlines() if x.startswith("not settled"))
+    assert line.startswith("not settled (the cap of --max-games): still open, ")
+    assert " vs " in line and "sure of the order" in line
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--confidence", 1.5], "confidence must be between 0.5 and 1 (for instance 0.95), not 1.5"),
+        (["--resolution", -3], "resolution must be 0 Elo or more (for instance 30), not -3.0"),
+        (["--settle", "top", 0], "settle top K needs K of 1 or more, not 0"),
+        (["--rounds", 2, "--confidence", 0.9], "--confidence is for an adaptive run, without --rounds"),
+        (["--reference", "nobody"], "Invalid value for --reference: 'nobody' is not a bot in"),
+        (["--gauntlet", "greedy"], "a gauntlet plays a number of rounds: give --rounds with --gauntlet"),
+    ],
+)
+def test_bad_adaptive_flags_are_one_line_and_write_nothing(tmp_path: Path, flags: list, message: str) -> None:
+    bots = four(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, *flags)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("arena: error: ")
+    assert message in out.stderr
+    assert not db_file(tmp_path).exists()
