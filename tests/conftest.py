@@ -106,6 +106,16 @@ class Bots:
             player.kill()
 
 
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A class's certificates for a TLS cluster, as `arena cluster-certs` makes them."""
+    from arena.tournament.trust import make
+
+    folder = tmp_path_factory.mktemp("certs")
+    make(folder)
+    return folder
+
+
 @pytest.fixture
 def bots(tmp_path: Path) -> Iterator[Bots]:
     factory = Bots(tmp_path)

@@ -300,7 +300,9 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
         2,
     ]
     first = subprocess.run(
-        [*map(str, run), "--rules", SMALL, "--move-time", "300"], capture_output=True, text=True
+        [*map(str, run), "--rounds", "1", "--rules", SMALL, "--move-time", "300"],
+        capture_output=True,
+        text=True,
     )
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines()[0] == "new tournament 'default': 4 bots; 12 of 12 games to play"

@@ -123,7 +123,18 @@ def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_comp
     broken = FIRST_LEGAL_C.replace("/*HERE*/", "undefined_thing = 1;")
     badc = c_bot(bots / "badc", 'build = "cc -O2 -o bot bot.c"', broken)
     random_bot(bots)
-    run = ("run", "--bots", str(bots), "--out", str(tmp_path / "reports"), "--openings", "0", *QUICK)
+    run = (
+        "run",
+        "--rounds",
+        "1",
+        "--bots",
+        str(bots),
+        "--out",
+        str(tmp_path / "reports"),
+        "--openings",
+        "0",
+        *QUICK,
+    )
     out = arena(*run)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr

@@ -147,7 +147,17 @@ def test_ctrl_c_in_play_prints_the_score_so_far():
 
 
 def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path):
-    run = arena("run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2", "--move-time", "200")
+    run = arena(
+        "run",
+        "--rounds",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--rules",
+        "kalah,pits=3,seeds=2",
+        "--move-time",
+        "200",
+    )
     assert run.returncode == 0, run.stderr
     lines = said(run.stderr)
     assert lines[0] == "arena: playing 12 games"  # at once, not only when the first lines are due

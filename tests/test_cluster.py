@@ -53,7 +53,6 @@ from arena.match.referee import Limits
 from arena.tournament.backend import Conditions
 from arena.tournament.cluster import Cluster, ClusterError
 from arena.tournament.settings import Settings
-from arena.tournament.trust import make as make_certs
 
 distributed = pytest.importorskip("distributed")
 from arena.tournament import workers  # noqa: E402 (needs Dask)
@@ -70,14 +69,6 @@ def dask_setup(worker):
 
 # What differs between two runs of the same games: where and when they were played, and how long moves took.
 NOISE = {"id", "finished_at", "move_ms", "think_ms", "stderr", "worker"}
-
-
-@pytest.fixture(scope="session")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A class's certificates, as `arena cluster-certs` makes them."""
-    folder = tmp_path_factory.mktemp("certs")
-    make_certs(folder)
-    return folder
 
 
 def security(certs: Path, client: str = "coordinator") -> Any:

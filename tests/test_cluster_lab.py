@@ -48,13 +48,6 @@ DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
 
 
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("certs")
-    make_certs(folder)
-    return folder
-
-
 def tls(certs: Path, role: str) -> list[str]:
     return ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / f"{role}.pem"),
             "--tls-key", str(certs / f"{role}.key")]  # fmt: skip

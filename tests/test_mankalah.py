@@ -479,7 +479,7 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
         java_agent(folder, "mk_java", "swap 300", toml="memory = 2048\n")
         agents.append("mk_java")
     out = tmp_path / "reports"
-    args = ["run", "--bots", folder, "--out", out, "--name", "t", "--quiet"]
+    args = ["run", "--rounds", 1, "--bots", folder, "--out", out, "--name", "t", "--quiet"]
     # No other flags: their rules bring their engine's clock, an hour per agent per game, no limit per move.
     run = arena(tmp_path, *args, "--rules", "mankalah")
     assert run.returncode == 0, run.stderr

@@ -121,7 +121,9 @@ def test_a_tournament_of_new_bots_beside_their_sources_and_notes(bots: Path, tmp
         assert arena("new", name, "--lang", lang, "--bots", str(bots)).returncode == 0
     (bots / "greedy.py").unlink()
     out = tmp_path / "reports"
-    run = arena("run", "--bots", str(bots), "--out", str(out), "--rules", "kalah,pits=4,seeds=3")
+    run = arena(
+        "run", "--rounds", "1", "--bots", str(bots), "--out", str(out), "--rules", "kalah,pits=4,seeds=3"
+    )
     assert run.returncode == 0, run.stderr
     exported = arena("export", "--out", str(out), "--format", "jsonl")
     records = games(exported)

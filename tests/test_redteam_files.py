@@ -91,7 +91,19 @@ def test_a_link_a_fifo_or_an_unreadable_file_in_a_bot_leaves_that_bot_out_and_th
     (bots / "locked" / "key.txt").chmod(0o600)  # root reads it; the ordinary user cannot
     os.chmod(bots / "fifo" / "pipe", 0o644)
     done = arena(
-        mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500", "--jobs", "1"
+        mode,
+        "run",
+        "--rounds",
+        "1",
+        "--bots",
+        str(bots),
+        "--out",
+        str(out),
+        *RULES,
+        "--move-time",
+        "500",
+        "--jobs",
+        "1",
     )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     why = not_entered(done.stderr)
@@ -135,7 +147,7 @@ def test_a_cluster_never_ships_what_a_link_in_a_bot_points_to(mode: str, workdir
         host="127.0.0.1",
         env={"ARENA_CACHE": str(cache)},
     ) as cluster:
-        args = ("run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+        args = ("run", "--rounds", "1", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
         done = arena(mode, *args, "--cluster", cluster.scheduler_address, "--insecure-cluster")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     shipped = [p for p in cache.rglob("*") if p.is_file()]
@@ -173,7 +185,9 @@ def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     for path in (bots, folder, *folder.iterdir()):  # the student's own files
         os.chown(path, NOBODY if mode != "root" else 0, NOBODY if mode != "root" else 0)
-    done = arena(mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    done = arena(
+        mode, "run", "--rounds", "1", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500"
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before, "bot.toml and bot.c as they were"
     why = not_entered(done.stderr).get("rewriter", "")
@@ -195,7 +209,9 @@ def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_p
     for name in ("grееdy", "cop", "сор", "αλφα", "cafe\u0301", "Solo", "solo"):
         shutil.copy(ROOT / "bots" / "greedy.py", bots / f"{name}.py")
     readable(bots)
-    done = arena(mode, "run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    done = arena(
+        mode, "run", "--rounds", "1", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500"
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     why = not_entered(done.stderr)
     assert "not mix them (got 'grееdy': CYRILLIC and LATIN" in why.get("grееdy.py", ""), done.stderr

@@ -562,7 +562,7 @@ def no_store(base: Path) -> None:
 def resumes_as_before(games: int):  # type: ignore[no-untyped-def]
     def check(base: Path) -> None:
         assert count_games(db_file(base)) == games
-        out = tournament(base, base / "bots", *QUICK)
+        out = tournament(base, base / "bots", "--rounds", 1, *QUICK)
         assert out.returncode == 0, out.stderr
         assert resumed(out) == (games, 0)
 
@@ -699,7 +699,7 @@ def test_bad_input_is_one_clear_line_and_harms_no_store(tmp_path, case):
 )
 def test_a_broken_bot_forfeits_its_games_and_the_tournament_goes_on(tmp_path, source, reason, detail):
     bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal(), broken=source)
-    out = tournament(tmp_path, bots, *STEADY)
+    out = tournament(tmp_path, bots, "--rounds", 1, *STEADY)
     assert out.returncode == 0, out.stderr
     recs = records(tmp_path)
     assert len(recs) == 6
@@ -729,7 +729,7 @@ def test_bots_that_cannot_play_are_listed_with_their_fix_and_the_tournament_goes
     (bots / "notes.c").write_text(
         "int main(void) { return 0; }\n", encoding="utf-8"
     )  # not a bot: passed over
-    out = tournament(tmp_path, bots, *QUICK)
+    out = tournament(tmp_path, bots, "--rounds", 1, *QUICK)
     assert out.returncode == 0, out.stderr
     listed = [line for line in out.stderr.splitlines() if line.startswith("arena: not entered: ")]
     assert len(listed) == 3, out.stderr

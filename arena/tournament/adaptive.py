@@ -24,8 +24,7 @@ import numpy as np
 
 from arena.game.openings import Book
 from arena.match.bots import Bot
-from arena.tournament.posterior import Pairs, Posterior, from_games, posterior
-from arena.tournament.ratings import ELO_PER_NAT
+from arena.tournament.posterior import ELO_PER_NAT, Pairs, Posterior, from_games, posterior
 from arena.tournament.schedule import Result, Slot, game, key
 from arena.tournament.settle import Rule, Verdict, verdict
 
@@ -39,8 +38,9 @@ WINDOW = 3  # pairings considered for information: bots at most this many places
 
 
 def batch_size(bots: int) -> int:
-    """Pairings per batch (two games each): at least as many games as bots, so that with the next batch
-    decided while this one plays, a machine with up to `bots` game slots stays busy."""
+    """Pairings per batch (two games each): at least as many games as bots, so that a machine with up to
+    `bots` game slots is busy for most of a batch (a run plays each batch to its end before deciding the
+    next; benchmarks/schedule_efficiency.py decides one batch later still, so its figures are cautious)."""
     return max(8, (bots + 1) // 2)
 
 

@@ -1,12 +1,13 @@
 """Ratings with their uncertainty: each bot's Elo with a 95% interval, and the odds of every place.
 
-The strengths are the leaderboard's order-free Bradley-Terry fit (`ratings.fit`: a draw is half a point,
-the same weak prior of virtual draws), here on the results of game pairs: two games from one opening, once
-from each side. Their uncertainty is the Laplace approximation of the posterior: normal around the fit, with
-the inverse of the log-likelihood's curvature as covariance (as BayesElo's), scaled by the pairs' dispersion:
-the observed variance of pair scores over what independent games would give. Deterministic bots make the two
-games of a pair move together (an opening that favours south gives each bot one win), and a draw varies less
-than a coin, so pairs tell more than twice a game; the dispersion measures by how much instead of assuming.
+The strengths are the order-free Bradley-Terry fit (`fit`, the one `ratings.bradley_terry` makes too: a
+draw is half a point, with a weak prior of virtual draws), here on the results of game pairs: two games
+from one opening, once from each side. Their uncertainty is the Laplace approximation of the posterior:
+normal around the fit, with the inverse of the log-likelihood's curvature as covariance (as BayesElo's),
+scaled by the pairs' dispersion: the observed variance of pair scores over what independent games would
+give. Deterministic bots make the two games of a pair move together (an opening that favours south gives
+each bot one win), and a draw varies less than a coin, so pairs tell more than twice a game; the
+dispersion measures by how much instead of assuming.
 
 P(rank = k) is counted over seeded draws from that posterior (as BayesElo's `prediction` simulates), so it is
 the same for the same results and seed.
@@ -20,11 +21,75 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena.tournament.ratings import ELO_CENTRE, ELO_PER_NAT, PRIOR_DRAWS, Z95, fit, prior_games
-
+ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
+ELO_PER_NAT = 400.0 / math.log(10.0)
+Z95 = 1.959963984540054  # the ± shown is a 95% interval
+PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see ratings.bradley_terry)
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
+
+
+def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Σ score[i, j] · log P(i beats j) under Bradley-Terry, for each row of log-strengths `theta`."""
+    return -(score * np.logaddexp(0.0, theta[:, None, :] - theta[:, :, None])).sum(axis=(1, 2))
+
+
+def _newton(theta: np.ndarray, score: np.ndarray, games: np.ndarray) -> np.ndarray:
+    """Maximum-likelihood log-strengths (mean 0) for a batch of score tables (B, n, n) from starts near them
+    (B, n): the likelihood is concave, so Newton steps with step halving get there in a few steps. Batched,
+    so a bootstrap costs a few numpy calls, not a few per resample."""
+    n = theta.shape[1]
+    points = score.sum(axis=2)
+    for _ in range(100):
+        diff = theta[:, :, None] - theta[:, None, :]
+        expected = (games * np.exp(-np.logaddexp(0.0, -diff))).sum(axis=2)
+        info = -games * np.exp(-np.logaddexp(0.0, diff) - np.logaddexp(0.0, -diff))  # n P(i>j) P(j>i)
+        info[:, np.arange(n), np.arange(n)] = 0.0
+        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2)
+        # info's null space is the free mean and the gradient sums to 0: pinning the mean makes it invertible
+        step = np.linalg.solve(info + 1.0 / n, (points - expected)[:, :, None])[:, :, 0]
+        moving = np.max(np.abs(step), axis=1) >= 1e-10
+        if not moving.any():
+            break
+        before, t = _log_likelihood(theta, score), np.ones(len(theta))
+        slack = 1e-12 * (1.0 + np.abs(before))  # rounding near the top is no reason to shorten a step
+        for _ in range(30):
+            worse = moving & (_log_likelihood(theta + t[:, None] * step, score) < before - slack)
+            if not worse.any():
+                break
+            t = np.where(worse, t / 2, t)
+        theta = theta + np.where(moving, t, 0.0)[:, None] * step
+    return theta - theta.mean(axis=1, keepdims=True)
+
+
+def prior_games(n: int, prior_draws: float = PRIOR_DRAWS) -> np.ndarray:
+    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents."""
+    prior = np.full((n, n), prior_draws / max(1, n - 1))
+    np.fill_diagonal(prior, 0.0)
+    return prior
+
+
+def fit(score: np.ndarray, total: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """Maximum-likelihood Bradley-Terry log-strengths (mean 0) from points `score[i, j]` of i against j in
+    `total[i, j]` games (a draw half a point; the prior's virtual games included, which keeps them finite).
+
+    By the MM algorithm (Hunter 2004), finished by Newton steps: MM alone crawls for thousands of iterations
+    when a bot wins nearly everything, as deterministic bots do. From `start` (a fit of a few games ago),
+    Newton alone: the likelihood is concave, so it gets there in a few steps.
+    """
+    n = len(score)
+    if start is None:
+        p = np.ones(n)
+        for _ in range(200):  # MM: every step raises the likelihood
+            new = score.sum(axis=1) / (total / (p[:, None] + p[None, :])).sum(axis=1)
+            new /= math.exp(np.log(new).mean())  # only ratios matter: keep the geometric mean at 1
+            done = np.max(np.abs(np.log(new) - np.log(p))) < 1e-12
+            p = new
+            if done:
+                break
+        start = np.log(p)
+    return _newton(np.asarray(start, dtype=float)[None, :], score[None], total)[0]
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -28,7 +28,7 @@ import numpy as np
 
 from arena.game.openings import Book
 from arena.match.bots import Bot
-from arena.tournament.ratings import Z95
+from arena.tournament.posterior import Z95
 from arena.tournament.schedule import Result, Slot, game, key
 from arena.tournament.settings import SPRT_ALPHA, SPRT_BETA, SPRT_ELO0, SPRT_ELO1
 
