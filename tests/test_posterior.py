@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
-from arena.tournament import queries, ratings
+from arena.tournament import queries
 from arena.tournament.posterior import Pairs, from_games, posterior
 from arena.tournament.schedule import Slot
 from arena.tournament.store import Store
@@ -27,23 +26,6 @@ def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06)
     d = np.minimum(draws, 2 * np.minimum(p, 1 - p))
     half = [(rng.random(len(a)) > np.stack([1 - p - d / 2, 1 - p + d / 2])).sum(axis=0) for _ in range(2)]
     return Pairs.empty(len(elo)).add(a, b, half[0] + half[1])
-
-
-def test_the_strengths_are_the_leaderboards_bradley_terry_fit() -> None:
-    pairs = random_pairs(np.array([0.0, 80.0, 200.0, -150.0]), 30, seed=3)
-    score, games = pairs.points()
-    n = pairs.n
-    wins = (pairs.counts * np.array([0, 0, 0, 1, 2])).sum(axis=2)  # a draw in a pair of 1½ is in `draws`
-    draws_ = 2 * (score - wins)  # points = wins + draws / 2
-    rows = [
-        {"bot": i, "opp": j, "games": games[i, j], "wins": wins[i, j], "draws": draws_[i, j]}
-        for i in range(n)
-        for j in range(n)
-        if i != j
-    ]
-    board = ratings.bradley_terry(pd.DataFrame(rows), range(n), resamples=2)
-    post = posterior(pairs)
-    assert post.elo == pytest.approx([board[i].elo for i in range(n)], abs=1e-6)
 
 
 def test_the_95_percent_interval_of_a_difference_covers_the_truth_about_95_percent_of_the_time() -> None:

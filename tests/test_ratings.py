@@ -6,6 +6,7 @@ import math
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import trueskill
 
@@ -13,7 +14,7 @@ from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
 from arena.report import terminal
-from arena.tournament import queries, ratings
+from arena.tournament import posterior, queries, ratings, settle
 from arena.tournament.ratings import Model, Skill
 from arena.tournament.schedule import Slot
 from arena.tournament.store import Store
@@ -371,19 +372,14 @@ def pair_table(*results: tuple[int, int, int, int, int]) -> ratings.pd.DataFrame
 
 
 def test_bradley_terry_matches_the_two_bot_closed_form():
-    # without the prior, two bots: the Elo gap is 400 log10(w / l) (a draw counts half), and for many games
-    # the bootstrap's spread is the textbook one: Var(gap) = 1 / (n p (1 - p)) nats²
-    fit = ratings.bradley_terry(pair_table((1, 2, 650, 100, 250)), [1, 2], prior_draws=0.0)
-    assert fit[1].elo - fit[2].elo == pytest.approx(400 * math.log10(700 / 300), abs=1e-6)
-    assert fit[1].elo + fit[2].elo == pytest.approx(3000.0)
-    half_gap_sd = math.sqrt(1 / (1000 * 0.7 * 0.3)) / 2
-    assert fit[1].pm == pytest.approx(ratings.Z95 * ratings.ELO_PER_NAT * half_gap_sd, rel=0.15)
-    assert fit[1].pm == fit[2].pm
-
-
-def test_bradley_terry_is_seeded():
-    table = pair_table((1, 2, 5, 1, 4), (2, 3, 6, 0, 4), (1, 3, 7, 2, 1))
-    assert ratings.bradley_terry(table, [1, 2, 3]) == ratings.bradley_terry(table, [1, 2, 3])
+    # without the prior, two bots: the Elo gap is 400 log10(w / l) (a draw counts half)
+    score = np.array([[0.0, 700.0], [300.0, 0.0]])
+    total = np.array([[0.0, 1000.0], [1000.0, 0.0]])
+    theta = posterior.fit(score, total)
+    assert posterior.ELO_PER_NAT * (theta[0] - theta[1]) == pytest.approx(
+        400 * math.log10(700 / 300), abs=1e-6
+    )
+    assert theta.sum() == pytest.approx(0.0, abs=1e-12)
 
 
 def test_bots_that_always_draw_are_too_close_to_call(tour):
@@ -395,19 +391,17 @@ def test_bots_that_always_draw_are_too_close_to_call(tour):
     assert list(board["close_above"]) == [False, True] and list(board["close_below"]) == [True, False]
 
 
-def test_bradley_terry_of_a_perfectly_ordered_field_is_finite_and_ordered():
-    rows = []
-    for a in range(12):
-        for b in range(12):
-            if a != b:
-                won = 200 if a < b else 0
-                rows.append({"bot": a, "opp": b, "games": 200, "wins": won, "draws": 0, "losses": 200 - won})
-    fit = ratings.bradley_terry(ratings.pd.DataFrame(rows), range(12))
-    elos = [fit[k].elo for k in range(12)]
-    assert all(math.isfinite(e) for e in elos) and all(math.isfinite(fit[k].pm) for k in range(12))
-    assert elos == sorted(elos, reverse=True)
-    # 200-0 in every pair: each place is clearly above the next (a Fisher-information ± would say otherwise)
-    assert all(elos[k] - fit[k].pm > elos[k + 1] + fit[k + 1].pm for k in range(11))
+def test_a_perfectly_ordered_field_is_finite_ordered_and_takes_one_place_each():
+    # 100-0 in every pair of 12 bots: each place clearly above the next (a Fisher-information ± without
+    # the prior would see no information in such a record and call them too close)
+    n = 12
+    a, b = np.triu_indices(n, 1)
+    pairs = posterior.Pairs.empty(n).add(np.repeat(a, 50), np.repeat(b, 50), np.full(50 * len(a), 4))
+    post = posterior.posterior(pairs)
+    assert np.isfinite(post.elo).all() and np.isfinite(post.pm()).all()
+    assert list(post.order()) == list(range(n))
+    judged = settle.verdict(post, settle.Rule(), [f"b{k}" for k in range(n)])
+    assert judged.settled and list(judged.places) == [str(k + 1) for k in range(n)]
 
 
 def test_bots_that_never_answered_are_not_ranked_and_say_why(tour):

@@ -1,7 +1,7 @@
 """Ratings with their uncertainty: each bot's Elo with a 95% interval, and the odds of every place.
 
-The strengths are the order-free Bradley-Terry fit (`fit`, the one `ratings.bradley_terry` makes too: a
-draw is half a point, with a weak prior of virtual draws), here on the results of game pairs: two games
+The strengths are the order-free Bradley-Terry fit (`fit`: a draw is half a point, with a weak prior of
+virtual draws), here on the results of game pairs: two games
 from one opening, once from each side. Their uncertainty is the Laplace approximation of the posterior:
 normal around the fit, with the inverse of the log-likelihood's curvature as covariance (as BayesElo's),
 scaled by the pairs' dispersion: the observed variance of pair scores over what independent games would
@@ -24,7 +24,7 @@ import numpy as np
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054  # the ± shown is a 95% interval
-PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see ratings.bradley_terry)
+PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit)
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability

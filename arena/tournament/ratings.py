@@ -23,13 +23,10 @@ import pandas as pd
 import trueskill
 
 from arena.tournament import queries
-from arena.tournament.posterior import ELO_CENTRE, ELO_PER_NAT, PRIOR_DRAWS, Z95, _newton, fit, prior_games
 from arena.tournament.store import Store
 
 if TYPE_CHECKING:
     from arena.tournament.settle import Rule, Verdict
-
-BOOTSTRAP = 200  # resamples behind the Bradley-Terry ±
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,67 +181,6 @@ def rating_history(store: Store, field: Iterable[int], points: int = 120) -> His
     ids = list(field)
     total = int(queries.game_facts(store, ids).iloc[0]["field_games"] or 0)
     return history(queries.rating_games(store, ids), ids, total, points)
-
-
-@dataclass(frozen=True, slots=True)
-class Strength:
-    """A Bradley-Terry strength on the Elo scale with the half-width of its 95% interval."""
-
-    elo: float
-    pm: float
-
-
-def bradley_terry(
-    pairs: pd.DataFrame,
-    bots: Iterable[int],
-    prior_draws: float = PRIOR_DRAWS,
-    resamples: int = BOOTSTRAP,
-    seed: int = 0,
-) -> dict[int, Strength]:
-    """Order-free strengths from pairwise counts (columns bot, opp, games, wins, draws; a draw counts half).
-
-    Fitted by `fit`. A bot that wins everything has no finite maximum-likelihood strength, so a weak prior
-    is added: `prior_draws` virtual drawn games per bot, spread
-    evenly over its opponents; it keeps those strengths finite and joins up a field whose games do not
-    connect everyone, and hardly moves bots with many games.
-
-    The ± is 1.96 standard deviations over a seeded parametric bootstrap: every pair's games are drawn again
-    from the fit (with that pair's draw rate) and refitted. The textbook Fisher-information error fails
-    exactly in the degenerate case: at a 200-0 record it sees almost no information and would call the
-    two bots too close; the bootstrap sees that such a record comes out again nearly every time. Strengths
-    are centred on the field's mean, so the ± is about a bot's place within this field. Bots without games
-    get no strength.
-    """
-    played = pairs[pairs["games"] > 0]
-    present = set(played["bot"].astype(int))
-    ids = [int(i) for i in bots if int(i) in present]
-    if len(ids) < 2:
-        return {}
-    index = {b: k for k, b in enumerate(ids)}
-    n = len(ids)
-    wins, draws, games = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
-    for row in played.itertuples(index=False):
-        if int(row.opp) in index:
-            i, j = index[int(row.bot)], index[int(row.opp)]
-            wins[i, j] += row.wins
-            draws[i, j] += row.draws
-            games[i, j] += row.games
-    prior = prior_games(n, prior_draws)
-    score, total = wins + 0.5 * draws + 0.5 * prior, games + prior
-    theta = fit(score, total)
-
-    upper = np.triu(games, 1).astype(np.int64)  # each pair once: i < j
-    draw_rate = np.divide(np.triu(draws, 1), upper, out=np.zeros((n, n)), where=upper > 0)
-    win_prob = np.exp(-np.logaddexp(0.0, theta[None, :] - theta[:, None]))  # P(i beats j) under the fit
-    probs = np.stack([win_prob * (1 - draw_rate), draw_rate, (1 - win_prob) * (1 - draw_rate)], axis=-1)
-    rng = np.random.default_rng(seed)
-    drawn = rng.multinomial(upper, np.clip(probs, 0.0, 1.0), size=(resamples, n, n))  # wins, draws, losses
-    points = drawn[..., 0] + 0.5 * drawn[..., 1]
-    fake = np.triu(points, 1) + np.triu(upper - points, 1).transpose(0, 2, 1) + 0.5 * prior
-    samples = _newton(np.repeat(theta[None, :], resamples, axis=0), fake, total)
-    se = samples.std(axis=0, ddof=1) if resamples > 1 else np.full(n, math.nan)
-    elo = ELO_CENTRE + ELO_PER_NAT * theta
-    return {b: Strength(float(elo[k]), float(Z95 * ELO_PER_NAT * se[k])) for b, k in index.items()}
 
 
 def _reasons(rows: pd.DataFrame) -> str:
