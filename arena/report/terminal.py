@@ -14,13 +14,27 @@ from typing import TYPE_CHECKING, TextIO
 
 from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.printable import printable
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, Reason
 from arena.report.replay import Ply, Replay, marks, replay
 from arena.tournament import queries
 from arena.tournament.store import Store
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+def game_line(number: int, r: GameRecord) -> str:
+    """One human line per game, as `arena play` prints them."""
+    head = f"game {number}: {r.south} (south) vs {r.north} (north)"
+    head += f", opening {' '.join(map(str, r.opening))}: " if r.opening else ": "
+    if r.faulty:
+        return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {printable(r.detail)})"
+    score = f"{r.south_store}-{r.north_store}"
+    if r.swapped:
+        score += f", {r.north} swapped to south"
+    if r.winner is None:
+        return head + f"draw {score}"
+    return head + f"{r.winner} wins {score}" + (" (early finish)" if r.reason == Reason.EARLY else "")
 
 
 def board(pos: Position, south: str, north: str, ply: Ply | None = None, bottom: int = SOUTH) -> str:

@@ -1,0 +1,118 @@
+"""The `arena` command: flags to library calls, nothing more. Every error a user can cause is one line.
+
+The commands live by what they are for (arena/cli/student.py, arena/cli/tournament.py) and the flags they
+share in arena/cli/options.py; this module is the group that holds them and the one way arena stops: a
+signal or an error, each a line on stderr and an exit status.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+import click
+
+from arena.cli import student, tournament
+from arena.cli.options import Printable, echo
+from arena.game.openings import BookError
+from arena.game.rules import RulesError
+from arena.match.bots import BotError, BuildError
+from arena.match.confine import GrantError
+from arena.match.printable import printable
+from arena.tournament.cluster import ClusterError
+from arena.tournament.store import StoreError
+
+# The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
+# are imported inside the commands that use them: `arena --help` and `arena play` start in a blink.
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+@click.version_option(package_name="arena")
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Arena: Kalah bot tournaments. Bots are programs speaking protocol v1 or the Manchester agents'
+    protocol (see protocol.md).
+
+    \b
+    Start here:
+      arena new mybot            a starter bot to improve, in bots/mybot/
+      arena check mybot          does it follow the protocol?
+      arena play mybot human     play against it yourself
+      arena run --rounds 2       every bot in bots/ against every other;
+                                 then open reports/default/index.html
+    """
+    if ctx.invoked_subcommand is None:  # bare `arena`: the help, which is no error
+        click.echo(ctx.get_help())
+
+
+for command in (
+    student.new_cmd,
+    student.check_cmd,
+    student.play,
+    tournament.run,
+    tournament.sprt_cmd,
+    tournament.report_cmd,
+    tournament.replay_cmd,
+    tournament.export,
+    student.solve_cmd,
+    tournament.cluster_certs_cmd,
+):
+    cli.add_command(command)
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop(signum: int, frame: object) -> None:
+    """Ctrl-C, `kill PID` and a closed terminal all stop arena as Ctrl-C does: a KeyboardInterrupt that
+    unwinds through every clean-up, which ends the bots (one left frozen would stay frozen for good)."""
+    if signum == signal.SIGHUP:  # the terminal is gone: what is still printed must not fail the clean-up
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        os.close(null)
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """`_stop` for each stopping signal that arena was not started ignoring (`nohup arena run` goes on)."""
+    for stop in _STOPS:
+        if signal.getsignal(stop) is not signal.SIG_IGN:
+            signal.signal(stop, _stop)
+
+
+def main() -> None:
+    """Entry point: click errors and our own become one line on stderr and exit status 2."""
+    _stop_on_signals()
+    warnings = logging.StreamHandler(sys.stderr)
+    warnings.setFormatter(Printable("arena: %(levelname)s: %(message)s"))
+    log = logging.getLogger("arena")
+    log.addHandler(warnings)
+    log.propagate = False
+    logging.addLevelName(logging.WARNING, "warning")
+    try:
+        code = cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        echo("arena: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        hint = ""
+        if isinstance(e, click.UsageError) and e.ctx is not None:
+            hint = f" (see '{e.ctx.command_path} --help')"
+        echo(f"arena: error: {printable(e.format_message())}{hint}", err=True)
+        sys.exit(e.exit_code)
+    except BuildError as e:  # the bot's fault, not a usage error: the line, then what the compiler said
+        echo(f"arena: error: {printable(str(e))}", err=True)
+        for line in e.output.splitlines():
+            echo(f"    {line}", err=True)
+        sys.exit(1)
+    except (BotError, BookError, ClusterError, GrantError, RulesError, StoreError) as e:
+        echo(f"arena: error: {printable(str(e))}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        echo("arena: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,459 @@
+"""The tournament's commands: `arena run` (a round robin, or until the ranking is settled), `arena sprt`
+(a new version against the old), `arena report`, `arena replay`, `arena export` and `arena cluster-certs`."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import click
+
+from arena.cli.options import (
+    RULES,
+    RULES_HELP,
+    asked,
+    bots_option,
+    confinement_options,
+    echo,
+    openings_asked,
+    read_only_paths,
+    say_read_only,
+    seed_option,
+    time_options,
+    tournament_options,
+)
+from arena.match.printable import printable
+from arena.tournament.cluster import ClusterError
+from arena.tournament.settings import (
+    BENCH_AFTER,
+    CONFIDENCE,
+    RESOLUTION,
+    SPRT_ALPHA,
+    SPRT_BETA,
+    SPRT_ELO0,
+    SPRT_ELO1,
+    Settings,
+)
+
+
+@click.command()
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 100_000),
+    help="Rounds of a round robin: in each, every pair meets twice, once on each side. Without it, the "
+    "run plays adaptively until the ranking is settled.",
+)
+@click.option(
+    "--confidence",
+    type=float,
+    help=f"Adaptive run: the confidence the ranking is settled at [default: {CONFIDENCE:g}].",
+)
+@click.option(
+    "--resolution",
+    type=float,
+    metavar="ELO",
+    help=f"Adaptive run: bots closer than this may share a place [default: {RESOLUTION:g}].",
+)
+@click.option(
+    "--settle",
+    nargs=2,
+    type=(click.Choice(["top"]), int),
+    metavar="top K",
+    help="Adaptive run: settle only the first K places (and each bot against --reference bots).",
+)
+@click.option(
+    "--reference",
+    "references",
+    multiple=True,
+    metavar="BOT",
+    help="Adaptive run: settle every bot against BOT (pass/fail); repeat for more.",
+)
+@click.option(
+    "--max-games",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Adaptive run: stop when the field has N games stored, settled or not.",
+)
+@click.option("--gauntlet", "hero", metavar="BOT", help="Only games of BOT against every other bot.")
+@click.option(
+    "--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: {Settings().rules}, or the tournament's]."
+)
+@time_options(tournament=True)
+@seed_option(f"Schedule seed [default: {Settings().seed}, or the tournament's].")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 512),
+    help="Games played in parallel [default: one per core].",
+)
+@click.option(
+    "--openings",
+    metavar="N|FILE",
+    help="Openings the rounds go through, each played from both sides by every pair: N generated from the "
+    "seed (0: every game from the start position), or a book FILE, one opening per line [default: "
+    f"{Settings().openings}, or the "
+    "tournament's].",
+)
+@click.option(
+    "--bench-after",
+    type=click.IntRange(0, 1_000_000),
+    default=BENCH_AFTER,
+    show_default=True,
+    help="Bench a bot for the rest of the run (its games forfeit unplayed) once it gave no first answer in "
+    "this many games in a row; 0: never. The next run tries it again.",
+)
+@click.option("--fresh", is_flag=True, help="Start new bot processes for every game.")
+@click.option(
+    "--cluster",
+    metavar="tls://HOST:8786",
+    envvar="ARENA_CLUSTER",
+    help="Play the games on the workers of this Dask cluster's scheduler, not on this machine's cores "
+    '(--jobs); needs pip install "arena[cluster]" [env: ARENA_CLUSTER].',
+)
+@click.option(
+    "--cluster-certs",
+    metavar="DIR",
+    envvar="ARENA_CLUSTER_CERTS",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The class's certificates (made by 'arena cluster-certs DIR') that the cluster's TLS needs; "
+    "without it, Dask's own TLS configuration [env: ARENA_CLUSTER_CERTS].",
+)
+@click.option(
+    "--insecure-cluster",
+    is_flag=True,
+    help="Accept a plain tcp:// cluster, without TLS: whoever reaches its port can join as a worker.",
+)
+@click.option(
+    "--require-sandbox/--no-require-sandbox",
+    default=None,
+    help="Drop cluster workers that have no sandbox [default: on when this machine has it].",
+)
+@bots_option("Folder of the bots that play.")
+@tournament_options
+@click.option("--quiet", is_flag=True, help="No progress bar and no table; print only the report's path.")
+@click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Open the tournament's page in the default browser; it updates itself while the games run.",
+)
+@confinement_options
+def run(  # type: ignore[no-untyped-def]
+    rounds,
+    confidence,
+    resolution,
+    settle,
+    references,
+    max_games,
+    hero,
+    rules,
+    clock,
+    seed,
+    jobs,
+    openings,
+    bench_after,
+    fresh,
+    cluster,
+    cluster_certs,
+    insecure_cluster,
+    require_sandbox,
+    bots_dir,
+    name,
+    out,
+    quiet,
+    open_page,
+    limits,
+    read_only,
+):
+    """Run a tournament over the bots folder, adaptively until its ranking is settled or --rounds round
+    robins; resume it if it exists, then write its report."""
+    from arena.api import Tournament, entrants
+
+    rule = _stopping_rule(rounds, confidence, resolution, settle, references, max_games)
+    # Before the store exists: a bad bots folder, or a grant of a private place, leaves nothing behind.
+    found = entrants(bots_dir, hero, read_only=read_only_paths(read_only) or (), private=[out])
+    names = {b.name for b in found.bots}
+    for ref in references:
+        if ref not in names:
+            raise click.BadParameter(f"{ref!r} is not a bot in {bots_dir}", param_hint="--reference")
+    if rounds is None and hero:
+        raise click.UsageError("a gauntlet plays a number of rounds: give --rounds with --gauntlet")
+    wanted = asked(rules, clock, limits, read_only, seed=seed)
+    wanted |= openings_asked(openings)
+    with Tournament(Path(out) / name, **wanted) as cup:
+        say_read_only(cup.settings.read_only)
+        building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
+        entered = cup.enter(bots_dir, hero, on_build=building)  # the folder surveyed once, for plan and run
+        for entry, why in entered.broken:  # a failed build too
+            echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
+        if not quiet:
+            echo(cup.plan(entered, rounds, settle=rule, max_games=max_games).summary())
+        from arena.report.terminal import Progress
+
+        progress = Progress(quiet, sys.stderr)
+        result = cup.run(
+            entered,
+            rounds,
+            settle=rule,
+            max_games=max_games,
+            jobs=jobs,
+            fresh=fresh,
+            progress=progress,
+            bench_after=bench_after,
+            live=True,
+            on_page=_open_in_browser if open_page else None,
+            cluster=_cluster(cluster, cluster_certs, insecure_cluster, require_sandbox),
+        )
+        progress.close()
+        standings = cup.standings()
+        page = cup.report(standings)
+        settled = cup.verdict() if rounds is None else None
+    if result.interrupted:
+        stored = result.before + result.played
+        of = f"{stored} stored" if rounds is None else f"{stored} of {result.scheduled} stored"
+        echo(
+            f"arena: interrupted after {result.played} new games ({of}); run the same command again to "
+            "resume",
+            err=True,
+        )
+        if settled is not None:
+            echo(f"arena: not settled yet: {settled.describe_open()}", err=True)
+        echo(f"report so far: {page}", err=True)
+        sys.exit(130)
+    if not quiet:
+        from arena.report import terminal
+
+        if result.before:
+            echo(f"resumed: {result.before} games were already stored, {result.played} played now")
+        echo(terminal.format_table(standings.board))
+    if settled is not None:
+        if settled.settled:
+            echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
+        else:
+            why = "the cap of --max-games" if max_games is not None else "no more games could be played"
+            echo(f"not settled ({why}): {settled.describe_open()}")
+    echo(f"report: {page}")
+
+
+def _cluster(address: str | None, certs: Path | None, insecure: bool, require_sandbox: bool | None):  # type: ignore[no-untyped-def]
+    """The cluster back end the flags ask for, or None to play on this machine."""
+    if not address:
+        return None
+    from arena.tournament import trust
+    from arena.tournament.cluster import Cluster
+
+    try:  # before the tournament's folder is made: a refused cluster leaves nothing behind
+        trust.check_address(address, insecure)
+        if not insecure:
+            trust.security(certs)
+    except trust.TrustError as e:
+        raise ClusterError(str(e)) from None
+    except ImportError:
+        pass  # no Dask here: the back end says what to install
+    if insecure:
+        click.echo(f"arena: warning: {address} is played on without TLS (--insecure-cluster)", err=True)
+    return Cluster(address, certs=certs, insecure=insecure, require_sandbox=require_sandbox)
+
+
+def _stopping_rule(rounds, confidence, resolution, settle, references, max_games):  # type: ignore[no-untyped-def]
+    """The adaptive run's rule from its options, refused in one line when it cannot be one, before anything
+    is written; None for a run of --rounds, which takes none of them."""
+    if rounds is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--confidence", confidence),
+                ("--resolution", resolution),
+                ("--settle", settle),
+                ("--reference", references or None),
+                ("--max-games", max_games),
+            )
+            if value is not None
+        ]
+        if given:
+            raise click.UsageError(f"{given[0]} is for an adaptive run, without --rounds")
+        return None
+    from arena.tournament.settle import Rule
+
+    try:
+        return Rule(
+            CONFIDENCE if confidence is None else confidence,
+            RESOLUTION if resolution is None else resolution,
+            None if settle is None else settle[1],
+            tuple(references),
+        )
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _open_in_browser(page: Path) -> None:
+    """Open the page without waiting for the browser: the games go on meanwhile."""
+    import threading
+    import webbrowser
+
+    threading.Thread(target=webbrowser.open, args=(page.as_uri(),), daemon=True).start()
+
+
+@click.command("cluster-certs")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def cluster_certs_cmd(folder):  # type: ignore[no-untyped-def]
+    """Make a class's certificate authority and the certificates of its cluster in FOLDER: the scheduler's,
+    the workers' and the coordinator's (the machine that runs arena run)."""
+    from arena.tournament.trust import TrustError, make
+
+    try:
+        written = make(folder)
+    except TrustError as e:
+        raise click.ClickException(str(e)) from None
+    for path in written:
+        click.echo(str(path))
+    click.echo(
+        f"keep {folder / 'ca.key'} to yourself; copy ca.pem and scheduler.pem/.key to the scheduler's "
+        "machine, ca.pem and worker.pem/.key to every lab machine",
+        err=True,
+    )
+
+
+@click.command("sprt")
+@click.argument("new")
+@click.argument("base")
+@click.option(
+    "--elo0", type=float, default=SPRT_ELO0, show_default=True, help="H0: NEW is no better than this."
+)
+@click.option("--elo1", type=float, default=SPRT_ELO1, show_default=True, help="H1: NEW is better by this.")
+@click.option("--alpha", type=float, default=SPRT_ALPHA, show_default=True, help="False-positive rate.")
+@click.option("--beta", type=float, default=SPRT_BETA, show_default=True, help="False-negative rate.")
+@click.option("--max-games", type=click.IntRange(2), metavar="N", help="Stop after N games, decided or not.")
+@click.option(
+    "--rules", "rules", type=RULES, help=f"{RULES_HELP} [default: {Settings().rules}, or the test's]."
+)
+@time_options(tournament=True)
+@click.option(
+    "--openings",
+    metavar="N|FILE",
+    help="Openings the pairs go through, once from each side: N generated from --seed, or a book FILE "
+    f"[default: {Settings().openings}, or the test's].",
+)
+@seed_option(f"Seed of the openings [default: {Settings().seed}, or the test's].")
+@click.option("--jobs", type=click.IntRange(1, 512), help="Games played in parallel [default: one per core].")
+@bots_option("Folder where NEW and BASE are looked up.")
+@click.option("--out", type=click.Path(path_type=Path), default="reports", show_default=True)
+@click.option("--name", help="Where the test is stored: OUT/NAME [default: sprt-NEW-BASE].")
+@click.option("--quiet", is_flag=True, help="Print only the result.")
+@confinement_options
+def sprt_cmd(  # type: ignore[no-untyped-def]
+    new,
+    base,
+    elo0,
+    elo1,
+    alpha,
+    beta,
+    max_games,
+    rules,
+    clock,
+    openings,
+    seed,
+    jobs,
+    bots_dir,
+    out,
+    name,
+    quiet,
+    limits,
+    read_only,
+):
+    """Test NEW against BASE (bot names) in pairs of games until a sequential probability ratio test
+    decides: H1, NEW is better by --elo1, or H0, it is no better than --elo0. Prints the LLR, its bounds, the
+    Elo with its 95% interval and the five pair counts as it runs; the same command resumes it."""
+    from arena.api import Tournament, entrants
+    from arena.tournament.sprt import Design
+
+    try:
+        design = Design(elo0, elo1, alpha, beta)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    if new == base:
+        raise click.UsageError(
+            f"{new} and {base} are the same bot: an SPRT needs a new version and an old one"
+        )
+    # Before the store exists: a missing bot, or a grant of a private place, leaves nothing behind.
+    found = {
+        b.name
+        for b in entrants(bots_dir, None, read_only=read_only_paths(read_only) or (), private=[out]).bots
+    }
+    for bot in (new, base):
+        if bot not in found:
+            raise click.UsageError(f"no bot {bot!r} in {bots_dir} (the bots: {', '.join(sorted(found))})")
+    wanted = asked(rules, clock, limits, read_only, seed=seed)
+    wanted |= openings_asked(openings)
+    with Tournament(Path(out) / (name or f"sprt-{new}-{base}"), **wanted) as cup:
+        say_read_only(cup.settings.read_only)
+        building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
+        entered = cup.enter(bots_dir, on_build=building)  # surveyed once, for the test and its play
+        match = cup.match(new, base, entered, design, max_games)
+        if not quiet:
+            echo(design.describe())
+
+        def progress(done: int, total: int, record: object) -> None:
+            if not quiet and total and done == total:  # a batch is complete: the test is judged again
+                echo(match.status(cup.store.results()).line())
+
+        result = cup.sprt(new, base, entered, design, max_games=max_games, jobs=jobs, progress=progress)
+        final = match.status(cup.store.results())
+        page = cup.report()
+    if result.interrupted:
+        echo(f"arena: interrupted: {final.line()}; run the same command again to resume", err=True)
+        sys.exit(130)
+    echo(final.line())
+    if final.decision is None:
+        echo("not decided: the cap of --max-games came first" if max_games else "not decided")
+    echo(f"report: {page}")
+
+
+@click.command("report")
+@tournament_options
+def report_cmd(name, out):  # type: ignore[no-untyped-def]
+    """Write the tournament's HTML report again from its store alone."""
+    from arena.api import Tournament
+
+    with Tournament.open(Path(out) / name) as cup:
+        echo(f"report: {cup.report()}")
+
+
+@click.command("replay")
+@click.argument("game", type=click.IntRange(1))
+@tournament_options
+def replay_cmd(game, name, out):  # type: ignore[no-untyped-def]
+    """Print stored game GAME (its number on the page, `id` in `arena export`) move by move with the board,
+    marking extra turns, captures and swaps; a forfeit ends with the lines that reproduce it."""
+    from arena.api import Tournament
+    from arena.report.terminal import stored_game
+
+    with Tournament.open(Path(out) / name) as cup:
+        text = stored_game(cup.store, game)
+    if text is None:
+        raise click.ClickException(f"tournament {name!r} has no game {game} (see 'arena export' for the ids)")
+    echo(text)
+
+
+@click.command()
+@tournament_options
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
+@click.option(
+    "--standings",
+    is_flag=True,
+    help="The leaderboard instead: each bot's place, Elo with its 95% interval, chance of each place "
+    "(rank_odds) and TrueSkill.",
+)
+def export(name, out, fmt, standings):  # type: ignore[no-untyped-def]
+    """Write every stored game record to stdout, in schedule order (or the standings)."""
+    from arena.api import Tournament
+
+    with Tournament.open(Path(out) / name) as cup:
+        write = cup.export_standings if standings else cup.export
+        if not sys.stdout.isatty():  # a file or a pipe gets the records as stored
+            write(sys.stdout, fmt)
+            return
+        # A person reads them: what bots wrote (a CSV's detail) is shown as echo shows it
+        shown = io.StringIO()
+        write(shown, fmt)
+        click.echo(printable(shown.getvalue(), lines=True), nl=False)
