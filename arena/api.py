@@ -82,7 +82,7 @@ class Entrants:
 
 
 def entrants(
-    bots: Sequence[Bot] | Path | str,
+    bots: Entrants | Sequence[Bot] | Path | str,
     gauntlet: str | None = None,
     *,
     build: Callable[[Bot], Bot] | None = None,
@@ -93,8 +93,13 @@ def entrants(
     gauntlet bot). `build` builds each bot that has a build (arena.match.build.ensure_built): one whose
     build fails is not entered, its reason the compiler's first error. A bot whose bot.toml asks to read
     paths that the teacher's `read_only` does not grant is not entered either; GrantError when `read_only`
-    would show bots a private place (the bots folder, `private` such as the reports folder)."""
-    found = survey(Path(bots)) if isinstance(bots, str | Path) else Survey(tuple(bots), ())
+    would show bots a private place (the bots folder, `private` such as the reports folder). `bots` may be
+    an earlier answer (surveyed without a build, say): it is not surveyed again, so that one command reads
+    and hashes the folder once."""
+    if isinstance(bots, Entrants):
+        found = Survey(bots.bots, bots.broken)
+    else:
+        found = survey(Path(bots)) if isinstance(bots, str | Path) else Survey(tuple(bots), ())
     folders = [bots] if isinstance(bots, str | Path) else [b.path.parent for b in found.bots]
     found = _granted(found, grant(read_only, [*folders, *private]))
     if build is not None:
@@ -243,7 +248,7 @@ class Tournament:
 
     def enter(
         self,
-        bots: Sequence[Bot] | Path | str = "bots",
+        bots: Entrants | Sequence[Bot] | Path | str = "bots",
         gauntlet: str | None = None,
         *,
         on_build: Callable[[str], None] | None = None,
@@ -427,7 +432,7 @@ class Tournament:
         self.store.set_allowances(Allowances(memory, asked))
         if back.remote:  # the limits as asked: each worker enforces what its machine can, and says so
             conf = self.settings.confinement()
-            self.store.set_meta("cluster", str(getattr(back, "trust", "")))
+            self.store.set_cluster(str(getattr(back, "trust", "")))
         else:
             conf, caps = self._local()
             self.store.set_confinement(Enforced(caps.sandbox, caps.cgroups, tuple(caps.notes)))

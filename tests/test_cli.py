@@ -222,3 +222,37 @@ def test_the_rules_option_lists_the_rule_sets():
         text = re.sub(r"-\s+", "-", " ".join(arena(command, "--help").stdout.split()))
         assert "kalah [pie, empty-capture" in text and "relay [pie, chain" in text, command
         assert "mankalah (= kalah,pits=7,seeds=7,pie,no-first-extra)" in text, command
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "--rounds", "1"], ["sprt", "random", "greedy", "--max-games", "2"]]
+)
+def test_a_command_surveys_and_hashes_the_bots_folder_once(tmp_path, monkeypatch, command):
+    """A file saved while a command runs cannot make its plan and its run play different versions: the
+    folder is read once (it was read three times: a check, the plan, the run)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from arena import api
+    from arena.cli import cli
+
+    bots = tmp_path / "bots"
+    bots.mkdir()
+    for name in ("random", "greedy"):
+        shutil.copy(ROOT / "bots" / f"{name}.py", bots / f"{name}.py")
+    surveys = []
+    real = api.survey
+    monkeypatch.setattr(api, "survey", lambda folder: surveys.append(folder) or real(folder))
+    args = [
+        *command,
+        "--bots",
+        str(bots),
+        "--out",
+        str(tmp_path / "reports"),
+        "--rules",
+        "kalah,pits=3,seeds=2",
+    ]
+    done = CliRunner().invoke(cli, [*args, "--move-time", "500", "--quiet"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert surveys == [bots]

@@ -183,7 +183,7 @@ def run(  # type: ignore[no-untyped-def]
     with Tournament(Path(out) / name, **wanted) as cup:
         say_read_only(cup.settings.read_only)
         building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
-        entered = cup.enter(bots_dir, hero, on_build=building)  # the folder surveyed once, for plan and run
+        entered = cup.enter(found, hero, on_build=building)  # the folder surveyed once, for plan and run
         for entry, why in entered.broken:  # a failed build too
             echo(f"arena: not entered: {printable(entry)}: {printable(why)}", err=True)
         if not quiet:
@@ -376,19 +376,17 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
             f"{new} and {base} are the same bot: an SPRT needs a new version and an old one"
         )
     # Before the store exists: a missing bot, or a grant of a private place, leaves nothing behind.
-    found = {
-        b.name
-        for b in entrants(bots_dir, None, read_only=read_only_paths(read_only) or (), private=[out]).bots
-    }
+    found = entrants(bots_dir, None, read_only=read_only_paths(read_only) or (), private=[out])
+    names = sorted(b.name for b in found.bots)
     for bot in (new, base):
-        if bot not in found:
-            raise click.UsageError(f"no bot {bot!r} in {bots_dir} (the bots: {', '.join(sorted(found))})")
+        if bot not in names:
+            raise click.UsageError(f"no bot {bot!r} in {bots_dir} (the bots: {', '.join(names)})")
     wanted = asked(rules, clock, limits, read_only, seed=seed)
     wanted |= openings_asked(openings)
     with Tournament(Path(out) / (name or f"sprt-{new}-{base}"), **wanted) as cup:
         say_read_only(cup.settings.read_only)
         building = None if quiet else lambda line: echo(f"arena: {line}", err=True)
-        entered = cup.enter(bots_dir, on_build=building)  # surveyed once, for the test and its play
+        entered = cup.enter(found, on_build=building)  # the folder surveyed once, for the test and its play
         match = cup.match(new, base, entered, design, max_games)
         if not quiet:
             echo(design.describe())

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arena.match.record import Reason
+
 OUTLIER = 3.0  # |z| beyond which a machine's results disagree with the others'
 PRIOR = 4.0  # games' worth of the pooled spread in each pairing's own
 
@@ -51,7 +53,7 @@ def tally(records: Iterable[Mapping[str, Any]]) -> list[MachineTally]:
     """Each machine's games, forfeits, time losses and residual, from stored records (benched forfeits,
     never played, are left out). A pairing is its south and north bots; a machine's games of a pairing are
     compared with that pairing's games on the other machines (each game's score and its spread there)."""
-    played = [r for r in records if r.get("reason") != "benched"]
+    played = [r for r in records if r.get("reason") != Reason.BENCHED]
     # (n, sum, sum of squares) of South's scores, per pairing and per (pairing, machine)
     pair: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     mine: dict[tuple[str, tuple[str, str]], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
@@ -87,6 +89,6 @@ def tally(records: Iterable[Mapping[str, Any]]) -> list[MachineTally]:
         # way (the weaker bot winning, or the stronger) stands out, not only one biased to South.
         residual = (chi - pairings) / math.sqrt(2 * pairings) if pairings else None
         forfeits = sum(1 for r in games if r.get("faulty"))
-        timeouts = sum(1 for r in games if r.get("faulty") and r.get("reason") == "timeout")
+        timeouts = sum(1 for r in games if r.get("faulty") and r.get("reason") == Reason.TIMEOUT)
         out.append(MachineTally(machine, len(games), forfeits, timeouts, residual))
     return out

@@ -260,7 +260,7 @@ def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[B
                         last_line=next((ln for ln in reversed(lines) if ln.strip()), ""),
                         long=len(lines) > LONG_TAIL_LINES or len(text) > LONG_TAIL_CHARS,
                         finished_at=_when(f.finished_at),
-                        opening=" ".join(map(str, json.loads(f.opening))),
+                        opening=" ".join(map(str, f.opening)),
                     )
                 )
         out.append(BotFaults(str(r.bot), int(r.forfeits), str(r.forfeit_reasons), tuple(faults)))
@@ -349,7 +349,7 @@ def _confinement(store: Store, settings: Settings | None) -> list[Fact]:
         granted = ", ".join(settings.read_only)
         rows.append(Fact("read-only paths", f"{granted} (--read-only: every bot may read them)"))
     rows += [Fact("warning", note) for note in (enforced.notes if enforced else ())]
-    if cluster := store.meta().get("cluster"):
+    if cluster := store.cluster():
         rows.append(Fact("cluster", cluster))
     workers = store.workers()
     rows += [Fact("worker", m.summary()) for m in workers.values()]

@@ -123,7 +123,7 @@ def _offers(rules: Rules, pos: Position, what: str) -> bool:
     for move in rules.legal_moves(pos):
         if move == SWAP:
             continue
-        ply = marks(rules, pos, move, rules.play(pos, move))
+        ply = marks(rules, pos, move)
         if ply.extra if what == "extra" else ply.captured != 0:
             return True
     return False

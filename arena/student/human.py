@@ -85,8 +85,8 @@ class Human:
         """Say what the move did, at once (the bot's extra turns one line each)."""
         assert self.rules is not None and self.pos is not None
         try:  # the position known before is the one the move was played from (not so after an opening)
-            ply = marks(self.rules, self.pos, move, pos) if self.rules.play(self.pos, move) == pos else None
-        except IllegalMove:
+            ply = marks(self.rules, self.pos, move, pos)
+        except (IllegalMove, ValueError):
             ply = None
         self.pos, self.ply, self.side = pos, ply, side
         who = "you" if mine else self.against
@@ -149,9 +149,9 @@ class Human:
     def _ask(self, pos: Position) -> str:
         """One line from the person, stripped; Quit at the end of the input or on q."""
         swap = ", or SWAP" if pos.can_swap else ""
-        self.output.write(f"your move (1-{pos.pits}{swap}, ? for help): ")
-        self.output.flush()
-        try:
+        try:  # the prompt too: a Ctrl-C that lands before the read must still end its line
+            self.output.write(f"your move (1-{pos.pits}{swap}, ? for help): ")
+            self.output.flush()
             line = self.input.readline()
         except KeyboardInterrupt:  # Ctrl-C: end the prompt's line before the score so far is printed
             self.output.write("\n")

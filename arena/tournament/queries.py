@@ -111,7 +111,9 @@ def latest_faults(store: Store, field: Iterable[int], per_bot: int = 20) -> pd.D
         "JOIN bots o ON o.id = CASE WHEN g.south_id = g.faulty_id THEN g.north_id ELSE g.south_id END "
         "WHERE r.nth <= :per_bot ORDER BY f.name, g.id DESC"
     )
-    return _table(store, query, {"field": _field(field), "per_bot": int(per_bot)})
+    faults = _table(store, query, {"field": _field(field), "per_bot": int(per_bot)})
+    faults["opening"] = [json.loads(o) if o else [] for o in faults["opening"]]  # as the record holds it
+    return faults
 
 
 def retired_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:

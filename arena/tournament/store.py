@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arena.game.openings import Book
 from arena.match.bots import Bot
@@ -25,9 +25,6 @@ from arena.match.record import GameRecord, Reason, decoder, encoder, is_plain, p
 from arena.tournament.backend import Machine
 from arena.tournament.schedule import Result, Slot, Version
 from arena.tournament.settings import Settings
-
-if TYPE_CHECKING:
-    pass
 
 SCHEMA_VERSION = 2
 STORE_FILE = "arena.sqlite"
@@ -261,6 +258,13 @@ class Store:
 
     # --- what the last run was played under, for the page: each meta blob read and written here only ----
 
+    def cluster(self) -> str:
+        """How the last run's cluster was trusted, in words ('': the last run played on this machine)."""
+        return self._meta("cluster") or ""
+
+    def set_cluster(self, trust: str) -> None:
+        self.set_meta("cluster", trust)
+
     def created(self) -> str | None:
         return self._meta("created")
 
@@ -402,10 +406,10 @@ class Store:
     def unsandboxed(self) -> dict[str, int]:
         """Played games whose bots ran outside the sandbox, by the machine that played them ("": here)."""
         query = (
-            "SELECT worker, count(*) FROM games WHERE sandboxed IN ('0', 'false') AND reason != 'benched' "
+            "SELECT worker, count(*) FROM games WHERE sandboxed IN ('0', 'false') AND reason != ? "
             "GROUP BY worker ORDER BY worker"
         )
-        return {str(w): int(n) for w, n in self.db.execute(query)}
+        return {str(w): int(n) for w, n in self.db.execute(query, (Reason.BENCHED,))}
 
     def records(self, current_only: bool = False) -> Iterator[dict[str, Any]]:
         """Game records in schedule order as plain values (EXPORT_FIELDS: `id`, `round`, the record's fields,
