@@ -190,7 +190,7 @@ def run(  # type: ignore[no-untyped-def]
             echo(cup.plan(entered, rounds, settle=rule, max_games=max_games).summary())
         from arena.report.terminal import Progress
 
-        progress = Progress(quiet, sys.stderr)
+        progress = Progress(quiet, sys.stderr, open_ended=rounds is None)
         result = cup.run(
             entered,
             rounds,

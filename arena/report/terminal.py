@@ -317,13 +317,16 @@ def format_table(board: pd.DataFrame) -> str:
 class Progress:
     """Progress and the scores so far on `out` (stderr) while games finish, with the real games/s: on a
     terminal a compact table redrawn in place every few seconds, else (a log file, CI) a plain line every few
-    seconds with the leaders; nothing when quiet. What bots wrote (their names) is shown escaped."""
+    seconds with the leaders; nothing when quiet. What bots wrote (their names) is shown escaped. An
+    `open_ended` run (adaptive: it plays until the ranking is settled) has no last game to count down to:
+    it says the games played and the batch in play instead."""
 
     EVERY = 5.0  # seconds between plain lines
     REDRAW = 2.0  # seconds between redraws of the table on a terminal
 
-    def __init__(self, quiet: bool, out: TextIO) -> None:
+    def __init__(self, quiet: bool, out: TextIO, open_ended: bool = False) -> None:
         self.quiet = quiet
+        self.open_ended = open_ended
         self.out = out
         self.tty = out.isatty()
         self.started = time.monotonic()
@@ -342,16 +345,25 @@ class Progress:
         if self.quiet or total == 0:
             return
         now = time.monotonic()
-        left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
+        if self.open_ended:
+            count = f"{done} games, {self.rate()}; playing until the ranking is settled"
+        else:
+            left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
+            count = f"{done} of {total} games, {self.rate()}, {left}"
+        due = now - self.said >= (self.REDRAW if self.tty else self.EVERY)
         if done == 0:
-            self._say(f"arena: playing {total} games")
-        elif now - self.said >= (self.REDRAW if self.tty else self.EVERY) or done == total:
+            self._say(
+                "arena: playing until the ranking is settled"
+                if self.open_ended
+                else f"arena: playing {total} games"
+            )
+        elif due or (done == total and not self.open_ended):  # an adaptive run's batches end often
             self.said = now
             if self.tty:
-                self._draw([*self.scores.table(), f"{done} of {total} games, {self.rate()}, {left}"])
+                self._draw([*self.scores.table(), count])
             else:
                 leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
-                self._say(f"arena: {done} of {total} games, {self.rate()}, {left}{leading}")
+                self._say(f"arena: {count}{leading}")
 
     def _draw(self, lines: list[str]) -> None:
         """Over the last table: the cursor goes up to its first line and clears to the end of the screen
