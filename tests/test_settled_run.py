@@ -61,7 +61,9 @@ def test_an_adaptive_run_stops_by_itself_settled_and_a_rerun_plays_nothing(tmp_p
     sides = Counter((r["round"], r["south"], r["north"]) for r in stored)
     assert set(sides.values()) == {1}
     page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
-    assert 'id="settling"' in page and "Settled. Settled when, with 95% confidence" in page
+    assert (
+        'id="settling"' in page and "Settled when, with 95% confidence" in page and "This ranking is." in page
+    )
     assert page.count('class="opt odds"') == 4  # a place-odds strip per bot
 
     again = tournament(tmp_path, bots, *STEADY, "--resolution", 100)

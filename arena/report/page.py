@@ -188,8 +188,8 @@ def _settling(store: Store, standings: ratings.Standings) -> str:
         return ""
     v = standings.verdict
     if v.settled:
-        return f"Settled. {v.rule.describe()}"
-    return f"Not settled yet ({v.describe_open()}). {v.rule.describe()}"
+        return f"{v.rule.describe()} This ranking is."
+    return f"{v.rule.describe()} This ranking is not yet: {v.describe_open()}."
 
 
 def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
