@@ -399,12 +399,23 @@ class Tournament:
     ) -> RunResult:
         """Play `new` against `base` in pairs of games (one opening, once from each side) until the SPRT
         `design` (default: elo0 0, elo1 10, alpha = beta = 0.05) decides, or `max_games`; stored like any
-        tournament, so the same call resumes it. `sprt_status` says where it stands."""
+        tournament, so the same call resumes it. The store (and so the page) keeps where the test stands,
+        judged again after every batch: `match(...).status(store.results())` says it too."""
         entered = self._entered(bots, None)  # surveyed once, for the match and its play
         schedule = self.match(new, base, entered, design, max_games)
         self.store.set_stopping(None)
         chosen = Entrants(tuple(schedule.bots), None, entered.broken)
-        return self._play(chosen, schedule, jobs, fresh, progress, bench_after, live, on_page, cluster)
+
+        def judged(done: int, total: int, record: GameRecord | None) -> None:
+            if done == total:  # a batch is complete (or none was left): the test is judged again
+                now = schedule.status(self.store.results()).line()
+                self.store.set_sprt(f"{new} against {base}: {schedule.design.describe()}. {now}")
+            if progress is not None:
+                progress(done, total, record)
+
+        result = self._play(chosen, schedule, jobs, fresh, judged, bench_after, live, on_page, cluster)
+        judged(0, 0, None)  # also when nothing was left to play
+        return result
 
     def _play(
         self,

@@ -44,6 +44,9 @@ def test_a_clearly_better_version_is_accepted_and_the_test_is_printed_as_it_goes
     assert len(games) == int(progress[-1][1]) and len(games) % 16 == 0
     assert {(r, s) for r, s, _, _, _ in games} == {(r, s) for r in range(1, len(games) // 2 + 1)
                                                     for s in ("alphabeta", "first")}  # fmt: skip
+    page = (tmp_path / "reports" / "sprt-alphabeta-first" / "index.html").read_text()
+    assert "SPRT: alphabeta against first: SPRT elo0 0, elo1 50" in page  # where the test stands, on its page
+    assert "H1 accepted: the new version is better" in page
 
 
 def test_a_capped_test_resumed_plays_the_games_of_an_uncapped_one(tmp_path: Path) -> None:

@@ -182,8 +182,10 @@ def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]
 
 
 def _settling(store: Store, standings: ratings.Standings) -> str:
-    """What the last adaptive run stopped by, and whether the ranking is settled by it ('' after a run of
-    rounds)."""
+    """What the last adaptive run stopped by, and whether the ranking is settled by it, or where the SPRT
+    this store holds stands ('' after a run of rounds)."""
+    if sprt := store.sprt():
+        return f"SPRT: {sprt}"
     if store.stopping() is None or standings.verdict is None:
         return ""
     v = standings.verdict

@@ -377,6 +377,13 @@ class Store:
     def set_stopping(self, rule: dict[str, Any] | None) -> None:
         self.set_meta("stopping", json.dumps(rule))
 
+    def sprt(self) -> str:
+        """Where the last `arena sprt` of this store stands, in words ('' if it holds none)."""
+        return self._meta("sprt") or ""
+
+    def set_sprt(self, words: str) -> None:
+        self.set_meta("sprt", words)
+
     # --- games ----------------------------------------------------------------------------------------
 
     def drop_benched(self) -> int:
