@@ -163,6 +163,17 @@ def attack():
 """
 
 
+# The system and private places a teacher may not grant (arena/match/confine.py's _PRIVATE but / and /run).
+PRIVATE = ("/home", "/root", "/var", "/tmp", "/sys", "/dev", "/proc")
+
+
+def homes() -> set[str]:
+    """Users' homes that are folders on this machine."""
+    import pwd
+
+    return {e.pw_dir for e in pwd.getpwall() if e.pw_dir.startswith("/") and os.path.isdir(e.pw_dir)}
+
+
 def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> None:
     """bot.toml `paths = ["/"]` no longer shows a bot the machine: it is a request, and a bot whose request
     the teacher did not grant (--read-only) is not entered, the reason naming the flag. The teacher cannot
@@ -178,12 +189,20 @@ def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> No
         thief = PRELUDE + THIEF.format(opponent=str(bots / "first.py"), data=str(data / "weights.txt")) + LOOP
         folder_bot(bots, "thief", thief, 'paths = ["/"]\n')
         folder_bot(bots, "student", thief, f"paths = [{str(data)!r}]\n".replace("'", '"'))
+        (data / "to-root").symlink_to("/root")
+        home = next((h for h in sorted(homes()) if h.startswith("/home/")), "/root")
         for refused, why in (
             ("/", "/: is /, which no bot may read"),
             (str(workdir), f"{workdir}: holds {bots}, which no bot may read"),
             ("/proc/1/root", "/proc/1/root: is inside /proc, which no bot may read"),
             ("/run", "/run: is /run, which no bot may read"),
             (str(bots / "first.py"), f"{bots / 'first.py'}: is inside {bots}, which no bot may read"),
+            *((top, f"{top}: is {top}, which no bot may read") for top in PRIVATE),
+            (home, f"{home}: is {home}, which no bot may read"),
+            ("/root/.ssh/id_ed25519", "/root/.ssh/id_ed25519: is inside /root/.ssh, which no bot may read"),
+            (str(data / "to-root"), f"{data / 'to-root'} (a link to /root): is /root, which no bot may read"),
+            (f"{data}/../../../root", "/root: is /root, which no bot may read"),  # as arena keeps it
+            ("/var/tmp", "/var/tmp: is a folder anyone may write (others' files), which no bot may read"),
         ):
             done, _ = tournament(mode, workdir, ["--read-only", refused], name="refused")
             assert (
