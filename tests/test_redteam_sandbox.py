@@ -19,6 +19,7 @@ import pytest
 import test_redteam
 from test_redteam import LOOP, PRELUDE, as_nobody
 
+from arena.match import bwrap
 from arena.match.confine import Confinement, Warden, capabilities
 from arena.match.process import BotProcess, Fault
 from arena.report import page
@@ -255,9 +256,11 @@ def test_the_granted_paths_lie_under_the_private_mounts() -> None:
 # System call numbers (asm/unistd.h) of the attacks, where the test knows them.
 CALLS = {
     "x86_64": {"keyctl": 250, "add_key": 248, "unshare": 272, "clone": 56, "io_uring_setup": 425,
-               "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "bpf": 321},
+               "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "bpf": 321, "mount": 165,
+               "process_vm_readv": 310, "process_vm_writev": 311, "kexec_load": 246, "setns": 308},
     "aarch64": {"keyctl": 219, "add_key": 217, "unshare": 97, "clone": 220, "io_uring_setup": 425,
-                "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "bpf": 280},
+                "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "bpf": 280, "mount": 40,
+                "process_vm_readv": 270, "process_vm_writev": 271, "kexec_load": 104, "setns": 268},
 }  # fmt: skip
 SYSCALLS = """
 import ctypes, platform, signal
@@ -269,6 +272,8 @@ def call(name, *args):
     args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
     result = libc.syscall(ctypes.c_long(NR[name]), *args)
     return result, ctypes.get_errno()
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 def report(name, result, errno):
     log(f"CALL {{name}} {{'DENIED' if result == -1 else 'ALLOWED'}} errno {{errno}}")
 def keyring_read(ring, description):
@@ -304,10 +309,19 @@ def attack():
     attr[4] = 128  # size; type 0 (hardware), config 0 (cycles)
     report("perf_event_open", *call("perf_event_open", attr, 0, -1, -1, 0))
     report("bpf", *call("bpf", 0, ctypes.create_string_buffer(128), 128))  # BPF_MAP_CREATE
+    # Each asked so that the kernel itself would not say EPERM to the bot: only the filter does.
+    report("mount", *call("mount", 0, b"/tmp", 1, 0, 0))  # the kernel: EFAULT (its type is no string)
+    report("setns", *call("setns", -1, 0))  # the kernel: EBADF
+    report("kexec_load", *call("kexec_load", 0, 0, 0, 0))  # the kernel: EPERM, or ENOSYS without kexec
+    secret = ctypes.create_string_buffer(b"child's secret", 16)
     target = os.fork()
     if target == 0:
         time.sleep(5)
         os._exit(0)
+    copy = ctypes.create_string_buffer(16)
+    mine, theirs = Iovec(ctypes.addressof(copy), 16), Iovec(ctypes.addressof(secret), 16)
+    for name in ("process_vm_readv", "process_vm_writev"):  # its own child's memory: the kernel allows it
+        report(name, *call(name, target, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0))
     report("ptrace", *call("ptrace", 16, target, 0, 0))  # PTRACE_ATTACH to its own child
     os.kill(target, 9)
     os.waitpid(target, 0)
@@ -327,8 +341,10 @@ os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 
 def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workdir: Path) -> None:
     """A bot cannot read a key in arena's session keyring, nor leave a key for another bot, nor make a user
-    namespace (unshare, clone), set up io_uring or userfaultfd, open perf events, load BPF or ptrace: the
-    seccomp filter answers EPERM, and each bot has a fresh session keyring besides."""
+    namespace (unshare, clone) or join one (setns), set up io_uring or userfaultfd, open perf events, load
+    BPF, ptrace or read and write its child's memory (process_vm_readv, _writev), mount or kexec: the
+    seccomp filter answers EPERM, and each bot has a fresh session keyring besides. (kexec_load is EPERM for
+    a bot without the filter too, where the kernel has kexec: there the test cannot tell them apart.)"""
     import platform
 
     if platform.machine() not in CALLS:
@@ -357,8 +373,54 @@ def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workd
     assert kept.count("CALL add_key DENIED errno 1") == kept.count("CALL add_key") == 2, kept
     for line in ("SESSION SECRET", "USER LEFT", "SESSION LEFT"):  # at every move: never found
         assert found.count(f"{line} DENIED errno 1\n") == found.count(f"{line} ") > 0, (line, found)
-    for name in ("unshare", "clone", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf", "ptrace"):
+    for name in (
+        "unshare", "clone", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf", "ptrace", "mount",
+        "setns", "kexec_load", "process_vm_readv", "process_vm_writev",
+    ):  # fmt: skip
         assert f"CALL {name} DENIED errno 1\n" in found, (name, found)
+
+
+NEW_USERNS = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+result = libc.syscall(ctypes.c_long({calls!r}[platform.machine()]["unshare"]), ctypes.c_long(0x10000000))
+print("UNSHARE", result, ctypes.get_errno(), flush=True)
+"""
+# Starts the probe in arena's sandbox with the seccomp filter off, as on a machine without libseccomp.
+UNFILTERED = """import sys, time
+from pathlib import Path
+from arena.match import confine, seccomp
+from arena.match.process import BotProcess
+seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
+warden = confine.Warden(confine.Confinement(sandbox=True))
+probe = Path(sys.argv[1])
+bot = BotProcess.start([sys.executable, str(probe)], cwd=probe.parent, jail=warden.jail(probe))
+print(bot.read_line(time.monotonic() + 10), flush=True)
+bot.kill()
+warden.close()
+"""
+
+
+def test_without_the_filter_a_users_bot_still_makes_no_user_namespace(mode: str, workdir: Path) -> None:
+    """bubblewrap's --disable-userns holds where the seccomp filter is missing: an ordinary user's bot (in
+    the user namespace bubblewrap makes) cannot make another one, ENOSPC. (Root's bots have no user
+    namespace to start from: for them the filter alone denies it.)"""
+    import platform
+
+    if mode == "root":
+        pytest.skip("root's sandbox makes no user namespace: --disable-userns is for the user's")
+    helped = subprocess.run([bwrap.find().path or "bwrap", "--help"], capture_output=True, text=True).stdout
+    if "--disable-userns" not in helped:
+        pytest.skip("this bubblewrap has no --disable-userns (0.8 on)")
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    (workdir / "userns.py").write_text(NEW_USERNS.format(calls=CALLS), encoding="utf-8")
+    (workdir / "unfiltered.py").write_text(UNFILTERED, encoding="utf-8")
+    for name in ("userns.py", "unfiltered.py"):
+        (workdir / name).chmod(0o644)
+    command = as_nobody([sys.executable, str(workdir / "unfiltered.py"), str(workdir / "userns.py")], keep())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=workdir)
+    assert done.stdout == "UNSHARE -1 28\n", (done.stdout, done.stderr)  # ENOSPC: no user namespace left
 
 
 KEYRING_PEEK = """import ctypes, platform
