@@ -386,25 +386,45 @@ libc.syscall.restype = ctypes.c_long
 result = libc.syscall(ctypes.c_long({calls!r}[platform.machine()]["unshare"]), ctypes.c_long(0x10000000))
 print("UNSHARE", result, ctypes.get_errno(), flush=True)
 """
-# Starts the probe in arena's sandbox with the seccomp filter off, as on a machine without libseccomp.
+USER_KEY = """import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {calls!r}[platform.machine()]
+def call(name, *args):
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    return libc.syscall(ctypes.c_long(NR[name]), *args), ctypes.get_errno()
+if sys.argv[1] == "add":
+    print("ADD", *call("add_key", b"user", b"left-in-u", b"bot-secret", 10, -4), flush=True)
+else:
+    call("keyctl", 8, -4, -3)  # the user keyring linked into its session keyring: held, if it were shared
+    print("FIND", *call("keyctl", 10, -3, b"user", b"left-in-u", 0), flush=True)
+"""
+# Starts each probe (a script and its arguments) in arena's sandbox with the seccomp filter off, as on a
+# machine without libseccomp.
 UNFILTERED = """import sys, time
 from pathlib import Path
 from arena.match import confine, seccomp
 from arena.match.process import BotProcess
 seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
 warden = confine.Warden(confine.Confinement(sandbox=True))
-probe = Path(sys.argv[1])
-bot = BotProcess.start([sys.executable, str(probe)], cwd=probe.parent, jail=warden.jail(probe))
-print(bot.read_line(time.monotonic() + 10), flush=True)
-bot.kill()
+for probe in sys.argv[1:]:
+    script, *args = probe.split()
+    jail = warden.jail(Path(script))
+    bot = BotProcess.start([sys.executable, script, *args], cwd=Path(script).parent, jail=jail)
+    print(bot.read_line(time.monotonic() + 10), flush=True)
+    bot.kill()
 warden.close()
 """
 
 
-def test_without_the_filter_a_users_bot_still_makes_no_user_namespace(mode: str, workdir: Path) -> None:
-    """bubblewrap's --disable-userns holds where the seccomp filter is missing: an ordinary user's bot (in
-    the user namespace bubblewrap makes) cannot make another one, ENOSPC. (Root's bots have no user
-    namespace to start from: for them the filter alone denies it.)"""
+def test_without_the_filter_a_users_bot_makes_no_user_namespace_and_keeps_its_keyring(
+    mode: str, workdir: Path
+) -> None:
+    """Where the seccomp filter is missing, an ordinary user's bot (in the user namespace bubblewrap makes)
+    still cannot make another user namespace: bubblewrap's --disable-userns, ENOSPC. And it shares no user
+    keyring (@u) with the next bot, though both are the same user: the kernel keeps one per user namespace.
+    (Root's bots have no user namespace to start from: for them the filter alone denies a new one, and each
+    has a uid, so a user keyring, of its own.)"""
     import platform
 
     if mode == "root":
@@ -414,13 +434,17 @@ def test_without_the_filter_a_users_bot_still_makes_no_user_namespace(mode: str,
         pytest.skip("this bubblewrap has no --disable-userns (0.8 on)")
     if platform.machine() not in CALLS:
         pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
-    (workdir / "userns.py").write_text(NEW_USERNS.format(calls=CALLS), encoding="utf-8")
-    (workdir / "unfiltered.py").write_text(UNFILTERED, encoding="utf-8")
-    for name in ("userns.py", "unfiltered.py"):
+    scripts = {"userns.py": NEW_USERNS.format(calls=CALLS), "unfiltered.py": UNFILTERED}
+    scripts["userkey.py"] = USER_KEY.format(calls=CALLS)
+    for name, text in scripts.items():
+        (workdir / name).write_text(text, encoding="utf-8")
         (workdir / name).chmod(0o644)
-    command = as_nobody([sys.executable, str(workdir / "unfiltered.py"), str(workdir / "userns.py")], keep())
+    probes = [str(workdir / "userns.py"), f"{workdir / 'userkey.py'} add", f"{workdir / 'userkey.py'} find"]
+    command = as_nobody([sys.executable, str(workdir / "unfiltered.py"), *probes], keep())
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=workdir)
-    assert done.stdout == "UNSHARE -1 28\n", (done.stdout, done.stderr)  # ENOSPC: no user namespace left
+    lines = done.stdout.splitlines()
+    assert lines[0] == "UNSHARE -1 28", (done.stdout, done.stderr)  # ENOSPC: no user namespace left
+    assert lines[1].startswith("ADD ") and lines[1].endswith(" 0") and lines[2] == "FIND -1 126", lines
 
 
 KEYRING_PEEK = """import ctypes, platform
@@ -459,6 +483,65 @@ def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
         warden.close()
     plain = subprocess.run([sys.executable, str(peek)], capture_output=True, text=True, check=True)
     assert plain.stdout == "FOUND\n"  # the key is there for a process of arena's session
+
+
+SHARER = """
+def attack():
+    report("add_key", *call("add_key", b"user", b"{name}", b"bot-secret", 10, -4))  # the user keyring
+"""
+PEEKER = """
+def look():
+    call("keyctl", 8, -4, -3)  # KEYCTL_LINK: the user keyring into its own session keyring, so it holds it
+    log("USER KEY", keyring_read(-3, b"{name}"))
+def attack():
+    pass
+"""
+FORGET = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+keyctl = ctypes.c_long({calls!r}[platform.machine()]["keyctl"])
+libc.syscall(keyctl, ctypes.c_long(1), None)  # a session keyring of its own, not the caller's
+libc.syscall(keyctl, ctypes.c_long(8), ctypes.c_long(-4), ctypes.c_long(-3))  # held, as the peeker does
+key = libc.syscall(keyctl, ctypes.c_long(10), ctypes.c_long(-3), b"user", b"{name}", None)  # KEYCTL_SEARCH
+if key > 0:
+    libc.syscall(keyctl, ctypes.c_long(21), ctypes.c_long(key))  # KEYCTL_INVALIDATE
+"""
+
+
+def test_without_the_sandbox_the_users_shared_keyring_is_said(mode: str, workdir: Path) -> None:
+    """Without the sandbox an ordinary user's bots are that user: a fresh session keyring each, but one
+    user keyring (@u), where a key one bot leaves another reads; nothing arena calls can part them, so the
+    terminal and the page say it. As root each bot has a uid (and so a user keyring) of its own, or arena
+    says that bots run as root."""
+    import platform
+    import uuid
+
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    name = f"arena-redteam-{uuid.uuid4().hex[:8]}"
+    prelude = PRELUDE + SYSCALLS.format(calls=CALLS)
+    looking = LOOP.replace("        moves += 1", "        look()\n        moves += 1")
+    sources = {"sharer": SHARER, "peeker": PEEKER}
+    bots = {bot: prelude + text.format(name=name) + (looking if bot == "peeker" else LOOP)
+            for bot, text in sources.items()}  # fmt: skip
+    place(workdir / "bots", bots)
+    try:
+        done, games = tournament(mode, workdir, ["--no-sandbox"])
+    finally:
+        forget = [sys.executable, "-c", FORGET.format(calls=CALLS, name=name)]
+        subprocess.run(as_nobody(forget, keep()) if mode == "user" else forget, check=True)
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    peeked = tail(games, "peeker")
+    page_text = (workdir / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+    words = "bots run as you (nobody) without a sandbox: they can read your files and share your user keyring"
+    if mode == "user":
+        assert "USER KEY READ bot-secret" in peeked, peeked  # what the note is about
+        assert words in done.stderr and words in page_text, done.stderr
+        return
+    assert "without a sandbox: they can read your files" not in done.stderr, done.stderr
+    as_root = "bots run as root, with root's privileges" in done.stderr
+    assert as_root or "USER KEY READ" not in peeked, (peeked, done.stderr)
 
 
 # --- 4: a bot's processes spinning on every core ---------------------------------------------------------

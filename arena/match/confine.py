@@ -796,6 +796,21 @@ class Warden:
             self._parent.remove()
 
 
+def _shared_user_note() -> str:
+    """What an ordinary user's bots share without the sandbox: they are that user. A fresh session keyring
+    each does not part them: the user keyring (keyctl @u) belongs to the uid (in the sandbox, to the uid in
+    the sandbox's own user namespace, so each bot has its own), and no call of arena's can take it away."""
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = f"uid {os.geteuid()}"
+    return (
+        f"bots run as you ({user}) without a sandbox: they can read your files and share your user keyring "
+        "(keyctl @u), so a key your session or one bot leaves there reaches every bot; run with the sandbox, "
+        "or as root (each bot then runs as a user id of its own)"
+    )
+
+
 def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Capabilities]:
     """Resolve what is asked against what the machine can do, and say plainly what is missing."""
     notes = []
@@ -826,6 +841,8 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             if not reachable:
                 why = "arena's Python is not readable by other users"
             notes.append(f"arena runs as root and {why}: bots run as root, with root's privileges")
+    elif not sandbox:
+        notes.append(_shared_user_note())
     probe = Warden(conf)
     cgroups, freezer, cpu = probe.has_cgroups, probe.can_freeze, probe.limits_cpu
     probe.close()
