@@ -121,6 +121,44 @@ def test_only_documented_variables_reach_a_bot(mode: str, workdir: Path) -> None
         assert f"`{name}`" in protocol
 
 
+# --- mountinfo: the host's paths -------------------------------------------------------------------------
+
+MOUNTS = """
+def attack():
+    for line in open("/proc/self/mountinfo").read().splitlines():
+        log("MOUNT", line)
+    log("CWD", os.getcwd(), "FILE", __file__)
+    log("PID1", open("/proc/1/cmdline").read().replace(chr(0), " "))  # bubblewrap's arguments
+"""
+
+
+def test_mountinfo_names_no_host_folder_of_the_bot(mode: str, workdir: Path) -> None:
+    """A bot's /proc/self/mountinfo listed its own file or folder at its host path, target and root (and
+    bubblewrap's arguments, /proc/1/cmdline, named it too): the bots folder, the course's folder names, the
+    teacher's home. Now a bot's files are at /bot (its working directory), copied to a folder of arena's in
+    a tmpfs, so that none of them names the bots folder or the run's folder. What is left: arena's Python
+    and arena itself, at their own paths (a Python installation cannot be moved; arena/match/stage.py says
+    why), which name the checkout here."""
+    from arena.match.confine import _arena_paths
+
+    bots = workdir / "bots"
+    place(bots, {"single": PRELUDE + MOUNTS + LOOP, "first": FIRST})
+    folder_bot(bots, "folder", PRELUDE + MOUNTS + LOOP)
+    done, games = tournament(mode, workdir)
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    arena_own = set(_arena_paths())
+    for bot, file in (("single", "/bot/single.py"), ("folder", "/bot/bot.py")):
+        log = tail(games, bot)
+        assert f"CWD /bot FILE {file}" in log, log
+        mounts = [line.split()[4:6] for line in log.splitlines() if line.startswith("MOUNT ")]
+        assert mounts and not [m for m in mounts if str(workdir) in " ".join(m)], log
+        assert [root for root, target in mounts if target == "/bot"][0].startswith("/arena-stage-"), log
+        assert "PID1 " in log and str(workdir) not in log.split("PID1 ", 1)[1].split("\n")[0], log
+        left = {target for root, target in mounts if str(ROOT) in root + target}
+        assert left <= arena_own and all(root == target for root, target in mounts if target in left), log
+
+
 # --- 6: bot.toml `memory` over the teacher's limit ------------------------------------------------------
 
 GREEDY_MEMORY = """

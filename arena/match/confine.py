@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 
-from arena.match import bwrap, seccomp
+from arena.match import bwrap, seccomp, stage
 
 MiB = 1024 * 1024
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
@@ -645,6 +645,9 @@ class Jail:
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
         self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
         self.passed: list[int] = []  # descriptors the sandboxed child inherits: its seccomp filter
+        self.staged: Path | None = (
+            None  # the copy of its files the sandbox shows at /bot (arena/match/stage.py)
+        )
         _syscall()  # resolved here, not in the child
 
     def _seccomp(self) -> list[str]:
@@ -668,23 +671,24 @@ class Jail:
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
-        made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += [*_ro_bind(str(self.own), made), *self._seccomp()]
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
+        if self.staged is None:
+            self.staged = stage.copy(self.own)
+        args += [*stage.binds(self.own, self.staged), *self._seccomp()]
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
-        return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
+        inside = [stage.inside(self.own, word) for word in argv]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *shim, *inside]
 
     def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
         """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
-        its folder that the build's user may write, shown at the folder's own path in the sandbox (so paths
-        look the same). Without the sandbox it runs in `copy` itself."""
+        its folder that the build's user may write, shown at /bot as the bot's files are when it plays (so
+        paths look the same). Without the sandbox it runs in `copy` itself."""
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
-        made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own), *self._seccomp()]
-        return [*args, "--chdir", str(self.own), "--", *prefix, *argv]
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
+        args += ["--bind", str(copy), stage.INSIDE, *self._seccomp()]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *argv]
 
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
@@ -751,9 +755,12 @@ class Jail:
         return f"out of memory: it ran out under the {self._limit()}{self._peak()}; it said {said!r}"
 
     def release(self) -> None:
-        """End every process of the bot (also those that left its process group) and free the cgroups."""
+        """End every process of the bot (also those that left its process group), free the cgroups and
+        remove the copy of its files."""
         if self.cgroups is not None:
             self.cgroups.release()
+        stage.remove(self.staged)
+        self.staged = None
 
 
 class Warden:
@@ -767,6 +774,8 @@ class Warden:
         self._parent = Cgroups.parent(f"arena-{os.getpid()}-{secrets.token_hex(4)}")
         if self._parent is not None:
             self._parent.sweep_stale()
+        if conf.sandbox:
+            stage.sweep()
 
     @property
     def has_cgroups(self) -> bool:
