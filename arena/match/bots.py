@@ -287,7 +287,8 @@ def built_outputs(folder: Path) -> dict[str, str]:
 def claimed_outputs(folder: Path) -> dict[str, str]:
     """The files a stamp arena did not write says a build made: not believed, but kept out of the next
     build's copy of the folder, so that what a build makes is what the build made (arena/match/build.py)."""
-    return {k: v for k, v in _outputs(_stamp_text(folder)).items() if k not in built_outputs(folder)}
+    believed = built_outputs(folder)
+    return {k: v for k, v in _outputs(_stamp_text(folder)).items() if k not in believed}
 
 
 def _outputs(stamp: dict[str, object] | None) -> dict[str, str]:
