@@ -29,9 +29,13 @@ LOG = os.path.splitext(os.path.abspath(__file__))[0] + ".log"
 
 
 def log(text):
-    """Append one line to NAME.log beside this bot; the tests read it back."""
-    with open(LOG, "a") as f:
-        f.write(text + "\\n")
+    """Append one line to NAME.log beside this bot; the tests read it back (not in the sandbox, which shows
+    the bot its own file read-only: there the line is dropped)."""
+    try:
+        with open(LOG, "a") as f:
+            f.write(text + "\\n")
+    except OSError:
+        pass
 
 
 def say(text):

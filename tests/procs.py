@@ -4,6 +4,7 @@ that no process of a bot is left behind."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -30,11 +31,45 @@ def cmdline(pid: int) -> str:
 
 
 def processes_mentioning(text: str) -> list[int]:
-    """Live processes other than this one whose command line contains `text`."""
+    """Live processes other than this one whose command line contains `text`, and every process of a
+    sandbox whose bubblewrap does or binds a copy of a bot that was at `text` (arena/match/stage.py): in the
+    sandbox a bot's files are at /bot, and its command line names them there."""
+    stages = _stages_of(text)
+    lines = {int(e.name): cmdline(int(e.name)) for e in Path("/proc").iterdir() if e.name.isdigit()}
+    lines.pop(os.getpid(), None)
+    found = {pid for pid, line in lines.items() if text in line or any(s in line for s in stages)}
+    sandboxes = {pid for pid in found if os.path.basename(lines[pid].split(" ", 1)[0]) == "bwrap"}
+    return sorted(pid for pid in found | _descendants(sandboxes) if is_running(pid))
+
+
+def _stages_of(text: str) -> list[str]:
+    """The copies of bots arena made whose `source` (the bot's path on the host) contains `text`."""
     found = []
+    for top in {Path("/dev/shm"), Path(tempfile.gettempdir())}:
+        for stage in top.glob("arena-stage-*"):
+            try:
+                if text in (stage / "source").read_text(encoding="utf-8"):
+                    found.append(str(stage / "bot"))
+            except OSError:
+                continue
+    return found
+
+
+def _descendants(roots: set[int]) -> set[int]:
+    """The processes below `roots` (children, theirs, and so on)."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit():
             continue
-        if text in cmdline(int(entry.name)) and is_running(int(entry.name)):
-            found.append(int(entry.name))
+        try:
+            ppid = int(Path(entry, "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), list(roots)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
     return found

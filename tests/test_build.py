@@ -276,6 +276,47 @@ def test_the_built_folder_is_what_travels_to_a_cluster_worker(tmp_path: Path) ->
     assert os.access(there.path / "bot", os.X_OK) and not needed(there)
 
 
+def test_a_stamp_another_arena_signed_is_built_again_here_and_a_worker_signs_what_it_is_shipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stamp is believed only by the arena whose key signed it (arena/match/stamp.py). On another machine
+    (or after the key is lost) the bot is built again, its outputs made again and not taken for sources,
+    and its version is the same; a cluster's worker signs the stamp it is shipped with its own key, so it
+    finds the version the coordinator sent."""
+    pytest.importorskip("distributed")
+    from arena.match import stamp
+    from arena.tournament.workers import Cache, pack
+
+    folder = c_bot(tmp_path / "cbot", 'build = "cc -O2 -o bot bot.c"')
+    bot = ensure_built(load_bot(folder), CONF)
+    ship = pack(bot)
+    monkeypatch.setattr(stamp, "_key", lambda: b"another machine's key, 32 bytes")
+    assert built_outputs(folder) == {} and needed(load_bot(folder))
+    there = Cache(tmp_path / "worker-cache", "a worker").bot(ship)
+    assert there.digest == bot.digest and not needed(there)
+    again = ensure_built(load_bot(folder), CONF)
+    assert again.digest == bot.digest and not needed(again) and set(built_outputs(folder)) == {"bot"}
+
+
+def test_the_key_is_kept_for_arena_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key is made once, 0600 in arena's cache folder; one that others may read is replaced."""
+    from arena.match import stamp
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    stamp._key.cache_clear()
+    try:
+        key = stamp._key()
+        path = tmp_path / "arena" / stamp.KEY_FILE
+        assert path.stat().st_mode & 0o777 == 0o600 and path.read_bytes() == key
+        stamp._key.cache_clear()
+        assert stamp._key() == key  # kept
+        path.chmod(0o644)
+        stamp._key.cache_clear()
+        assert stamp._key() != key and path.stat().st_mode & 0o777 == 0o600
+    finally:
+        stamp._key.cache_clear()
+
+
 @pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK (javac) installed")
 def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
     bots = tmp_path / "bots"

@@ -454,7 +454,8 @@ for line in sys.stdin:
         if moves == 1:
             attempt("read", lambda: open(OTHER).read()[:20])
             attempt("write", write_report)
-            print(f"LISTED {{sorted(os.listdir(BOTS))}}", file=sys.stderr, flush=True)
+            attempt("list", lambda: sorted(os.listdir(BOTS)))
+            print(f"LISTED {{sorted(os.listdir('.'))}}", file=sys.stderr, flush=True)  # its own folder
             attempt("connect", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=1).close())
         pits = (len(words) - 4) // 2
         print(next(p for p in range(1, pits + 1) if words[1 + p] != "0"), flush=True)
@@ -559,13 +560,13 @@ def test_the_sandbox_hides_other_bots_reports_and_network(jailer: Jailer, base: 
     assert "weights: secret-weights" in record.stderr["reader"]  # a folder bot reads its own files
     wrote = (reports_dir / "pwned.html").exists()
     if sandbox:
-        for what in ("read", "write", "connect"):
+        for what in ("read", "write", "list", "connect"):
             assert f"DENIED {what}:" in log, log
-        assert "LISTED ['spy.py']" in log, log  # it sees only itself in the bots folder
+        assert "LISTED ['spy.py']" in log, log  # it sees only itself, at /bot: not the bots folder
         assert not wrote
         assert accepted == 0
     else:
-        for what in ("read", "write", "connect"):
+        for what in ("read", "write", "list", "connect"):
             assert f"ALLOWED {what}:" in log, log
         assert "LISTED ['reader', 'spy.py']" in log, log
         assert wrote

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL_C
+from procs import processes_mentioning
 
 from arena.match import bwrap
 from arena.match.confine import sandbox_problem
@@ -72,7 +73,8 @@ def attack():
     attempt("read store", lambda: open({store!r}, "rb").read(16))
     attempt("write template", lambda: open({template!r}, "a").write("<!-- pwned -->"))
     attempt("read opponent", lambda: open({opponent!r}).read(40))
-    attempt("list bots", lambda: os.listdir({bots!r}) == ["escape.py"] or 1 / 0)  # itself alone
+    attempt("list bots", lambda: os.listdir({bots!r}))  # not there: its own file is at /bot
+    attempt("list own", lambda: os.listdir(".") == ["escape.py"] or 1 / 0)  # itself alone
     attempt("read shadow", lambda: open("/etc/shadow").read(20))
     attempt("list root", lambda: set(os.listdir("/root")) - {{{python_home!r}}} or 1 / 0)  # only Python
     attempt("list home", lambda: os.listdir("/home"))
@@ -289,9 +291,10 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
         "list home", "cgroupfs", "unix socket", "token env", "pid1 cmdline",
     ):  # fmt: skip
         assert f"DENIED {what}:" in log, (what, log)
-    # Of the bots folder it sees itself alone; of /root, at most the folder of arena's Python (which lives
-    # there on some machines and which bots run on), nothing of root's own.
-    assert "ALLOWED list bots: True" in log and "DENIED list root: ZeroDivisionError" in log, log
+    # Of the bots folder it sees itself alone, at /bot; of /root, at most the folder of arena's Python
+    # (which lives there on some machines and which bots run on), nothing of root's own.
+    assert "DENIED list bots: FileNotFoundError" in log and "ALLOWED list own: True" in log, log
+    assert "DENIED list root: ZeroDivisionError" in log, log
     assert "PATH /usr/local/bin:/usr/bin:/bin" in log and "ARENA_REDTEAM None" in log, log  # not documented
     assert "CapEff:\\t0000000000000000" in log, log
     uid = int(log.split("UID ", 1)[1].split()[0])
@@ -311,7 +314,7 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
     walls = [int(w) for w in victim.split("wall ms ")[1:] for w in [w.split()[0]]]
     assert walls and max(walls) < MOVE_MS, victim
     time.sleep(0.2)
-    leftover = subprocess.run(["pgrep", "-f", str(bots)], capture_output=True, text=True).stdout.split()
+    leftover = processes_mentioning(str(bots))
     assert leftover == [], leftover  # the hog's setsid children ended with their bot
 
 

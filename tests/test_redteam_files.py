@@ -4,6 +4,7 @@ uses. Each test fails without its fix."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pty
@@ -16,6 +17,7 @@ import pytest
 from botsrc import FIRST_LEGAL, FIRST_LEGAL_C
 from test_redteam import NOBODY, ROOT, as_nobody, mode, workdir  # noqa: F401 (the fixtures)
 
+from arena.match.bots import STAMP
 from arena.match.printable import printable
 from arena.report import page
 
@@ -23,13 +25,13 @@ RULES = ("--rules", "kalah,pits=4,seeds=3")
 
 
 def arena(
-    mode: str, *args: str, cwd: Path | None = None, timeout: float = 240
+    mode: str, *args: str, cwd: Path | None = None, timeout: float = 240, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`arena ARGS` as root, or as the ordinary user."""
     argv = [sys.executable, "-m", "arena", *args]
     if mode != "root":
         argv = as_nobody(argv, [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]])
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 def folder_bot(
@@ -193,6 +195,67 @@ def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path
     why = not_entered(done.stderr).get("rewriter", "")
     assert "build failed: it changed bot.c (and 1 more), a file of the bot's own" in why, done.stderr
     assert {g["south"] for g in exported(mode, out)} == {"greedy", "random"}
+
+
+def version_of(folder: Path, *files: str) -> str:
+    """A bot's version as arena computes it over the given files of its folder (bots._digest), as a student
+    can compute it too."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(f"{folder.name}/{name}".encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def test_a_stamp_the_student_edits_keeps_no_source_out_of_the_version(mode: str, workdir: Path) -> None:
+    """The build stamp in the student's folder names the files the build made, which are left out of the
+    bot's version. A student listed bot.c there (with the version bot.toml alone gives): from then on an
+    edited bot.c, compiled by hand and its sha256 put in the stamp, kept that version and its results, and
+    `arena run` played none of its games again. Now arena believes only stamps it signed with its key: the
+    edited stamp is not, the files it lists are left out of the build (which fails without its source,
+    saying why), and the forged bot plays no game."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc)")
+    bots, out, cache = workdir / "bots", workdir / "reports", workdir / "cache"
+    cache.mkdir(mode=0o777)
+    cache.chmod(0o777)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}  # where arena keeps its key: the user's own
+    reference_bots(bots)
+    folder = bots / "stamped"
+    folder.mkdir()
+    (folder / "bot.c").write_text(FIRST_LEGAL_C)
+    (folder / "bot.toml").write_text('build = "cc -O2 -o bot bot.c"\ncommand = "./bot"\n')
+    readable(bots)
+    student = NOBODY if mode != "root" else 0
+    for path in (bots, folder, *folder.iterdir()):
+        os.chown(path, student, student)
+    args = ("run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    first = arena(mode, *args, env=env)
+    assert first.returncode == 0 and "building stamped" in first.stderr, first.stderr
+    again = arena(mode, *args, env=env)  # the stamp arena signed is believed: no build, nothing to play
+    assert again.returncode == 0 and "building" not in again.stderr, again.stderr
+    assert "0 of 6 games to play" in again.stderr + again.stdout, again.stderr + again.stdout
+    games = len(exported(mode, out))
+
+    def forge(source: str) -> subprocess.CompletedProcess[str]:
+        """bot.c as `source`, compiled by hand, both listed as built in the stamp; then `arena run`."""
+        (folder / "bot.c").write_text(source)
+        subprocess.run(["cc", "-O2", "-o", str(folder / "bot"), str(folder / "bot.c")], check=True)
+        stamp = json.loads((folder / STAMP).read_text())
+        built = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in ("bot", "bot.c")}
+        stamp |= {"outputs": built, "sources": version_of(folder, "bot.toml")}
+        (folder / STAMP).write_text(json.dumps(stamp))
+        for path in folder.iterdir():
+            os.chown(path, student, student)
+        return arena(mode, *args, env=env)
+
+    listed = forge(FIRST_LEGAL_C)  # bot.c out of the version from now on
+    edited = forge(FIRST_LEGAL_C.replace("/*HERE*/", "/* edited after its games */"))
+    for done in (listed, edited):
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        why = not_entered(done.stderr).get("stamped", "")
+        said = f"{STAMP} was not written by arena here: it lists bot, bot.c as built"
+        assert "build failed" in why and said in why, done.stderr + done.stdout
+    assert len(exported(mode, out)) == games  # no game of the forged bot
 
 
 # --- 10. names that look alike ----------------------------------------------------------------------------

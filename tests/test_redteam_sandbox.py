@@ -19,6 +19,7 @@ import pytest
 import test_redteam
 from test_redteam import LOOP, PRELUDE, as_nobody
 
+from arena.match import bwrap
 from arena.match.confine import Confinement, Warden, capabilities
 from arena.match.process import BotProcess, Fault
 from arena.report import page
@@ -120,6 +121,44 @@ def test_only_documented_variables_reach_a_bot(mode: str, workdir: Path) -> None
         assert f"`{name}`" in protocol
 
 
+# --- mountinfo: the host's paths -------------------------------------------------------------------------
+
+MOUNTS = """
+def attack():
+    for line in open("/proc/self/mountinfo").read().splitlines():
+        log("MOUNT", line)
+    log("CWD", os.getcwd(), "FILE", __file__)
+    log("PID1", open("/proc/1/cmdline").read().replace(chr(0), " "))  # bubblewrap's arguments
+"""
+
+
+def test_mountinfo_names_no_host_folder_of_the_bot(mode: str, workdir: Path) -> None:
+    """A bot's /proc/self/mountinfo listed its own file or folder at its host path, target and root (and
+    bubblewrap's arguments, /proc/1/cmdline, named it too): the bots folder, the course's folder names, the
+    teacher's home. Now a bot's files are at /bot (its working directory), copied to a folder of arena's in
+    a tmpfs, so that none of them names the bots folder or the run's folder. What is left: arena's Python
+    and arena itself, at their own paths (a Python installation cannot be moved; arena/match/stage.py says
+    why), which name the checkout here."""
+    from arena.match.confine import _arena_paths
+
+    bots = workdir / "bots"
+    place(bots, {"single": PRELUDE + MOUNTS + LOOP, "first": FIRST})
+    folder_bot(bots, "folder", PRELUDE + MOUNTS + LOOP)
+    done, games = tournament(mode, workdir)
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    arena_own = set(_arena_paths())
+    for bot, file in (("single", "/bot/single.py"), ("folder", "/bot/bot.py")):
+        log = tail(games, bot)
+        assert f"CWD /bot FILE {file}" in log, log
+        mounts = [line.split()[4:6] for line in log.splitlines() if line.startswith("MOUNT ")]
+        assert mounts and not [m for m in mounts if str(workdir) in " ".join(m)], log
+        assert [root for root, target in mounts if target == "/bot"][0].startswith("/arena-stage-"), log
+        assert "PID1 " in log and str(workdir) not in log.split("PID1 ", 1)[1].split("\n")[0], log
+        left = {target for root, target in mounts if str(ROOT) in root + target}
+        assert left <= arena_own and all(root == target for root, target in mounts if target in left), log
+
+
 # --- 6: bot.toml `memory` over the teacher's limit ------------------------------------------------------
 
 GREEDY_MEMORY = """
@@ -163,6 +202,17 @@ def attack():
 """
 
 
+# The system and private places a teacher may not grant (arena/match/confine.py's _PRIVATE but / and /run).
+PRIVATE = ("/home", "/root", "/var", "/tmp", "/sys", "/dev", "/proc")
+
+
+def homes() -> set[str]:
+    """Users' homes that are folders on this machine."""
+    import pwd
+
+    return {e.pw_dir for e in pwd.getpwall() if e.pw_dir.startswith("/") and os.path.isdir(e.pw_dir)}
+
+
 def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> None:
     """bot.toml `paths = ["/"]` no longer shows a bot the machine: it is a request, and a bot whose request
     the teacher did not grant (--read-only) is not entered, the reason naming the flag. The teacher cannot
@@ -178,12 +228,20 @@ def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> No
         thief = PRELUDE + THIEF.format(opponent=str(bots / "first.py"), data=str(data / "weights.txt")) + LOOP
         folder_bot(bots, "thief", thief, 'paths = ["/"]\n')
         folder_bot(bots, "student", thief, f"paths = [{str(data)!r}]\n".replace("'", '"'))
+        (data / "to-root").symlink_to("/root")
+        home = next((h for h in sorted(homes()) if h.startswith("/home/")), "/root")
         for refused, why in (
             ("/", "/: is /, which no bot may read"),
             (str(workdir), f"{workdir}: holds {bots}, which no bot may read"),
             ("/proc/1/root", "/proc/1/root: is inside /proc, which no bot may read"),
             ("/run", "/run: is /run, which no bot may read"),
             (str(bots / "first.py"), f"{bots / 'first.py'}: is inside {bots}, which no bot may read"),
+            *((top, f"{top}: is {top}, which no bot may read") for top in PRIVATE),
+            (home, f"{home}: is {home}, which no bot may read"),
+            ("/root/.ssh/id_ed25519", "/root/.ssh/id_ed25519: is inside /root/.ssh, which no bot may read"),
+            (str(data / "to-root"), f"{data / 'to-root'} (a link to /root): is /root, which no bot may read"),
+            (f"{data}/../../../root", "/root: is /root, which no bot may read"),  # as arena keeps it
+            ("/var/tmp", "/var/tmp: is a folder anyone may write (others' files), which no bot may read"),
         ):
             done, _ = tournament(mode, workdir, ["--read-only", refused], name="refused")
             assert (
@@ -236,9 +294,11 @@ def test_the_granted_paths_lie_under_the_private_mounts() -> None:
 # System call numbers (asm/unistd.h) of the attacks, where the test knows them.
 CALLS = {
     "x86_64": {"keyctl": 250, "add_key": 248, "unshare": 272, "clone": 56, "io_uring_setup": 425,
-               "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "bpf": 321},
+               "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "bpf": 321, "mount": 165,
+               "process_vm_readv": 310, "process_vm_writev": 311, "kexec_load": 246, "setns": 308},
     "aarch64": {"keyctl": 219, "add_key": 217, "unshare": 97, "clone": 220, "io_uring_setup": 425,
-                "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "bpf": 280},
+                "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "bpf": 280, "mount": 40,
+                "process_vm_readv": 270, "process_vm_writev": 271, "kexec_load": 104, "setns": 268},
 }  # fmt: skip
 SYSCALLS = """
 import ctypes, platform, signal
@@ -250,6 +310,8 @@ def call(name, *args):
     args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
     result = libc.syscall(ctypes.c_long(NR[name]), *args)
     return result, ctypes.get_errno()
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 def report(name, result, errno):
     log(f"CALL {{name}} {{'DENIED' if result == -1 else 'ALLOWED'}} errno {{errno}}")
 def keyring_read(ring, description):
@@ -285,10 +347,19 @@ def attack():
     attr[4] = 128  # size; type 0 (hardware), config 0 (cycles)
     report("perf_event_open", *call("perf_event_open", attr, 0, -1, -1, 0))
     report("bpf", *call("bpf", 0, ctypes.create_string_buffer(128), 128))  # BPF_MAP_CREATE
+    # Each asked so that the kernel itself would not say EPERM to the bot: only the filter does.
+    report("mount", *call("mount", 0, b"/tmp", 1, 0, 0))  # the kernel: EFAULT (its type is no string)
+    report("setns", *call("setns", -1, 0))  # the kernel: EBADF
+    report("kexec_load", *call("kexec_load", 0, 0, 0, 0))  # the kernel: EPERM, or ENOSYS without kexec
+    secret = ctypes.create_string_buffer(b"child's secret", 16)
     target = os.fork()
     if target == 0:
         time.sleep(5)
         os._exit(0)
+    copy = ctypes.create_string_buffer(16)
+    mine, theirs = Iovec(ctypes.addressof(copy), 16), Iovec(ctypes.addressof(secret), 16)
+    for name in ("process_vm_readv", "process_vm_writev"):  # its own child's memory: the kernel allows it
+        report(name, *call(name, target, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0))
     report("ptrace", *call("ptrace", 16, target, 0, 0))  # PTRACE_ATTACH to its own child
     os.kill(target, 9)
     os.waitpid(target, 0)
@@ -308,8 +379,10 @@ os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 
 def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workdir: Path) -> None:
     """A bot cannot read a key in arena's session keyring, nor leave a key for another bot, nor make a user
-    namespace (unshare, clone), set up io_uring or userfaultfd, open perf events, load BPF or ptrace: the
-    seccomp filter answers EPERM, and each bot has a fresh session keyring besides."""
+    namespace (unshare, clone) or join one (setns), set up io_uring or userfaultfd, open perf events, load
+    BPF, ptrace or read and write its child's memory (process_vm_readv, _writev), mount or kexec: the
+    seccomp filter answers EPERM, and each bot has a fresh session keyring besides. (kexec_load is EPERM for
+    a bot without the filter too, where the kernel has kexec: there the test cannot tell them apart.)"""
     import platform
 
     if platform.machine() not in CALLS:
@@ -338,8 +411,78 @@ def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workd
     assert kept.count("CALL add_key DENIED errno 1") == kept.count("CALL add_key") == 2, kept
     for line in ("SESSION SECRET", "USER LEFT", "SESSION LEFT"):  # at every move: never found
         assert found.count(f"{line} DENIED errno 1\n") == found.count(f"{line} ") > 0, (line, found)
-    for name in ("unshare", "clone", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf", "ptrace"):
+    for name in (
+        "unshare", "clone", "io_uring_setup", "userfaultfd", "perf_event_open", "bpf", "ptrace", "mount",
+        "setns", "kexec_load", "process_vm_readv", "process_vm_writev",
+    ):  # fmt: skip
         assert f"CALL {name} DENIED errno 1\n" in found, (name, found)
+
+
+NEW_USERNS = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+result = libc.syscall(ctypes.c_long({calls!r}[platform.machine()]["unshare"]), ctypes.c_long(0x10000000))
+print("UNSHARE", result, ctypes.get_errno(), flush=True)
+"""
+USER_KEY = """import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {calls!r}[platform.machine()]
+def call(name, *args):
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    return libc.syscall(ctypes.c_long(NR[name]), *args), ctypes.get_errno()
+if sys.argv[1] == "add":
+    print("ADD", *call("add_key", b"user", b"left-in-u", b"bot-secret", 10, -4), flush=True)
+else:
+    call("keyctl", 8, -4, -3)  # the user keyring linked into its session keyring: held, if it were shared
+    print("FIND", *call("keyctl", 10, -3, b"user", b"left-in-u", 0), flush=True)
+"""
+# Starts each probe (a script and its arguments) in arena's sandbox with the seccomp filter off, as on a
+# machine without libseccomp.
+UNFILTERED = """import sys, time
+from pathlib import Path
+from arena.match import confine, seccomp
+from arena.match.process import BotProcess
+seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
+warden = confine.Warden(confine.Confinement(sandbox=True))
+for probe in sys.argv[1:]:
+    script, *args = probe.split()
+    jail = warden.jail(Path(script))
+    bot = BotProcess.start([sys.executable, script, *args], cwd=Path(script).parent, jail=jail)
+    print(bot.read_line(time.monotonic() + 10), flush=True)
+    bot.kill()
+warden.close()
+"""
+
+
+def test_without_the_filter_a_users_bot_makes_no_user_namespace_and_keeps_its_keyring(
+    mode: str, workdir: Path
+) -> None:
+    """Where the seccomp filter is missing, an ordinary user's bot (in the user namespace bubblewrap makes)
+    still cannot make another user namespace: bubblewrap's --disable-userns, ENOSPC. And it shares no user
+    keyring (@u) with the next bot, though both are the same user: the kernel keeps one per user namespace.
+    (Root's bots have no user namespace to start from: for them the filter alone denies a new one, and each
+    has a uid, so a user keyring, of its own.)"""
+    import platform
+
+    if mode == "root":
+        pytest.skip("root's sandbox makes no user namespace: --disable-userns is for the user's")
+    helped = subprocess.run([bwrap.find().path or "bwrap", "--help"], capture_output=True, text=True).stdout
+    if "--disable-userns" not in helped:
+        pytest.skip("this bubblewrap has no --disable-userns (0.8 on)")
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    scripts = {"userns.py": NEW_USERNS.format(calls=CALLS), "unfiltered.py": UNFILTERED}
+    scripts["userkey.py"] = USER_KEY.format(calls=CALLS)
+    for name, text in scripts.items():
+        (workdir / name).write_text(text, encoding="utf-8")
+        (workdir / name).chmod(0o644)
+    probes = [str(workdir / "userns.py"), f"{workdir / 'userkey.py'} add", f"{workdir / 'userkey.py'} find"]
+    command = as_nobody([sys.executable, str(workdir / "unfiltered.py"), *probes], keep())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=workdir)
+    lines = done.stdout.splitlines()
+    assert lines[0] == "UNSHARE -1 28", (done.stdout, done.stderr)  # ENOSPC: no user namespace left
+    assert lines[1].startswith("ADD ") and lines[1].endswith(" 0") and lines[2] == "FIND -1 126", lines
 
 
 KEYRING_PEEK = """import ctypes, platform
@@ -378,6 +521,65 @@ def test_a_bot_has_a_session_keyring_of_its_own(tmp_path: Path) -> None:
         warden.close()
     plain = subprocess.run([sys.executable, str(peek)], capture_output=True, text=True, check=True)
     assert plain.stdout == "FOUND\n"  # the key is there for a process of arena's session
+
+
+SHARER = """
+def attack():
+    report("add_key", *call("add_key", b"user", b"{name}", b"bot-secret", 10, -4))  # the user keyring
+"""
+PEEKER = """
+def look():
+    call("keyctl", 8, -4, -3)  # KEYCTL_LINK: the user keyring into its own session keyring, so it holds it
+    log("USER KEY", keyring_read(-3, b"{name}"))
+def attack():
+    pass
+"""
+FORGET = """import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+keyctl = ctypes.c_long({calls!r}[platform.machine()]["keyctl"])
+libc.syscall(keyctl, ctypes.c_long(1), None)  # a session keyring of its own, not the caller's
+libc.syscall(keyctl, ctypes.c_long(8), ctypes.c_long(-4), ctypes.c_long(-3))  # held, as the peeker does
+key = libc.syscall(keyctl, ctypes.c_long(10), ctypes.c_long(-3), b"user", b"{name}", None)  # KEYCTL_SEARCH
+if key > 0:
+    libc.syscall(keyctl, ctypes.c_long(21), ctypes.c_long(key))  # KEYCTL_INVALIDATE
+"""
+
+
+def test_without_the_sandbox_the_users_shared_keyring_is_said(mode: str, workdir: Path) -> None:
+    """Without the sandbox an ordinary user's bots are that user: a fresh session keyring each, but one
+    user keyring (@u), where a key one bot leaves another reads; nothing arena calls can part them, so the
+    terminal and the page say it. As root each bot has a uid (and so a user keyring) of its own, or arena
+    says that bots run as root."""
+    import platform
+    import uuid
+
+    if platform.machine() not in CALLS:
+        pytest.skip(f"the attack's system call numbers are known for {', '.join(CALLS)} only")
+    name = f"arena-redteam-{uuid.uuid4().hex[:8]}"
+    prelude = PRELUDE + SYSCALLS.format(calls=CALLS)
+    looking = LOOP.replace("        moves += 1", "        look()\n        moves += 1")
+    sources = {"sharer": SHARER, "peeker": PEEKER}
+    bots = {bot: prelude + text.format(name=name) + (looking if bot == "peeker" else LOOP)
+            for bot, text in sources.items()}  # fmt: skip
+    place(workdir / "bots", bots)
+    try:
+        done, games = tournament(mode, workdir, ["--no-sandbox"])
+    finally:
+        forget = [sys.executable, "-c", FORGET.format(calls=CALLS, name=name)]
+        subprocess.run(as_nobody(forget, keep()) if mode == "user" else forget, check=True)
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    peeked = tail(games, "peeker")
+    page_text = (workdir / "reports" / "default" / "index.html").read_text(encoding="utf-8")
+    words = "bots run as you (nobody) without a sandbox: they can read your files and share your user keyring"
+    if mode == "user":
+        assert "USER KEY READ bot-secret" in peeked, peeked  # what the note is about
+        assert words in done.stderr and words in page_text, done.stderr
+        return
+    assert "without a sandbox: they can read your files" not in done.stderr, done.stderr
+    as_root = "bots run as root, with root's privileges" in done.stderr
+    assert as_root or "USER KEY READ" not in peeked, (peeked, done.stderr)
 
 
 # --- 4: a bot's processes spinning on every core ---------------------------------------------------------

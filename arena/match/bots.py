@@ -24,6 +24,7 @@ from io import BufferedReader
 from pathlib import Path, PurePosixPath
 
 from arena.match import names
+from arena.match import stamp as signature
 
 MANIFEST = "bot.toml"
 # What arena/match/build.py knows of a bot folder's last build: the digest of its sources and the files the
@@ -260,14 +261,38 @@ def read_own(folder: Path, name: str) -> bytes | None:
         raise _unreadable(folder / name, e) from None
 
 
-def built_outputs(folder: Path) -> dict[str, str]:
-    """The files the folder's last build made (path relative to the folder -> sha256), from its stamp;
-    empty when it has none or an unreadable one (then the bot is built again). Never bot.toml: a build
-    cannot make the manifest, whatever a stamp says."""
+def build_stamp(folder: Path) -> dict[str, object] | None:
+    """The folder's build stamp if arena on this machine wrote it (arena/match/stamp.py checks its
+    signature), else None: missing, unreadable, or written by anyone else (the student's folder is theirs),
+    and then the bot is built again."""
+    stamp = _stamp_text(folder)
+    return stamp if stamp is not None and signature.signed(folder, stamp) else None
+
+
+def _stamp_text(folder: Path) -> dict[str, object] | None:
+    """What the folder's stamp says, whoever wrote it; None if there is none or it is no JSON object."""
     try:
-        outputs = json.loads(read_own(folder, STAMP) or b"{}").get("outputs", {})
-    except (BotError, ValueError, AttributeError):
-        return {}
+        stamp = json.loads(read_own(folder, STAMP) or b"null")
+    except (BotError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def built_outputs(folder: Path) -> dict[str, str]:
+    """The files the folder's last build made (path relative to the folder -> sha256), from its stamp if
+    arena wrote it (`build_stamp`); empty otherwise. Never bot.toml: a build cannot make the manifest."""
+    return _outputs(build_stamp(folder))
+
+
+def claimed_outputs(folder: Path) -> dict[str, str]:
+    """The files a stamp arena did not write says a build made: not believed, but kept out of the next
+    build's copy of the folder, so that what a build makes is what the build made (arena/match/build.py)."""
+    believed = built_outputs(folder)
+    return {k: v for k, v in _outputs(_stamp_text(folder)).items() if k not in believed}
+
+
+def _outputs(stamp: dict[str, object] | None) -> dict[str, str]:
+    outputs = stamp.get("outputs") if stamp is not None else None
     if not isinstance(outputs, dict):
         return {}
     return {

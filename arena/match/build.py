@@ -10,6 +10,9 @@ bot.toml among them: a build that changes one fails, so that no build rewrites i
 its limits) or turns a source into an output (out of the bot's version). A stamp in the folder
 (bots.STAMP) records the digest of the sources and a hash of every file the build made; whether a build is
 needed is then a few hashes of a small folder: sources edited, outputs deleted or changed -> build again.
+The stamp is signed with a key of this machine's arena (arena/match/stamp.py): one arena did not write
+(a student's edit listing a source as built) is not believed, and the files it lists are left out of the
+next build, which makes them again if they are the build's.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
+from arena.match import stamp as signature
 from arena.match.bots import (
     MANIFEST,
     STAMP,
@@ -38,11 +42,12 @@ from arena.match.bots import (
     BotError,
     BuildError,
     bot_files,
+    build_stamp,
     built_outputs,
     check_command,
+    claimed_outputs,
     load_bot,
     open_regular,
-    read_own,
 )
 from arena.match.confine import Confinement, Jail, Warden
 
@@ -101,13 +106,10 @@ def _locked(folder: Path) -> Iterator[None]:
 
 
 def needed(bot: Bot) -> bool:
-    """Whether the bot's build must run: no stamp, other build commands or sources than the stamp's, or an
-    output of the last build missing or changed."""
-    try:
-        stamp = json.loads(read_own(bot.path, STAMP) or b"")
-    except (BotError, ValueError):
-        return True
-    if not isinstance(stamp, dict) or stamp.get("build") != [list(argv) for argv in bot.build]:
+    """Whether the bot's build must run: no stamp arena wrote here, other build commands or sources than the
+    stamp's, or an output of the last build missing or changed."""
+    stamp = build_stamp(bot.path)
+    if stamp is None or stamp.get("build") != [list(argv) for argv in bot.build]:
         return True
     if stamp.get("sources") != bot.digest:
         return True
@@ -132,13 +134,13 @@ def _files(folder: Path) -> dict[str, tuple[int, int, str]]:
     }
 
 
-def _copy_in(folder: Path, copy: Path) -> None:
-    """The bot's files but its stamp into `copy`, as bot_files reads them (no link followed), with their
-    modes and modification times (a make-based build compares them)."""
+def _copy_in(folder: Path, copy: Path, left_out: Collection[str]) -> None:
+    """The bot's files but its stamp and `left_out` into `copy`, as bot_files reads them (no link
+    followed), with their modes and modification times (a make-based build compares them)."""
     copy.mkdir()
     for file, f in bot_files(folder):
         rel = file.rel.partition("/")[2]
-        if rel == STAMP:
+        if rel == STAMP or rel in left_out:
             continue
         target = copy / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +170,10 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="arena-build-", dir=_scratch(folder)) as tmp:
             copy = Path(tmp) / folder.name
-            _copy_in(folder, copy)
+            # What a stamp arena did not write says a build made is left out: the build makes it again,
+            # or it was never made (a source listed there) and the build goes without it.
+            claimed = sorted(claimed_outputs(folder))
+            _copy_in(folder, copy, claimed)
             before = _files(copy)
             if jail.uid is not None:  # the build's own uid may write the copy, and only the copy
                 os.chmod(tmp, 0o711)
@@ -178,7 +183,10 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
             log = Path(tmp) / "output"
             deadline = time.monotonic() + seconds
             for argv in bot.build:
-                _step(jail, argv, copy, log, deadline, seconds, manifest)
+                try:
+                    _step(jail, argv, copy, log, deadline, seconds, manifest)
+                except BuildError as e:
+                    raise _with_claims(e, claimed) from None
             after = _files(copy)
             # The files that were there before the build are the bot's sources (bot.toml always), but for
             # the last build's outputs: the build may not change them, and only new files are copied back.
@@ -330,14 +338,30 @@ def _copy_back(copy: Path, folder: Path, made: dict[str, str]) -> None:
         os.replace(aside, target)  # replaces a link at `target` rather than writing through it
 
 
+def _with_claims(error: BuildError, claimed: Sequence[str]) -> BuildError:
+    """A failed build's error, saying which files a stamp arena did not write had listed as built (and so
+    were left out of the build), if any: the likely cause."""
+    if not claimed:
+        return error
+    names = ", ".join(claimed[:3]) + (f" and {len(claimed) - 3} more" if len(claimed) > 3 else "")
+    return BuildError(
+        f"{error} ({STAMP} was not written by arena here: it lists {names} as built, left out of the build)",
+        error.output,
+    )
+
+
 def _write_stamp(folder: Path, bot: Bot | None, outputs: dict[str, str]) -> None:
-    """Write the stamp whole (aside, then renamed): the build's commands, the sources' digest (none until
-    the bot is loaded again with these outputs left out of it), and the outputs."""
-    stamp = {
-        "build": [list(argv) for argv in bot.build] if bot is not None else None,
-        "sources": bot.digest if bot is not None else None,
-        "outputs": outputs,
-    }
+    """Write the stamp whole (aside, then renamed), signed for this machine (arena/match/stamp.py): the
+    build's commands, the sources' digest (none until the bot is loaded again with these outputs left out
+    of it), and the outputs."""
+    stamp = signature.sign(
+        folder,
+        {
+            "build": [list(argv) for argv in bot.build] if bot is not None else None,
+            "sources": bot.digest if bot is not None else None,
+            "outputs": outputs,
+        },
+    )
     aside = folder / f"{STAMP}.{os.getpid()}"
     with open(_create(aside, 0o644), "w", encoding="utf-8") as f:
         f.write(json.dumps(stamp, indent=1, sort_keys=True) + "\n")

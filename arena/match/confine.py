@@ -33,6 +33,7 @@ import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -41,7 +42,7 @@ from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 
-from arena.match import bwrap, seccomp
+from arena.match import bwrap, seccomp, stage
 
 MiB = 1024 * 1024
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
@@ -173,11 +174,33 @@ def _homes() -> set[str]:
     return homes
 
 
+def _hidden(path: str, homes: set[str]) -> list[str]:
+    """The hidden entries of a home that `path` is or lies in (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ~/.config):
+    where keys, tokens and sessions are kept. Course data in a home (~/course/weights) stays grantable."""
+    found = []
+    for home in sorted(homes):
+        if path != home and Path(path).is_relative_to(home):
+            top = Path(path).relative_to(home).parts[0]
+            if top.startswith("."):
+                found.append(str(Path(home, top)))
+    return found
+
+
+def _open_to_all(path: str) -> bool:
+    """Whether `path` is a folder anyone may write (/var/tmp, a shared drop folder): everyone's files and
+    sockets land there, as in /tmp."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and bool(info.st_mode & stat.S_IWOTH)
+
+
 def grant(paths: Sequence[str], private: Sequence[Path | str] = ()) -> tuple[str, ...]:
     """The teacher's read-only paths as bound (real paths, links followed), or GrantError naming the first
     that would show a bot a private place: one of `_PRIVATE`, a user's home, one of `private` (the bots
-    folder, the reports folder), a folder that holds one of them, or a place inside /proc, /sys, /dev, /run,
-    /tmp or `private`."""
+    folder, the reports folder), a folder that holds one of them, a place inside /proc, /sys, /dev, /run,
+    /tmp, `private` or a home's hidden entries, or a folder anyone may write."""
     homes = _homes()
     shut = {os.path.realpath(p) for p in private}
     granted = []
@@ -190,16 +213,17 @@ def grant(paths: Sequence[str], private: Sequence[Path | str] = ()) -> tuple[str
         except OSError:
             real = plain  # judged as given (/proc/1/root), else said to be missing
         seen = f"{given} (a link to {real})" if real != plain else given
+        refused = "which no bot may read; grant the folder a bot needs, e.g. /opt/conda"
         for path in dict.fromkeys((plain, real)):
             holds = [p for p in (*_PRIVATE, *sorted(homes), *sorted(shut)) if Path(p).is_relative_to(path)]
             inside = [p for p in (*sorted(shut), *_PRIVATE_INSIDE) if Path(path).is_relative_to(p)]
+            inside += _hidden(path, homes)
             if holds or inside:
                 where = holds[0] if holds else inside[0]
                 what = "is" if path == where else ("holds" if holds else "is inside")
-                raise GrantError(
-                    f"--read-only {seen}: {what} {where}, which no bot may read; grant the folder a bot "
-                    "needs, e.g. /opt/conda"
-                )
+                raise GrantError(f"--read-only {seen}: {what} {where}, {refused}")
+        if _open_to_all(real):
+            raise GrantError(f"--read-only {seen}: is a folder anyone may write (others' files), {refused}")
         if not os.path.isdir(real) and not os.path.isfile(real):
             raise GrantError(f"--read-only {given}: no such folder or file on this machine")
         granted.append(real)
@@ -621,6 +645,9 @@ class Jail:
         # and (without cgroups) its processes count against no other bot's RLIMIT_NPROC.
         self.uid = UID_BASE + secrets.randbelow(1 << 30) if conf.drop_root else None
         self.passed: list[int] = []  # descriptors the sandboxed child inherits: its seccomp filter
+        self.staged: Path | None = (
+            None  # the copy of its files the sandbox shows at /bot (arena/match/stage.py)
+        )
         _syscall()  # resolved here, not in the child
 
     def _seccomp(self) -> list[str]:
@@ -644,23 +671,24 @@ class Jail:
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
-        made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += [*_ro_bind(str(self.own), made), *self._seccomp()]
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
+        if self.staged is None:
+            self.staged = stage.copy(self.own)
+        args += [*stage.binds(self.own, self.staged), *self._seccomp()]
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
-        return [*args, "--chdir", str(cwd), "--", *prefix, *shim, *argv]
+        inside = [stage.inside(self.own, word) for word in argv]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *shim, *inside]
 
     def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
         """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
-        its folder that the build's user may write, shown at the folder's own path in the sandbox (so paths
-        look the same). Without the sandbox it runs in `copy` itself."""
+        its folder that the build's user may write, shown at /bot as the bot's files are when it plays (so
+        paths look the same). Without the sandbox it runs in `copy` itself."""
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
-        made: set[str] = set()
-        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, made, self.conf.read_only)
-        args += [*_ro_bind(str(self.own), made), "--bind", str(copy), str(self.own), *self._seccomp()]
-        return [*args, "--chdir", str(self.own), "--", *prefix, *argv]
+        args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
+        args += ["--bind", str(copy), stage.INSIDE, *self._seccomp()]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *argv]
 
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
@@ -727,9 +755,12 @@ class Jail:
         return f"out of memory: it ran out under the {self._limit()}{self._peak()}; it said {said!r}"
 
     def release(self) -> None:
-        """End every process of the bot (also those that left its process group) and free the cgroups."""
+        """End every process of the bot (also those that left its process group), free the cgroups and
+        remove the copy of its files."""
         if self.cgroups is not None:
             self.cgroups.release()
+        stage.remove(self.staged)
+        self.staged = None
 
 
 class Warden:
@@ -743,6 +774,8 @@ class Warden:
         self._parent = Cgroups.parent(f"arena-{os.getpid()}-{secrets.token_hex(4)}")
         if self._parent is not None:
             self._parent.sweep_stale()
+        if conf.sandbox:
+            stage.sweep()
 
     @property
     def has_cgroups(self) -> bool:
@@ -770,6 +803,21 @@ class Warden:
     def close(self) -> None:
         if self._parent is not None:
             self._parent.remove()
+
+
+def _shared_user_note() -> str:
+    """What an ordinary user's bots share without the sandbox: they are that user. A fresh session keyring
+    each does not part them: the user keyring (keyctl @u) belongs to the uid (in the sandbox, to the uid in
+    the sandbox's own user namespace, so each bot has its own), and no call of arena's can take it away."""
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        user = f"uid {os.geteuid()}"
+    return (
+        f"bots run as you ({user}) without a sandbox: they can read your files and share your user keyring "
+        "(keyctl @u), so a key your session or one bot leaves there reaches every bot; run with the sandbox, "
+        "or as root (each bot then runs as a user id of its own)"
+    )
 
 
 def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Capabilities]:
@@ -802,6 +850,8 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             if not reachable:
                 why = "arena's Python is not readable by other users"
             notes.append(f"arena runs as root and {why}: bots run as root, with root's privileges")
+    elif not sandbox:
+        notes.append(_shared_user_note())
     probe = Warden(conf)
     cgroups, freezer, cpu = probe.has_cgroups, probe.can_freeze, probe.limits_cpu
     probe.close()

@@ -34,7 +34,8 @@ from typing import Any
 from distributed import WorkerPlugin, get_worker
 
 from arena.game.rules import Move, parse_rules
-from arena.match.bots import Bot, BotError, bot_files, load_bot
+from arena.match import stamp
+from arena.match.bots import STAMP, Bot, BotError, bot_files, load_bot
 from arena.match.confine import Warden, capabilities
 from arena.match.pool import Pool
 from arena.match.record import GameRecord
@@ -123,8 +124,13 @@ class Cache:
         """Put the shipped files in place whole: written aside, then renamed into place."""
         self.root.mkdir(parents=True, exist_ok=True)
         aside = self.root / f".{ship.digest}.{os.getpid()}.{secrets.token_hex(4)}"
+        # The build stamp, signed by the coordinator's arena, is signed again by this machine's for the
+        # folder it will be in: arena believes only stamps its own key signed (arena/match/stamp.py).
+        there = Path(os.path.realpath(self.root)) / ship.digest / ship.entry
         try:
             for rel, mode, data in ship.files:
+                if rel == f"{ship.entry}/{STAMP}":
+                    data = stamp.resigned(data, there)
                 target = aside / rel
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
                 target.write_bytes(data)
