@@ -228,7 +228,7 @@ def test_a_stamp_the_student_edits_keeps_no_source_out_of_the_version(mode: str,
     student = NOBODY if mode != "root" else 0
     for path in (bots, folder, *folder.iterdir()):
         os.chown(path, student, student)
-    args = ("run", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
+    args = ("run", "--rounds", "1", "--bots", str(bots), "--out", str(out), *RULES, "--move-time", "500")
     first = arena(mode, *args, env=env)
     assert first.returncode == 0 and "building stamped" in first.stderr, first.stderr
     again = arena(mode, *args, env=env)  # the stamp arena signed is believed: no build, nothing to play
@@ -319,7 +319,7 @@ def test_control_characters_from_a_bot_never_reach_the_terminal(mode: str, workd
     commands = {
         "play": ("play", "noisy", "random", "--bots", str(bots), *quick),
         "play a build": ("play", "noisybuild", "random", "--bots", str(bots), *quick),
-        "run": ("run", "--bots", str(bots), "--out", str(out), *quick, "--openings", "0"),
+        "run": ("run", "--rounds", "1", "--bots", str(bots), "--out", str(out), *quick, "--openings", "0"),
         "replay": ("replay", "{crashed}", "--out", str(out)),
         "check": ("check", "noisy", "--bots", str(bots), *quick),
         "check a build": ("check", "noisybuild", "--bots", str(bots), *quick),

@@ -396,7 +396,18 @@ def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workd
     wrapper.write_text(WITH_SECRET.format(calls=CALLS), encoding="utf-8")
     wrapper.chmod(0o644)
     out = workdir / "reports"
-    argv = [str(wrapper), "-m", "arena", "run", "--bots", str(workdir / "bots"), "--out", str(out)]
+    argv = [
+        str(wrapper),
+        "-m",
+        "arena",
+        "run",
+        "--rounds",
+        "1",
+        "--bots",
+        str(workdir / "bots"),
+        "--out",
+        str(out),
+    ]
     argv += ["--rules", RULES, "--move-time", "2000", "--jobs", "1"]
     command = [sys.executable, *argv]
     if mode == "user":
