@@ -550,6 +550,104 @@ def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
     assert workers["lab-0"]["summary"] in page and "; dropped from the run: " in workers["lab-0"]["summary"]
 
 
+def failing_run(cluster: Any, base: Path, bots: Path, back: Cluster, seconds: float) -> BaseException:
+    """The error a run on `cluster` stops with, within `seconds` (it must not spin or hang)."""
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            library_run(base, bots, 1, back)
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    start = time.monotonic()
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), f"the run neither ended nor stopped in {seconds} s"
+    assert outcome, "the run ended without an error"
+    outcome.append(RuntimeError(f"{time.monotonic() - start:.1f} s"))
+    return outcome[0]
+
+
+HANGS = """\
+from arena.tournament import workers
+
+
+def hangs(self, bots, games):
+    self._stop.wait(60)
+    return [], self.machine, 0.0
+
+
+def dask_setup(worker):
+    workers.Arena._games = hangs
+"""
+
+
+def test_a_run_whose_games_never_come_back_stops_at_its_deadline(tmp_path: Path, certs) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS, encoding="utf-8")
+    with local_cluster(tmp_path / "cache", certs, workers=1, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, result_s=3)
+        error = failing_run(cluster, tmp_path, field(tmp_path / "bots"), back, 60)
+    assert isinstance(error, ClusterError), repr(error)
+    assert re.fullmatch(
+        rf"no game came back from the cluster at {re.escape(cluster.scheduler_address)} in 3 s \(\d+ tasks "
+        r"out\); the games stored so far are kept: run the same command again to resume",
+        str(error),
+    ), str(error)
+    assert records(tmp_path) == []
+
+
+def test_a_cluster_that_takes_no_work_is_one_line_after_its_deadline() -> None:
+    back = Cluster("tls://10.0.0.1:8786", workers_s=0.5)
+    client = SimpleNamespace(status="running")
+    tried: list[float] = []
+
+    def refused() -> None:
+        tried.append(time.monotonic())
+        raise TimeoutError("No valid workers found")
+
+    with pytest.raises(ClusterError) as error:
+        back._patiently(client, refused)
+    assert str(error.value) == (
+        "the cluster at tls://10.0.0.1:8786 took no work for 0.5 s (TimeoutError: No valid workers found); "
+        "the games stored so far are kept: run the same command again to resume"
+    )
+    assert len(tried) >= 2 and tried[-1] - tried[0] >= 0.5  # tried again until the deadline
+
+    answers: list[Any] = [TimeoutError("No valid workers found"), "taken"]
+
+    def later() -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert back._patiently(client, later) == "taken"
+
+
+def test_a_run_on_a_plain_tcp_cluster_says_so_on_the_terminal_and_the_page(tmp_path: Path) -> None:
+    names = tmp_path / "machines.py"
+    names.write_text(MACHINES, encoding="utf-8")
+    bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal())
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, resources={"games": 1}, dashboard_address=None, host="127.0.0.1",
+        env={"ARENA_CACHE": str(tmp_path / "cache")}, preload=[str(names)],
+    ) as cluster:  # fmt: skip
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://")
+        out = tournament(tmp_path, bots, *STEADY, "--cluster", address, "--insecure-cluster")
+    assert out.returncode == 0, out.stderr
+    assert f"arena: warning: {address} is played on without TLS (--insecure-cluster)" in out.stderr
+    page = html.unescape((db_file(tmp_path).parent / "index.html").read_text(encoding="utf-8"))
+    assert (
+        f"{address}, plain tcp:// without TLS (--insecure-cluster): whoever reached its port could join as a "
+        "worker"
+    ) in page
+    assert {r["worker"] for r in records(tmp_path)} == {"lab-0"}
+
+
 @pytest.mark.skipif(not capabilities(Confinement(sandbox=True), True)[1].sandbox, reason="no sandbox here")
 def test_each_game_records_whether_it_was_sandboxed_and_the_page_counts_the_tournaments_games(
     tmp_path: Path, certs
