@@ -744,6 +744,24 @@ def test_a_game_that_fails_on_as_many_workers_as_its_tries_ends_the_run(tmp_path
                for why in back.named.values())  # fmt: skip
 
 
+# The worker named 0 (lab-0) takes too long over its first task: it hangs until the run ends (or 30 s).
+HANGS_ONCE = """\
+from arena.tournament import workers
+
+real = workers.Arena._games
+
+
+def hangs_once(self, bots, games):
+    if not getattr(self, "hung", False):
+        self.hung = True
+        self._stop.wait(30)
+    return real(self, bots, games)
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena._games = hangs_once
+"""
 HANGS = """\
 from arena.tournament import workers
 
@@ -756,6 +774,24 @@ def hangs(self, bots, games):
 def dask_setup(worker):
     workers.Arena._games = hangs
 """
+
+
+def test_a_task_that_never_answers_is_sent_again_to_another_worker(
+    tmp_path: Path, reference, certs, caplog
+) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS_ONCE, encoding="utf-8")
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, result_s=4)
+        result = library_run(base, bots, 3, back)
+    assert (result.scheduled, result.played) == (18, 18)
+    assert games(base) == reference  # every game once
+    resent = [r.getMessage() for r in caplog.records if "its games are sent again" in r.getMessage()]
+    late = r"arena-games-\w+-\d+-r\d+-\w+-\w+-x\d+: no answer in \d+ s; its games are sent again"
+    assert resent and all(re.fullmatch(late, m) for m in resent), resent
+    assert not back.dropped  # a slow worker is not dropped: the games it sat on are played elsewhere
 
 
 def test_a_run_whose_games_never_come_back_stops_at_its_deadline(tmp_path: Path, certs) -> None:

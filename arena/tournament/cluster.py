@@ -408,10 +408,10 @@ class _Pace:
 
     def deadline(self, games: int, longest: float) -> float:
         """How long a task of `games` may take before it is sent again: `longest` until games have been
-        timed, then twenty times their pace (at least a minute)."""
+        timed, then twenty times their pace (at least a minute, or `longest` if shorter)."""
         if self.mean is None:
             return longest
-        return max(60.0, 20 * self.mean * games)
+        return max(min(60.0, longest), 20 * self.mean * games)
 
 
 @dataclasses.dataclass
@@ -495,6 +495,7 @@ class _Run:
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
         self.deaths: Counter[int] = Counter()  # game -> its tasks that died, were lost or never answered
         self.failed: dict[int, set[str]] = {}  # game -> workers its tasks failed on (dropped for it)
+        self.avoid: dict[int, set[str]] = {}  # game -> workers where its task hung: not sent there again
         self.waiting = deque(range(len(slots)))  # not yet sent, in schedule order; put back at the front
         self.pace = _Pace()
         self.serial = itertools.count(1)
@@ -716,7 +717,8 @@ class _Run:
     def submit(self, batch: tuple[int, ...]) -> None:
         from arena.tournament import workers
 
-        allowed = sorted(self.accepted)
+        avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
+        allowed = [a for a in sorted(self.accepted) if a not in avoid] or sorted(self.accepted)
         slots = self.slots
         bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
         plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
@@ -829,7 +831,7 @@ class _Run:
 
     def watch(self) -> None:
         """While nothing comes back: the scheduler alive, some game back within `result_s`, and a task
-        far slower than its games' pace taken back and sent again."""
+        far slower than its games' pace taken back and sent again, to another worker."""
         c = self.cluster
         c._alive(self.client)
         now = time.monotonic()
@@ -844,8 +846,12 @@ class _Run:
             for future, task in self.futures.items()
             if now - task.sent > self.pace.deadline(len(task.games), c.result_s)
         ]
+        where = _processing(self.client) if late else {}
         for future, task in late:
             log.warning(f"{future.key}: no answer in {now - task.sent:.0f} s; its games are sent again")
+            if future.key in where:
+                for i in task.games:
+                    self.avoid.setdefault(i, set()).add(where[future.key])
             self.withdraw(future)
             self.died(task, f"no answer in {now - task.sent:.0f} s")
 
