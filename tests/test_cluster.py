@@ -57,6 +57,8 @@ from arena.tournament.settings import Settings
 distributed = pytest.importorskip("distributed")
 from arena.tournament import workers  # noqa: E402 (needs Dask)
 
+workers_ = workers  # the module, where a test's local variable is named `workers`
+
 # Each worker of a LocalCluster poses as a machine of its own, lab-0 and lab-1 (ARENA_MACHINE, set by this
 # preload), so that the records of the tests tell them apart; a worker started again keeps its name.
 MACHINES = """\
@@ -243,16 +245,24 @@ def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
         assert poisoned.read_text(encoding="utf-8") == first.path.read_text(encoding="utf-8")
 
         # A bot changes after the run has read the folder: its files no longer hash to the digest the
-        # tournament knows it by, no worker has that version cached, and every worker refuses the new files.
+        # tournament knows it by. The run stops in one line before sending them (every worker would refuse
+        # them, and none is to blame), and a worker given such files refuses them.
         other = tmp_path / "other"
         stale = discover(write_bots(other / "bots", greedy=GREEDY, changing=first_legal()))
         (other / "bots" / "changing.py").write_text(first_legal(pick="last"), encoding="utf-8")
-        refused = (
-            r"worker lab-\d \(tls://127.0.0.1:\d+\) refused bot 'changing': its files hash to \w+, not to the"
+        changed = (
+            r"^bot 'changing' changed after the run began: its files hash to \w+, not to the version \w+ it "
+            "plays; run the same command again to play the version there is now$"
         )
-        with pytest.raises(ClusterError, match=refused):
+        with pytest.raises(ClusterError, match=changed):
             library_run(other, stale, 1, Cluster(cluster.scheduler_address, certs=certs))
         assert records(other) == []
+    changing = next(b for b in stale if b.name == "changing")
+    where = "worker lab-0 (tls://127.0.0.1:4001)"
+    with pytest.raises(
+        workers.Refused, match=rf"^{re.escape(where)} refused bot 'changing': its files hash to"
+    ):
+        workers.Cache(tmp_path / "fresh", where).bot(workers.pack(changing))
 
 
 def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(
@@ -500,6 +510,88 @@ def dask_setup(worker):
     if worker.name == 0:
         identity.version = lambda: "0.0.9 (code 0123456789abcdef)"
 """
+# An arena from before the version check: no identity module, so not the task function nor the plugin either.
+ANCIENT = """\
+import sys
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        sys.modules["arena.tournament.identity"] = None
+"""
+FAILING = """\
+from arena.tournament import workers
+
+
+def failing(self, bots, games):
+    raise RuntimeError("its disk is full")
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena._games = failing
+"""
+UNWRITABLE = """\
+import os
+from pathlib import Path
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        taken = Path(os.environ["ARENA_CACHE"] + "-taken")
+        taken.write_text("a file where its bots' folder would be")
+        os.environ["ARENA_CACHE"] = str(taken / "bots")
+"""
+BROKEN_SETUP = """\
+from arena.tournament import workers
+
+
+def broken(self, worker):
+    raise OSError("its cgroups are read-only")
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena.setup = broken
+"""
+
+
+@contextlib.contextmanager
+def shipments(monkeypatch: pytest.MonkeyPatch, cluster: Any, certs: Path) -> Iterator[dict[str, Any]]:
+    """Where the bots' files went during a run: every scatter of a bot by this process (when, its key, the
+    workers it was allowed to go to), and the keys each worker held (by its Dask name), asked of the
+    scheduler every 20 ms."""
+    seen: dict[str, Any] = {"scattered": [], "held": {}}
+    real = distributed.Client.scatter
+
+    def scatter(self, data, *args, workers=None, **kwargs):  # type: ignore[no-untyped-def]
+        at = time.time()
+        future = real(self, data, *args, workers=workers, **kwargs)
+        if isinstance(data, workers_.Shipment):
+            seen["scattered"].append((at, future.key, tuple(workers or ())))
+        return future
+
+    monkeypatch.setattr(distributed.Client, "scatter", scatter)
+    stop = threading.Event()
+
+    def watch() -> None:
+        with distributed.Client(
+            cluster.scheduler_address, security=security(certs), set_as_default=False
+        ) as c:
+            while not stop.wait(0.02):
+                with contextlib.suppress(Exception):
+                    names = {a: str(w["name"]) for a, w in c.scheduler_info(n_workers=-1)["workers"].items()}
+                    for address, keys in c.has_what().items():
+                        held = seen["held"].setdefault(names.get(address, address), set())
+                        held.update(str(k) for k in keys)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
 
 
 @pytest.mark.parametrize(
@@ -509,14 +601,24 @@ def dask_setup(worker):
                  r"\w+: its stores \d+-\d+ are not those its moves give, \d+-\d+"),
         (OUTDATED, r"it runs arena 0\.0\.9 \(code 0123456789abcdef\), this machine arena \S+ \(code \w+\): "
                    "install the same arena there"),
+        (ANCIENT, r"it runs arena 0\.1\.0 \(older: it cannot say its code, \w+\), this machine arena \S+ "
+                  r"\(code \w+\): install the same arena there"),
         (NO_SANDBOX, r"it has no sandbox \(bubblewrap\): install it there, or pass --no-require-sandbox to "
                      "let unsandboxed machines play"),
+        (FAILING, "its games fail there: RuntimeError: its disk is full"),
+        (UNWRITABLE, r"worker lab-0 \(tls://127\.0\.0\.1:\d+\) cannot keep bots in \S+/bots \(Not a "
+                     r"directory\): give it a writable folder in \$ARENA_CACHE"),
+        (BROKEN_SETUP, "arena could not start its games there: OSError: its cgroups are read-only"),
     ],
-    ids=["forged records", "another arena", "no sandbox"],
+    ids=["forged records", "another arena", "an arena older than the version check", "no sandbox",
+         "failing games", "no cache", "a failing setup"],
 )  # fmt: skip
 def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
-    tmp_path: Path, reference, certs, caplog, preload: str, why: str
+    tmp_path: Path, reference, certs, caplog, monkeypatch, preload: str, why: str
 ) -> None:
+    """Each is dropped from the run and named, its games played on the other worker, and no bot sent into
+    the cluster after its drop reaches it; one found out when it joins (its arena, its setup, its sandbox)
+    is sent no bot at all."""
     if preload == NO_SANDBOX and sandbox_problem() is not None:
         pytest.skip(f"a coordinator without the sandbox requires none of its workers: {sandbox_problem()}")
     script = tmp_path / "dishonest.py"
@@ -524,21 +626,225 @@ def test_a_worker_that_forges_games_or_runs_another_arena_is_dropped_and_named(
     base = tmp_path / "cluster"
     bots = field(base / "bots")
     with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
-        back = Cluster(cluster.scheduler_address, certs=certs)
-        result = library_run(base, bots, 3, back)
+        lab_0 = next(a for a, w in worker_info(cluster, certs).items() if w["name"] == 0)
+        with shipments(monkeypatch, cluster, certs) as seen:
+            back = Cluster(cluster.scheduler_address, certs=certs)
+            result = library_run(base, bots, 3, back)
     assert (result.scheduled, result.played) == (18, 18)
     assert games(base) == reference  # nothing of lab-0's stored: every game is lab-1's, and right
     assert {r["worker"] for r in records(base)} == {"lab-1"}
     assert re.fullmatch(why, back.dropped["lab-0"]), back.dropped
-    said = [r.getMessage() for r in caplog.records if "dropped from this run" in r.getMessage()]
+    said = [r for r in caplog.records if "dropped from this run" in r.getMessage()]
     assert len(said) == 1 and re.fullmatch(
-        rf"worker lab-0 \(tls://127\.0\.0\.1:\d+\) dropped from this run: {why}", said[0]
+        rf"worker lab-0 \(tls://127\.0\.0\.1:\d+\) dropped from this run: {why}", said[0].getMessage()
     )
     with Tournament.open(db_file(base).parent) as cup:
         workers = json.loads(cup.store.meta()["workers"])
         page = html.unescape(cup.report().read_text(encoding="utf-8"))
     assert workers["lab-0"]["refused"] == back.dropped["lab-0"]
     assert workers["lab-0"]["summary"] in page and "; dropped from the run: " in workers["lab-0"]["summary"]
+
+    dropped_at = said[0].created
+    after = [(key, where) for at, key, where in seen["scattered"] if at >= dropped_at]
+    assert after, "no bot was sent after the drop: the check below would prove nothing"
+    let_go = [key for key, where in after if not where or lab_0 in where]  # lab-0 was not ruled out
+    got = {key for key, _ in after} & seen["held"].get("0", set())
+    assert not let_go and not got, f"bots sent after lab-0's drop that it may get {let_go}, and got {got}"
+    if preload not in (FORGER, FAILING, UNWRITABLE):  # found out when it joined: sent no bot at all
+        assert len(after) == len(seen["scattered"])
+        assert not {k for k in seen["held"].get("0", set()) if k.startswith("Shipment-")}
+
+
+def worker_info(cluster: Any, certs: Path) -> dict[str, dict]:
+    with distributed.Client(cluster.scheduler_address, security=security(certs), set_as_default=False) as c:
+        return dict(c.scheduler_info(n_workers=-1)["workers"])
+
+
+def failing_run(cluster: Any, base: Path, bots: Path, back: Cluster, seconds: float) -> BaseException:
+    """The error a run on `cluster` stops with, within `seconds` (it must not spin or hang)."""
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            library_run(base, bots, 1, back)
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), f"the run neither ended nor stopped in {seconds} s"
+    assert outcome, "the run ended without an error"
+    return outcome[0]
+
+
+def test_a_run_whose_every_worker_is_dropped_stops_in_one_line(tmp_path: Path, certs) -> None:
+    """Its one worker runs another arena: the run waits `workers_s` for another, then says so."""
+    script = tmp_path / "outdated.py"
+    script.write_text(OUTDATED, encoding="utf-8")
+    with local_cluster(tmp_path / "cache", certs, workers=1, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, workers_s=3)
+        error = failing_run(cluster, tmp_path, field(tmp_path / "bots"), back, 90)
+    assert isinstance(error, ClusterError), repr(error)
+    assert re.fullmatch(
+        rf"every worker of the cluster at {re.escape(cluster.scheduler_address)} was dropped: lab-0 "
+        r"\(tls://127\.0\.0\.1:\d+\): it runs arena 0\.0\.9 \(code 0123456789abcdef\), this machine arena "
+        r"\S+ \(code \w+\): install the same arena there; no other joined in 3 s: fix what is said \(or "
+        r"start other workers\) and run the same command again to resume",
+        str(error),
+    ), str(error)
+    assert records(tmp_path) == []
+
+
+POISON = """\
+from arena.tournament import workers
+
+real = workers.Arena._games
+
+
+def poisoned(self, bots, games):
+    if any(bots[south].name == "first" for south, _, _ in games):
+        raise RuntimeError("first's games break this machine")
+    return real(self, bots, games)
+
+
+def dask_setup(worker):
+    workers.Arena._games = poisoned
+"""
+
+
+def test_a_game_that_fails_on_as_many_workers_as_its_tries_ends_the_run(tmp_path: Path, certs) -> None:
+    """Each worker it failed on is dropped and named; it is tried on another each time, never twice on
+    one, and stops the run in one line when it has failed `tries` times."""
+    script = tmp_path / "poison.py"
+    script.write_text(POISON, encoding="utf-8")
+    bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal())
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, tries=2)
+        error = failing_run(cluster, tmp_path, bots, back, 90)
+    assert isinstance(error, ClusterError), repr(error)
+    assert re.fullmatch(
+        r"the game of round 1, first \(south\) against greedy, failed on 2 workers, the last time with "
+        "RuntimeError: first's games break this machine",
+        str(error),
+    ), str(error)
+    assert {"lab-0", "lab-1"} <= set(back.dropped)
+    assert all(why == "its games fail there: RuntimeError: first's games break this machine"
+               for why in back.named.values())  # fmt: skip
+
+
+# The worker named 0 (lab-0) takes too long over its first task: it hangs until the run ends (or 30 s).
+HANGS_ONCE = """\
+from arena.tournament import workers
+
+real = workers.Arena._games
+
+
+def hangs_once(self, bots, games):
+    if not getattr(self, "hung", False):
+        self.hung = True
+        self._stop.wait(30)
+    return real(self, bots, games)
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena._games = hangs_once
+"""
+HANGS = """\
+from arena.tournament import workers
+
+
+def hangs(self, bots, games):
+    self._stop.wait(60)
+    return [], self.machine, 0.0
+
+
+def dask_setup(worker):
+    workers.Arena._games = hangs
+"""
+
+
+def test_a_task_that_never_answers_is_sent_again_to_another_worker(
+    tmp_path: Path, reference, certs, caplog
+) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS_ONCE, encoding="utf-8")
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, result_s=4)
+        result = library_run(base, bots, 3, back)
+    assert (result.scheduled, result.played) == (18, 18)
+    assert games(base) == reference  # every game once
+    resent = [r.getMessage() for r in caplog.records if "its games are sent again" in r.getMessage()]
+    late = r"arena-games-\w+-\d+-r\d+-\w+-\w+-x\d+: no answer in \d+ s; its games are sent again"
+    assert resent and all(re.fullmatch(late, m) for m in resent), resent
+    assert not back.dropped  # a slow worker is not dropped: the games it sat on are played elsewhere
+
+
+def test_a_run_whose_games_never_come_back_stops_at_its_deadline(tmp_path: Path, certs) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS, encoding="utf-8")
+    with local_cluster(tmp_path / "cache", certs, workers=1, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs, result_s=3)
+        error = failing_run(cluster, tmp_path, field(tmp_path / "bots"), back, 60)
+    assert isinstance(error, ClusterError), repr(error)
+    assert re.fullmatch(
+        rf"no game came back from the cluster at {re.escape(cluster.scheduler_address)} in 3 s \(\d+ tasks "
+        r"out\); the games stored so far are kept: run the same command again to resume",
+        str(error),
+    ), str(error)
+    assert records(tmp_path) == []
+
+
+def test_a_cluster_that_takes_no_work_is_one_line_after_its_deadline() -> None:
+    back = Cluster("tls://10.0.0.1:8786", workers_s=0.5)
+    client = SimpleNamespace(status="running")
+    tried: list[float] = []
+
+    def refused() -> None:
+        tried.append(time.monotonic())
+        raise TimeoutError("No valid workers found")
+
+    with pytest.raises(ClusterError) as error:
+        back._patiently(client, refused)
+    assert str(error.value) == (
+        "the cluster at tls://10.0.0.1:8786 took no work for 0.5 s (TimeoutError: No valid workers found); "
+        "the games stored so far are kept: run the same command again to resume"
+    )
+    assert len(tried) >= 2 and tried[-1] - tried[0] >= 0.5  # tried again until the deadline
+
+    answers: list[Any] = [TimeoutError("No valid workers found"), "taken"]
+
+    def later() -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert back._patiently(client, later) == "taken"
+
+
+def test_a_run_on_a_plain_tcp_cluster_says_so_on_the_terminal_and_the_page(tmp_path: Path) -> None:
+    names = tmp_path / "machines.py"
+    names.write_text(MACHINES, encoding="utf-8")
+    bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal())
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, resources={"games": 1}, dashboard_address=None, host="127.0.0.1",
+        env={"ARENA_CACHE": str(tmp_path / "cache")}, preload=[str(names)],
+    ) as cluster:  # fmt: skip
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://")
+        out = tournament(tmp_path, bots, *STEADY, "--cluster", address, "--insecure-cluster")
+    assert out.returncode == 0, out.stderr
+    assert f"arena: warning: {address} is played on without TLS (--insecure-cluster)" in out.stderr
+    page = html.unescape((db_file(tmp_path).parent / "index.html").read_text(encoding="utf-8"))
+    assert (
+        f"{address}, plain tcp:// without TLS (--insecure-cluster): whoever reached its port could join as a "
+        "worker"
+    ) in page
+    assert {r["worker"] for r in records(tmp_path)} == {"lab-0"}
 
 
 @pytest.mark.skipif(not capabilities(Confinement(sandbox=True), True)[1].sandbox, reason="no sandbox here")

@@ -183,15 +183,25 @@ def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_
     assert "SSL" in said or "certificate" in said.lower(), said[-2000:]
 
 
-def test_kill_9_of_the_worker_in_a_loop_never_ends_the_run_and_leaves_no_process(
+def worker_pids(address: str, certs: Path, count: int, timeout: float = 120) -> dict[str, int]:
+    """The pid of each of the scheduler's workers by its name, once there are `count`."""
+    with client(address, certs) as c:
+        c.wait_for_workers(count, timeout=timeout)
+        names = {a: str(w["name"]) for a, w in c.scheduler_info(n_workers=-1)["workers"].items()}
+        return {names[a]: pid for a, pid in c.run(os.getpid).items()}
+
+
+def test_kill_9_of_the_workers_in_a_loop_never_ends_the_run_and_leaves_no_process(
     tmp_path: Path, certs: Path, reference
 ) -> None:
+    """Both workers killed, one after the other and again, each kill once the run has stored another game
+    and both workers are back (the first kill mid-run, the next ones right after a restart)."""
     port = free_port()
     address = f"tls://127.0.0.1:{port}"
     cache = tmp_path / "cache"
     env = {"ARENA_CACHE": str(cache), "ARENA_MACHINE": "lab-a"}
     base = tmp_path / "run"
-    bots = field(base / "bots", delay=0.05)
+    bots = field(base / "bots", delay=0.15)  # the games of 'first' last seconds: the run outlives the kills
     with (
         process(scheduler_args(certs, port), tmp_path / "scheduler.log"),
         process([*worker_args(address, certs), "--name", "lab-a"], tmp_path / "a.log", env),
@@ -201,25 +211,25 @@ def test_kill_9_of_the_worker_in_a_loop_never_ends_the_run_and_leaves_no_process
             {**env, "ARENA_MACHINE": "lab-b"},
         ),
     ):
-        wait_workers(address, certs, 2)
+        worker_pids(address, certs, 2)
         args = ("--rounds", 2, "--seed", 7, *STEADY, "--cluster", address, "--cluster-certs", certs)
         run = start_tournament(base, bots, *args)
+        killed: list[str] = []
         try:
-            kills = 0
-            for _ in range(3):  # the first kill mid-run, the next ones right after the worker is back
-                stored = wait_for_games(run, db_file(base), min(10, count_games(db_file(base)) + 1), 120)
-                pids = wait_workers(address, certs, 2, timeout=120)
-                if stored >= 12:
+            for victim in ("lab-a", "lab-b", "lab-a", "lab-b"):
+                stored = wait_for_games(run, db_file(base), min(12, count_games(db_file(base)) + 1), 120)
+                pids = worker_pids(address, certs, 2)
+                if stored >= 11:
                     break
-                os.kill(max(pids.values()), signal.SIGKILL)  # the one started last
-                kills += 1
+                os.kill(pids[victim], signal.SIGKILL)  # the worker process; its nanny starts it again
+                killed.append(victim)
             out, err = run.communicate(timeout=300)
         finally:
             if run.poll() is None:
                 run.kill()
         assert run.returncode == 0, err
         assert "Traceback" not in err
-        assert kills >= 1
+        assert len(killed) >= 3 and set(killed) == {"lab-a", "lab-b"}, f"killed only {killed}"
         # While the workers live on: no bot of a killed worker is left, frozen or not.
         assert left_after(str(cache), 10) == [], "bot processes outlived the run"
     assert games(base) == reference  # every game once, as on this machine

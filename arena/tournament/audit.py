@@ -110,6 +110,10 @@ def check(slot: Slot, spec: str, record: GameRecord) -> None:
         other = record.north if record.faulty == record.south else record.south
         if record.winner != other:
             raise Forged(f"{record.faulty} forfeits, yet the winner is {record.winner!r}")
+        turn = None if rules.is_over(pos) else by_side[pos.to_move]
+        bots = {slot.south.name: slot.south, slot.north.name: slot.north}
+        if not _chargeable(record, turn, bots[record.faulty].protocol):
+            raise Forged(_not_chargeable(record, turn))
         return
     if record.reason not in (Reason.NORMAL, Reason.EARLY):
         raise Forged(f"its reason {record.reason!r} is not one a game can end with")
@@ -122,3 +126,28 @@ def check(slot: Slot, spec: str, record: GameRecord) -> None:
             f"it says {record.reason}, won by {record.winner!r}; its moves end {outcome.reason}, "
             f"won by {winner!r}"
         )
+
+
+def _chargeable(record: GameRecord, mover: str | None, protocol: str) -> bool:
+    """Whether the referee (arena/match/referee.py, play_game) can charge this forfeit to `record.faulty`,
+    `mover` being the bot to move where the game stopped (None: the game was over). A bot is asked for a
+    move only on its turn: an illegal move is the mover's, and so is a timeout or a garbled answer once the
+    game is under way. Before the first move both bots are told of the game (either may time out, answer
+    unasked or be gone). A crash of the bot waiting is charged only when its limits are checked, after
+    the last move, or, for a bot of the Manchester protocol, which is told of every move, when that
+    telling fails (a crash, or its input left unread: a timeout)."""
+    if record.reason == Reason.ILLEGAL:
+        return record.faulty == mover
+    if not record.moves or record.faulty == mover:
+        return True
+    told = protocol == "mankalah" and record.reason in (Reason.CRASH, Reason.TIMEOUT)
+    return told or (record.reason == Reason.CRASH and mover is None)
+
+
+def _not_chargeable(record: GameRecord, mover: str | None) -> str:
+    """Why a forfeit could not have been charged so, in words."""
+    where = f"it was {mover}'s turn" if mover else "the game was over"
+    return (
+        f"a {record.reason} forfeit charged to {record.faulty} after move {len(record.moves)}, where "
+        f"{where}: the referee charges that only to the bot to move"
+    )

@@ -6,10 +6,14 @@ only play. Each game is one Dask task that needs one game slot of its worker (th
 and a move's time means the same on every machine. The worker's side, a plugin that keeps the bots'
 processes alive across games and confines them as `arena run` does locally, is arena/tournament/workers.py.
 
-Bots travel by content: each bot's files are scattered to the workers once (a worker that joins later gets
-them from another worker), and the workers keep them on disk by digest. A game whose worker died or left is
-played again elsewhere (Dask does so by itself; this side submits it again should Dask give up on it), and a
-game is stored when its result reaches this side, once. Dask is imported only here, only when it is used.
+Each worker is greeted before anything of the run goes there (`_greeting`, a task whose code travels with
+it, so that an older arena runs it too and says which it is): a worker that runs another arena, cannot set
+the run up or lacks the sandbox asked for is dropped and named, and the others are accepted. Tasks and bots
+go to accepted workers only. Bots travel by content: each bot's files are scattered to one accepted worker
+(the others fetch them from there when a game of theirs needs them), and the workers keep them on disk by
+digest. A game whose worker died or left is played again elsewhere (Dask does so by itself; this side sends
+it again should Dask give up on it, or should its workers all be gone), and a game is stored when its
+result reaches this side, once. Dask is imported only here, only when it is used.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import pickle
 import socket
 import time
 import urllib.parse
@@ -57,10 +62,12 @@ class Cluster:
     `insecure`. `connect_s` bounds the wait for the scheduler, `workers_s` the wait for a worker with game
     slots, `result_s` the wait for any game to come back (and for a task's games, until their pace is
     known); `idle_s` is how long a worker keeps a bot process that has no game; a game is tried on at most
-    `tries` workers that died under it before the run stops. A worker that runs another arena, returns a
-    game the rules engine does not replay to its record, or (`require_sandbox`) has no sandbox, is dropped
-    from the run: its games are played elsewhere, and it is named (`on_machine`, with `refused`).
-    `require_sandbox` is by default on when the games ask for the sandbox and this machine has it."""
+    `tries` workers that died under it (or failed it) before the run stops. A worker that runs another
+    arena, cannot set the run up, returns a game the rules engine does not replay to its record, answers
+    that a game failed or that it will not play it, or (`require_sandbox`) has no sandbox, is dropped from
+    the run: its games are played elsewhere, and it is named (`on_machine`, with `refused`); with every
+    worker dropped and none other joining in `workers_s`, the run stops. `require_sandbox` is by default on
+    when the games ask for the sandbox and this machine has it."""
 
     remote = True
 
@@ -88,6 +95,7 @@ class Cluster:
         self.tries = tries
         self.machines: dict[str, Machine] = {}  # every worker that reported a game, by address
         self.dropped: dict[str, str] = {}  # worker address or machine name -> why it was dropped
+        self.named: dict[str, str] = {}  # each dropped worker once, as 'host (address)' -> why
         self._require = bool(require_sandbox)
 
     @property
@@ -134,174 +142,30 @@ class Cluster:
         instead: Instead | None,
         on_machine: Callable[[Machine], None] | None,
     ) -> None:
-        from arena.tournament import workers
-
         client = self._connect(distributed)
-        plugin = f"arena-{conditions.tag or 'run'}"
-        futures: dict[Any, tuple[int, ...]] = {}  # tasks on the cluster: Dask future -> their games' indices
-        sent: dict[Any, float] = {}  # when each task was sent
-        shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files on the cluster
-        tries: Counter[tuple[int, ...]] = Counter()
-        pace = _Pace()
-        serial = itertools.count(1)
         try:
-            capacity = _Capacity(client, self._slots(client))
-            client.register_plugin(workers.Arena(conditions, self.idle_s), name=plugin)
-            done = distributed.as_completed([], loop=client.loop)
-            # Games not yet sent, in schedule order; games a task left unplayed go back to its front.
-            waiting = deque(range(len(slots)))
-            last_news = time.monotonic()
+            self._slots(client)
+            run = _Run(self, distributed, client, ours, slots, conditions, on_game, instead, on_machine)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                client.close(timeout=10)
+            raise
+        run.play()
 
-            def ship(bot: Bot) -> Any:
-                """The bot's files, sent to one worker; the others fetch them when a game of theirs needs
-                them, so that a worker sees only the bots of the games it plays."""
-                key = (bot.name, bot.digest)
-                if key not in shipped or shipped[key].status != "finished":
-                    shipped[key] = self._patiently(
-                        client, lambda: client.scatter(workers.pack(bot), hash=False)
-                    )
-                return shipped[key]
-
-            def submit(batch: tuple[int, ...]) -> None:
-                tries[batch] += 1
-                first = slots[batch[0]]
-                bots = {b.digest: ship(b) for i in batch for b in (slots[i].south, slots[i].north)}
-                plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
-                # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key
-                # it still knows); it names the task's first game and how many it carries.
-                name = f"{next(serial)}-r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}"
-                allowed = capacity.allowed(self.dropped)
-                future = self._patiently(
-                    client,
-                    lambda: client.submit(
-                        workers.play_task,
-                        plugin,
-                        bots,
-                        plays,
-                        key=f"arena-games-{conditions.tag}-{name}",
-                        resources={workers.RESOURCE: 1},
-                        workers=allowed,
-                        pure=False,
-                    ),
-                )
-                futures[future] = batch
-                sent[future] = time.monotonic()
-                done.add(future)
-
-            def draw(count: int) -> tuple[int, ...]:
-                """The next `count` games to play, after recording those that `instead` says need no play."""
-                batch: list[int] = []
-                while len(batch) < count and waiting:
-                    i = waiting.popleft()
-                    if instead is not None and (record := instead(slots[i])) is not None:
-                        on_game(slots[i], record)
-                    else:
-                        batch.append(i)
-                return tuple(batch)
-
-            def feed() -> None:
-                while len(futures) < capacity.target() and (batch := draw(pace.games())):
-                    submit(batch)
-
-            def again(batch: tuple[int, ...]) -> None:
-                waiting.extendleft(reversed(batch))
-
-            def drop(address: str, machine: Machine | None, why: str) -> None:
-                """Play no more games on this worker (nor on its machine), and name it."""
-                self.dropped[address] = why
-                if machine is not None:
-                    self.dropped[machine.host] = why
-                    if on_machine:
-                        on_machine(dataclasses.replace(machine, address=address, refused=why))
-                else:
-                    log.warning(f"worker {address} dropped from this run: {why}")
-                # It is not retired (Dask's retirement waits for its tasks, without a deadline): it is sent no
-                # more tasks (`allowed`), and what it still answers is not read.
-
-            feed()
-            while futures:
-                if not done.has_ready():
-                    self._alive(client)
-                    now = time.monotonic()
-                    if now - last_news > self.result_s:
-                        raise ClusterError(
-                            f"no game came back from the cluster at {self.address} in {self.result_s:g} s "
-                            f"({len(futures)} tasks out); the games stored so far are kept: run the same "
-                            "command again to resume"
-                        )
-                    for future, at in list(sent.items()):
-                        if now - at > pace.deadline(len(futures[future]), self.result_s):
-                            log.warning(
-                                f"{future.key}: no answer in {now - at:.0f} s; its games are sent again"
-                            )
-                            client.cancel([future], force=True)
-                    time.sleep(0.02)
-                    continue
-                future = next(done)
-                if future not in futures:
-                    continue
-                batch = futures.pop(future)
-                sent.pop(future, None)
-                last_news = time.monotonic()
-                if future.status == "finished":
-                    address = _where(client, future)
-                    # A dropped worker's answer is not even read (it may be gone with it): its games are
-                    # played elsewhere.
-                    answer = "" if address in self.dropped else _answer(future)
-                    future.release()
-                    if address in self.dropped:
-                        again(batch)
-                    elif isinstance(answer, str):
-                        drop(address, None, answer)
-                        again(batch)
-                    elif answer.get("error") and tries[batch] < self.tries:
-                        submit(batch)  # it failed there: another worker tries
-                    elif answer.get("error"):
-                        slot = slots[batch[0]]
-                        raise ClusterError(
-                            f"the game of round {slot.round}, {slot.south.name} (south) against "
-                            f"{slot.north.name}, failed on {tries[batch]} workers, the last time with "
-                            f"{_line(str(answer['error']))}"
-                        )
-                    else:
-                        machine, records, seconds, why = self._accept(
-                            answer, batch, slots, conditions, ours, address
-                        )
-                        if why:
-                            drop(address, machine, why)
-                            again(batch)
-                        else:
-                            pace.see(seconds, len(records))
-                            if machine.address not in self.machines:
-                                self.machines[machine.address] = machine
-                                if on_machine:
-                                    on_machine(machine)
-                            for k, record in records:
-                                on_game(slots[batch[k]], record)
-                            unplayed = sorted(set(range(len(batch))) - {k for k, _ in records})
-                            again(tuple(batch[k] for k in unplayed))
-                elif tries[batch] >= self.tries:
-                    self._alive(client)
-                    slot = slots[batch[0]]
-                    raise ClusterError(
-                        f"the game of round {slot.round}, {slot.south.name} (south) against "
-                        f"{slot.north.name}, failed on {tries[batch]} workers ({future.status}); the games "
-                        "stored so far are kept: run the same command again to resume"
-                    )
-                else:
-                    self._alive(client)
-                    submit(batch)  # its worker died or left, or it timed out: another one plays its games
-                feed()
-        finally:
-            try:
-                if futures:
-                    with contextlib.suppress(Exception):
-                        client.cancel(list(futures), force=True)
-                with contextlib.suppress(Exception):  # clean-up must not hide why the run stopped
-                    client.unregister_worker_plugin(plugin)  # each worker ends its bots
-            finally:
-                with contextlib.suppress(Exception):
-                    client.close(timeout=10)
+    def _unfit(self, machine: Machine, ours: str) -> str:
+        """Why a worker may not play this run's games ("": it may): checked when it joins, and again with
+        every answer (a machine could say otherwise later)."""
+        if machine.version != ours:
+            return (
+                f"it runs arena {machine.version or 'of an unknown version'}, this machine arena {ours}: "
+                "install the same arena there"
+            )
+        if self._require and not machine.sandbox:
+            return (
+                "it has no sandbox (bubblewrap): install it there, or pass --no-require-sandbox to let "
+                "unsandboxed machines play"
+            )
+        return ""
 
     def _accept(
         self,
@@ -311,7 +175,7 @@ class Cluster:
         conditions: Conditions,
         ours: str,
         address: str,
-    ) -> tuple[Any, list[tuple[int, GameRecord]], float, str]:
+    ) -> tuple[Machine | None, list[tuple[int, GameRecord]], float, str]:
         """A task's answer checked: its machine, its records, seconds, and why to drop the worker ("": keep
         it; then the machine is a Machine)."""
         from arena.tournament import audit
@@ -321,28 +185,8 @@ class Cluster:
             machine = _machine(answer["machine"], address)
         except (KeyError, TypeError, ValueError) as e:
             return None, [], 0.0, f"its answer names no machine ({type(e).__name__}: {_line(str(e))})"
-        if machine.version != ours:
-            return (
-                machine,
-                [],
-                0.0,
-                (
-                    f"it runs arena {machine.version or 'of an unknown version'}, this machine arena {ours}: "
-                    "install the same arena there"
-                ),
-            )
-        if self._require and not machine.sandbox:
-            return (
-                machine,
-                [],
-                0.0,
-                (
-                    "it has no sandbox (bubblewrap): install it there, or pass --no-require-sandbox to let "
-                    "unsandboxed machines play"
-                ),
-            )
-        if answer.get("refused"):
-            raise ClusterError(_line(str(answer["refused"])))
+        if why := self._unfit(machine, ours):
+            return machine, [], 0.0, why
         records: list[tuple[int, GameRecord]] = []
         try:
             seconds = float(answer["seconds"])
@@ -517,17 +361,28 @@ def _knock(address: str, seconds: float) -> None:
         socket.create_connection((where.hostname, where.port or 8786), timeout=seconds).close()
 
 
-def _game_workers(client: Any) -> dict[str, int]:
-    """The cluster's workers that offer game slots, and how many each."""
+def _game_workers(client: Any) -> dict[str, tuple[int, str]]:
+    """The cluster's workers that offer game slots: how many each, and its Dask id (a worker started again
+    at the same address is another worker, to greet again)."""
     from arena.tournament.workers import RESOURCE
 
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
-    slots = {str(a): int(w.get("resources", {}).get(RESOURCE, 0)) for a, w in workers.items()}
-    return {a: n for a, n in slots.items() if n > 0}
+    seen = {
+        str(a): (int(w.get("resources", {}).get(RESOURCE, 0)), str(w.get("id", "")))
+        for a, w in workers.items()
+    }
+    return {a: (n, id_) for a, (n, id_) in seen.items() if n > 0}
 
 
 def _game_slots(client: Any) -> int:
-    return sum(_game_workers(client).values())
+    return sum(n for n, _ in _game_workers(client).values())
+
+
+def _processing(client: Any) -> dict[str, str]:
+    """Where each task the scheduler has given a worker is: task key -> worker address."""
+    with contextlib.suppress(Exception):
+        return {str(k): str(a) for a, keys in client.processing().items() for k in keys}
+    return {}
 
 
 class _Pace:
@@ -553,29 +408,507 @@ class _Pace:
 
     def deadline(self, games: int, longest: float) -> float:
         """How long a task of `games` may take before it is sent again: `longest` until games have been
-        timed, then twenty times their pace (at least a minute)."""
+        timed, then twenty times their pace (at least a minute, or `longest` if shorter)."""
         if self.mean is None:
             return longest
-        return max(60.0, 20 * self.mean * games)
+        return max(min(60.0, longest), 20 * self.mean * games)
 
 
-class _Capacity:
-    """How many tasks to keep on the cluster: twice its game slots, so that a worker that finishes a task
-    finds the next one waiting; asked again every few seconds, as workers come and go."""
+@dataclasses.dataclass
+class _Task:
+    """A task out on the cluster: its games (indices of the run's slots), when it was sent, and the workers
+    it may run on."""
 
-    def __init__(self, client: Any, slots: int) -> None:
-        self.client = client
-        self.slots = slots
-        self.asked = time.monotonic()
+    games: tuple[int, ...]
+    sent: float
+    workers: tuple[str, ...]
 
-    def target(self) -> int:
-        if time.monotonic() - self.asked > 5.0:
-            self.asked = time.monotonic()
-            self.slots = _game_slots(self.client) or self.slots
-        return 2 * max(1, self.slots)
 
-    def allowed(self, dropped: dict[str, str]) -> list[str] | None:
-        """The workers a task may go to: any (None), or once a worker was dropped, every other one."""
-        if not dropped:
-            return None
-        return [a for a in _game_workers(self.client) if a not in dropped] or None
+def _greeting() -> Callable[[str, str, bytes], str]:
+    """The first task of a run on each worker, before any bot or game goes there: made inside a function,
+    so that Dask sends its code along (by value) and a worker whose arena is another, even one from before
+    this greeting, runs it and says which arena it has. Only on a worker whose arena is this one does it
+    go on to set the run up (workers.join): an older arena never unpickles anything of this run's."""
+
+    def hello(ours: str, plugin: str, arena: bytes) -> str:
+        import json
+        import os
+        import socket
+
+        said = {"host": os.environ.get("ARENA_MACHINE") or socket.gethostname(), "cores": os.cpu_count() or 1}
+        try:
+            from arena.tournament import identity
+
+            theirs = identity.version()
+        except Exception as e:  # an arena from before the version check
+            try:
+                import importlib.metadata
+
+                number = importlib.metadata.version("arena")
+            except Exception:
+                number = "unknown"
+            theirs = f"{number} (older: it cannot say its code, {type(e).__name__})"
+        if theirs != ours:
+            return json.dumps({**said, "version": theirs})
+        from arena.tournament import workers
+
+        return workers.join(plugin, arena)
+
+    return hello
+
+
+class _Run:
+    """One `Cluster.play`: the workers as this run knows them, the tasks out, and the games still to play.
+
+    A worker is greeted once when it shows up (`_greeting`): accepted if it runs this arena and can play
+    as asked, else dropped. Tasks and bots go to accepted workers only (Dask's `workers=`); a worker that
+    forges a game, fails its games or refuses them is dropped too, its games played elsewhere. A game whose
+    task died with its worker or never answered is counted, and tried at most `tries` times; one that
+    failed on `tries` workers ends the run, as does having no worker left to play for `workers_s`."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        distributed: Any,
+        client: Any,
+        ours: str,
+        slots: Sequence[Slot],
+        conditions: Conditions,
+        on_game: OnGame,
+        instead: Instead | None,
+        on_machine: Callable[[Machine], None] | None,
+    ) -> None:
+        from arena.tournament import workers
+
+        self.cluster, self.client, self.ours = cluster, client, ours
+        self.slots, self.conditions = slots, conditions
+        self.on_game, self.instead, self.on_machine = on_game, instead, on_machine
+        self.plugin = f"arena-{conditions.tag or 'run'}"
+        self.arena = pickle.dumps(workers.Arena(conditions, cluster.idle_s))  # unpickled by workers.join
+        self.hello = _greeting()
+        self.live: dict[str, tuple[int, str]] = {}  # workers with game slots: address -> (slots, Dask id)
+        self.accepted: dict[str, str] = {}  # greeted and fit to play: address -> Dask id
+        self.greeting: dict[str, tuple[Any, str]] = {}  # address -> its greeting's future, Dask id
+        self.joined: set[str] = set()  # where this run's plugin was set up: ended with the run
+        self.looked = 0.0
+        self.futures: dict[Any, _Task] = {}
+        self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
+        self.deaths: Counter[int] = Counter()  # game -> its tasks that died, were lost or never answered
+        self.failed: dict[int, set[str]] = {}  # game -> workers its tasks failed on (dropped for it)
+        self.avoid: dict[int, set[str]] = {}  # game -> workers where its task hung: not sent there again
+        self.waiting = deque(range(len(slots)))  # not yet sent, in schedule order; put back at the front
+        self.pace = _Pace()
+        self.serial = itertools.count(1)
+        self.done = distributed.as_completed([], loop=client.loop)
+        self.last_news = time.monotonic()
+
+    def play(self) -> None:
+        try:
+            self.look(force=True)
+            self.wait_for_greetings()
+            while self.futures or self.waiting:
+                self.look()
+                self.feed()
+                if not self.futures:
+                    self.wait_for_workers()
+                elif self.done.has_ready():
+                    future = next(self.done)
+                    if future in self.futures:
+                        self.settle(future, self.futures.pop(future))
+                else:
+                    self.watch()
+                    time.sleep(0.02)
+        finally:
+            self.close()
+
+    # --- the workers ---------------------------------------------------------------------------------
+
+    def look(self, force: bool = False) -> None:
+        """What the scheduler knows of the workers, asked at most once a second: greet the new ones, read
+        the greetings that came back, forget the workers that left, and take back the tasks that only
+        workers no longer accepted could run."""
+        now = time.monotonic()
+        if not force and now - self.looked < 1.0:
+            return
+        self.looked = now
+        self.live = _game_workers(self.client)
+        for address, id_ in list(self.accepted.items()):
+            if self.live.get(address, (0, ""))[1] != id_:  # gone, or started again at that address
+                del self.accepted[address]
+        for address, (future, id_) in list(self.greeting.items()):
+            if self.live.get(address, (0, ""))[1] != id_:
+                del self.greeting[address]
+                with contextlib.suppress(Exception):
+                    self.client.cancel([future], force=True)
+            elif future.done():
+                del self.greeting[address]
+                self.welcome(address, id_, future)
+        for address, (_, id_) in self.live.items():
+            if address not in self.accepted and address not in self.greeting and address not in self.dropped:
+                self.greet(address, id_)
+        for future, task in list(self.futures.items()):
+            if not set(task.workers) & set(self.accepted):
+                gone = not set(task.workers) & set(self.live)
+                self.withdraw(future)  # Dask would wait for one of its workers for ever
+                if gone:
+                    self.died(task, "its workers left")
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        return self.cluster.dropped
+
+    def greet(self, address: str, id_: str) -> None:
+        """Send a new worker the run's greeting, to run before anything else of the run goes there."""
+        future = self.cluster._patiently(
+            self.client,
+            lambda: self.client.submit(
+                self.hello,
+                self.ours,
+                self.plugin,
+                self.arena,
+                key=f"arena-hello-{self.conditions.tag}-{next(self.serial)}",
+                workers=[address],
+                pure=False,
+            ),
+        )
+        self.greeting[address] = (future, id_)
+
+    def welcome(self, address: str, id_: str, future: Any) -> None:
+        """A worker's answer to the greeting: accept it, or drop it and say why."""
+        if future.status != "finished":
+            self.drop(
+                address, None, f"it could not run arena's greeting ({future.status}): is it the same Python?"
+            )
+            return
+        answer = _answer(future)
+        future.release()
+        if isinstance(answer, str):
+            self.drop(address, None, answer)
+            return
+        if answer.get("version") == self.ours:
+            self.joined.add(address)
+        machine, why = _greeted(answer, address, self.live.get(address, (0, ""))[0])
+        if machine is None:
+            self.drop(address, None, why)
+        elif why or (why := self.cluster._unfit(machine, self.ours)):
+            self.drop(address, machine, why)
+        elif machine.host in self.dropped:
+            self.drop(
+                address, machine, f"its machine was dropped from this run: {self.dropped[machine.host]}"
+            )
+        else:
+            self.accepted[address] = id_
+
+    def drop(self, address: str, machine: Machine | None, why: str) -> None:
+        """Play no more games on this worker (nor on its machine), and name it. It is not retired (Dask's
+        retirement waits for its tasks, without a deadline): it is sent nothing more, its tasks are taken
+        back, what it still answers is not read, and the bots are sent again to the workers that remain."""
+        self.dropped[address] = why
+        self.accepted.pop(address, None)
+        if machine is not None:
+            self.dropped[machine.host] = why
+            self.cluster.named[f"{machine.host} ({address})"] = why
+            if self.on_machine:
+                self.on_machine(dataclasses.replace(machine, address=address, refused=why))
+        else:
+            self.cluster.named[address] = why
+            log.warning(f"worker {address} dropped from this run: {why}")
+        there = {key for key, where in _processing(self.client).items() if where == address}
+        for future in [f for f in self.futures if f.key in there]:
+            self.withdraw(future)
+        self.shipped.clear()
+
+    def wait_for_greetings(self) -> None:
+        """Before the first game: the greetings of the workers there are, up to `connect_s`, so that every
+        worker that is up when the run starts has its share of the first games."""
+        deadline = time.monotonic() + self.cluster.connect_s
+        while self.greeting and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.look(force=True)
+
+    def wait_for_workers(self) -> None:
+        """Games wait and no worker may play them: wait up to `workers_s` for one that may."""
+        self.again(self.draw(len(self.waiting)))  # those `instead` records need no worker
+        if not self.waiting:
+            return
+        deadline = time.monotonic() + self.cluster.workers_s
+        while not self.accepted:
+            if time.monotonic() > deadline:
+                raise ClusterError(self.none_left())
+            self.cluster._alive(self.client)
+            time.sleep(0.2)
+            self.look(force=True)
+        self.last_news = time.monotonic()
+
+    def none_left(self) -> str:
+        """Why no worker plays, in one line."""
+        c = self.cluster
+        if c.named:
+            names = "; ".join(f"{name}: {why}" for name, why in c.named.items())
+            return (
+                f"every worker of the cluster at {c.address} was dropped: {names}; no other joined in "
+                f"{c.workers_s:g} s: fix what is said (or start other workers) and run the same command "
+                "again to resume"
+            )
+        if self.greeting:
+            return (
+                f"no worker of the cluster at {c.address} answered arena's greeting in {c.workers_s:g} s "
+                f"({', '.join(sorted(self.greeting))}); the games stored so far are kept: run the same "
+                "command again to resume"
+            )
+        from arena.tournament.workers import RESOURCE
+
+        return (
+            f"no worker of the cluster at {c.address} offers game slots after {c.workers_s:g} s: start "
+            f"workers with 'dask worker {c.address} --nthreads N --resources {RESOURCE}=N', N the "
+            "machine's cores"
+        )
+
+    # --- the games -----------------------------------------------------------------------------------
+
+    def capacity(self) -> int:
+        """Tasks to keep out: twice the accepted workers' game slots, so that a worker that finishes a
+        task finds the next one waiting."""
+        return 2 * max(1, sum(self.live.get(a, (0, ""))[0] for a in self.accepted))
+
+    def feed(self) -> None:
+        while len(self.futures) < self.capacity() and self.accepted:
+            batch = self.draw(self.pace.games())
+            if not batch:
+                return
+            self.submit(batch)
+
+    def draw(self, count: int) -> tuple[int, ...]:
+        """The next `count` games to play, after recording those that `instead` says need no play."""
+        batch: list[int] = []
+        while len(batch) < count and self.waiting:
+            i = self.waiting.popleft()
+            if self.instead is not None and (record := self.instead(self.slots[i])) is not None:
+                self.on_game(self.slots[i], record)
+            else:
+                batch.append(i)
+        return tuple(batch)
+
+    def again(self, batch: tuple[int, ...]) -> None:
+        self.waiting.extendleft(reversed(batch))
+
+    def ship(self, bot: Bot, where: Sequence[str]) -> Any:
+        """The bot's files, sent to one of the workers `where` (or, should those go, another accepted
+        one) and never to a dropped one; the others fetch them when a game of theirs needs them, so that
+        a worker sees only the bots of the games it plays."""
+        from arena.tournament import workers
+
+        key = (bot.name, bot.digest)
+        if key in self.shipped and self.shipped[key].status == "finished":
+            return self.shipped[key]
+        _unchanged(bot)
+        pack = workers.pack(bot)
+
+        def scatter() -> Any:
+            self.look(force=True)
+            to = [a for a in where if a in self.accepted] or sorted(self.accepted)
+            if not to:
+                raise ClusterError("no accepted worker to send the bots to")
+            return self.client.scatter(pack, hash=False, workers=to)
+
+        self.shipped[key] = self.cluster._patiently(self.client, scatter)
+        return self.shipped[key]
+
+    def submit(self, batch: tuple[int, ...]) -> None:
+        from arena.tournament import workers
+
+        avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
+        allowed = [a for a in sorted(self.accepted) if a not in avoid] or sorted(self.accepted)
+        slots = self.slots
+        bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
+        plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
+        # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key it still
+        # knows); it names the task's first game and how many it carries.
+        first = slots[batch[0]]
+        name = f"{next(self.serial)}-r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}"
+        future = self.cluster._patiently(
+            self.client,
+            lambda: self.client.submit(
+                workers.play_task,
+                self.plugin,
+                bots,
+                plays,
+                key=f"arena-games-{self.conditions.tag}-{name}",
+                resources={workers.RESOURCE: 1},
+                workers=allowed,
+                pure=False,
+            ),
+        )
+        if not self.futures:
+            self.last_news = time.monotonic()  # nothing was out: the wait for news starts now
+        self.futures[future] = _Task(batch, time.monotonic(), tuple(allowed))
+        self.done.add(future)
+
+    def withdraw(self, future: Any) -> None:
+        """Take a task back from the cluster; its games wait to be sent again."""
+        task = self.futures.pop(future)
+        with contextlib.suppress(Exception):
+            self.client.cancel([future], force=True)
+        self.again(task.games)
+
+    def died(self, task: _Task, how: str) -> None:
+        """A task lost with its worker, given up by Dask or never answered: counted against its games (the
+        caller puts them back), of which one that has died `tries` times ends the run."""
+        for i in task.games:
+            self.deaths[i] += 1
+        worst = max(task.games, key=lambda i: self.deaths[i])
+        if self.deaths[worst] >= self.cluster.tries:
+            slot = self.slots[worst]
+            raise ClusterError(
+                f"the game of round {slot.round}, {slot.south.name} (south) against {slot.north.name}, "
+                f"failed on {self.deaths[worst]} workers ({how}); the games stored so far are kept: run "
+                "the same command again to resume"
+            )
+
+    def failed_there(
+        self, address: str, machine: Machine | None, task: _Task, failure: str, refused: bool
+    ) -> None:
+        """A task whose worker answered that its games failed (an error) or that it will not play them
+        (refused): the worker is dropped and named, and the games are played elsewhere, unless one of
+        them has now failed on `tries` workers."""
+        for i in task.games:
+            self.failed.setdefault(i, set()).add(address)
+        self.drop(address, machine, failure if refused else f"its games fail there: {failure}")
+        worst = max(task.games, key=lambda i: len(self.failed[i]))
+        if len(self.failed[worst]) >= self.cluster.tries:
+            slot = self.slots[worst]
+            raise ClusterError(
+                f"the game of round {slot.round}, {slot.south.name} (south) against {slot.north.name}, "
+                f"failed on {len(self.failed[worst])} workers, the last time with {failure}"
+            )
+        self.again(task.games)
+
+    def settle(self, future: Any, task: _Task) -> None:
+        """A task that came back: its games stored, or played again elsewhere."""
+        self.last_news = time.monotonic()
+        if future.status != "finished":  # its worker died or left under it, or Dask gave up on it
+            self.cluster._alive(self.client)
+            self.died(task, future.status)
+            self.again(task.games)
+            return
+        address = _where(self.client, future)
+        # A dropped worker's answer is not even read (it may be gone with it): its games are played elsewhere.
+        answer = "" if address in self.dropped else _answer(future)
+        future.release()
+        if address in self.dropped:
+            self.again(task.games)
+        elif isinstance(answer, str):
+            self.drop(address, None, answer)
+            self.again(task.games)
+        elif answer.get("lost"):  # its worker does not have the run set up (it started again): greet it
+            self.accepted.pop(address, None)
+            self.again(task.games)
+        elif failure := answer.get("refused") or answer.get("error"):
+            machine, _ = _greeted(answer, address, self.live.get(address, (0, ""))[0])
+            self.failed_there(address, machine, task, _line(str(failure)), bool(answer.get("refused")))
+        else:
+            self.store(address, answer, task)
+
+    def store(self, address: str, answer: dict[str, Any], task: _Task) -> None:
+        """A task's games, checked by the rules engine, reported; those it left unplayed wait again."""
+        c = self.cluster
+        machine, records, seconds, why = c._accept(
+            answer, task.games, self.slots, self.conditions, self.ours, address
+        )
+        if why or machine is None:
+            self.drop(address, machine, why)
+            self.again(task.games)
+            return
+        self.pace.see(seconds, len(records))
+        if machine.address not in c.machines:
+            c.machines[machine.address] = machine
+            if self.on_machine:
+                self.on_machine(machine)
+        for k, record in records:
+            self.on_game(self.slots[task.games[k]], record)
+        unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
+        self.again(tuple(task.games[k] for k in unplayed))
+
+    def watch(self) -> None:
+        """While nothing comes back: the scheduler alive, some game back within `result_s`, and a task
+        far slower than its games' pace taken back and sent again, to another worker."""
+        c = self.cluster
+        c._alive(self.client)
+        now = time.monotonic()
+        if now - self.last_news > c.result_s:
+            raise ClusterError(
+                f"no game came back from the cluster at {c.address} in {c.result_s:g} s "
+                f"({len(self.futures)} tasks out); the games stored so far are kept: run the same "
+                "command again to resume"
+            )
+        late = [
+            (future, task)
+            for future, task in self.futures.items()
+            if now - task.sent > self.pace.deadline(len(task.games), c.result_s)
+        ]
+        where = _processing(self.client) if late else {}
+        for future, task in late:
+            log.warning(f"{future.key}: no answer in {now - task.sent:.0f} s; its games are sent again")
+            if future.key in where:
+                for i in task.games:
+                    self.avoid.setdefault(i, set()).add(where[future.key])
+            self.withdraw(future)
+            self.died(task, f"no answer in {now - task.sent:.0f} s")
+
+    def close(self) -> None:
+        """The run's tasks cancelled and its plugin ended on every worker that has it (each ends its
+        bots), within a deadline; then the connection closed."""
+        from arena.tournament import workers
+
+        try:
+            out = [f for f, _ in self.greeting.values()] + list(self.futures)
+            if out:
+                with contextlib.suppress(Exception):
+                    self.client.cancel(out, force=True)
+            with contextlib.suppress(Exception):  # clean-up must not hide why the run stopped
+                there = sorted(self.joined & set(_game_workers(self.client)))
+                if there:
+                    # `callback_timeout` is the client's own deadline for the call (Client.sync)
+                    self.client.run(
+                        workers.leave, self.plugin, workers=there, on_error="return", callback_timeout=30
+                    )
+        finally:
+            with contextlib.suppress(Exception):
+                self.client.close(timeout=10)
+
+
+def _unchanged(bot: Bot) -> None:
+    """ClusterError if the bot's files no longer hash to the version the run plays: every worker would
+    refuse them (workers.Cache), and none of them is to blame."""
+    from arena.match.bots import BotError, load_bot
+
+    try:
+        now = load_bot(bot.path).digest
+    except BotError as e:
+        raise ClusterError(f"bot {bot.name!r} cannot be sent to the workers: {_line(str(e))}") from None
+    if now != bot.digest:
+        raise ClusterError(
+            f"bot {bot.name!r} changed after the run began: its files hash to {now}, not to the version "
+            f"{bot.digest} it plays; run the same command again to play the version there is now"
+        )
+
+
+def _greeted(answer: dict[str, Any], address: str, slots: int) -> tuple[Machine | None, str]:
+    """A greeting's (or a failed task's) answer: the machine it names, and why it cannot play ("": the
+    greeting found nothing against it; the caller checks its version and sandbox)."""
+    from arena.tournament.backend import Machine
+
+    if isinstance(answer.get("machine"), dict):
+        try:
+            return _machine(answer["machine"], address), _line(str(answer.get("error") or ""))
+        except (KeyError, TypeError, ValueError) as e:
+            return None, f"its greeting names no machine ({type(e).__name__}: {_line(str(e))})"
+    host, cores, version = answer.get("host"), answer.get("cores"), answer.get("version")
+    if type(host) is not str or type(version) is not str:
+        return None, "its greeting names no machine and no arena version"
+    machine = Machine(
+        address, _line(host, 80) or address, cores if type(cores) is int else 0, slots, False, False, (),
+        _line(version, 120),
+    )  # fmt: skip
+    error = answer.get("error")
+    return machine, (f"arena could not start its games there: {_line(str(error))}" if error else "")

@@ -1,7 +1,8 @@
 """A Dask worker's side of a tournament played on a cluster (arena/tournament/cluster.py is the other side).
 
-For each run the coordinator registers an `Arena` worker plugin: it tells every worker, present or joining
-later, what the run's games are played under, resolves the run's limits against what this machine can
+For each run the coordinator sets up an `Arena` worker plugin on every worker it accepts (`join`, the end of
+its greeting, on a worker that runs the coordinator's arena; `leave` at the run's end): it tells the worker
+what the run's games are played under, resolves the run's limits against what this machine can
 enforce (`confine.capabilities`, reported back as a `Machine` with every game), and keeps a `Pool` of bot
 processes alive across games, ended after a fault, after `idle_s` without a game, and all at once when the
 run ends. Games are played on the plugin's own threads, one per game slot: a process started from a thread
@@ -20,6 +21,7 @@ import dataclasses
 import json
 import logging
 import os
+import pickle
 import secrets
 import shutil
 import socket
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from distributed import WorkerPlugin, get_worker
+from distributed.utils import sync
 
 from arena.game.rules import Move, parse_rules
 from arena.match import stamp
@@ -50,6 +53,7 @@ Game = tuple[str, str, tuple[Move, ...]]  # one game of a task: the south and no
 # What a task returns: (place in the task, record) of the games it played, where, and how long it took.
 Played = tuple[list[tuple[int, GameRecord]], Machine, float]
 MACHINE_ENV = "ARENA_MACHINE"  # a worker's machine name where the host name is not the one to show
+SETUP_S = 60.0  # how long a worker may take to set a run up (the warden's sweep runs apart, after it)
 
 
 class Refused(Exception):
@@ -148,8 +152,9 @@ class Cache:
 
 class Arena(WorkerPlugin):
     """What one run's games need on a worker: the rules, the limits as this machine enforces them, the bot
-    cache, the bots' processes and the threads that play. Registered by the coordinator for the run (by
-    name, so a later run of the same tournament replaces what a killed one left) and torn down after it."""
+    cache, the bots' processes and the threads that play. Set up by the coordinator's greeting on each
+    worker it accepts (`join`, by name, so that a later run of the same tournament replaces what a killed
+    one left) and torn down after the run (`leave`)."""
 
     def __init__(self, conditions: Conditions, idle_s: float = 30.0) -> None:
         self.conditions = conditions
@@ -170,7 +175,7 @@ class Arena(WorkerPlugin):
                 f"{slots} game slots on {cores} cores: bots there think slower than on the other machines; "
                 f"start it with --resources {RESOURCE}={cores}"
             )
-        host = os.environ.get(MACHINE_ENV) or socket.gethostname()
+        host = machine_name()
         self.machine = Machine(
             self.address, host, cores, slots, caps.sandbox, caps.cgroups, tuple(notes), identity.version()
         )
@@ -277,9 +282,39 @@ class Arena(WorkerPlugin):
         return played, self.machine, time.monotonic() - start
 
 
+def machine_name() -> str:
+    """This machine's name as the records and the page show it: $ARENA_MACHINE, else its host name."""
+    return os.environ.get(MACHINE_ENV) or socket.gethostname()
+
+
+def join(plugin: str, arena: bytes) -> str:
+    """The end of the coordinator's greeting (cluster._greeting), run as a task on a worker that has the
+    coordinator's arena: the run's `Arena` plugin (pickled, so that no other arena unpickles it) set up
+    here under the name `plugin`, replacing what a killed run of the same tournament left. Its answer is
+    JSON text: this machine as it plays the run's games, or why arena cannot play here."""
+    worker = get_worker()
+    said = {"version": identity.version(), "host": machine_name()}
+    try:
+        setup = pickle.loads(arena)
+        sync(worker.loop, worker.plugin_add, plugin=setup, name=plugin, catch_errors=False,
+             callback_timeout=SETUP_S)  # fmt: skip
+    except Exception as e:  # said in words: the coordinator reads no pickled exception
+        worker.plugins.pop(plugin, None)
+        return json.dumps({**said, "error": f"{type(e).__name__}: {e}"})
+    return json.dumps({**said, "machine": dataclasses.asdict(setup.machine)})
+
+
+async def leave(plugin: str, dask_worker: Any) -> None:
+    """The run's end on this worker (Client.run): its plugin torn down, which ends the run's bots."""
+    if plugin in dask_worker.plugins:
+        await dask_worker.plugin_remove(plugin)
+
+
 def play_task(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
     """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
-    every bot they need, by digest. Its answer is JSON text (`Arena.answer`)."""
-    arena = get_worker().plugins[plugin]
-    assert isinstance(arena, Arena), plugin
+    every bot they need, by digest. Its answer is JSON text (`Arena.answer`); a worker that does not have
+    the run set up (one started again at the same address) says so, to be greeted again."""
+    arena = get_worker().plugins.get(plugin)
+    if not isinstance(arena, Arena):
+        return json.dumps({"lost": f"arena's run {plugin} is not set up on this worker"})
     return arena.answer(bots, games)
