@@ -334,7 +334,7 @@ def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path, cert
         "sys.argv = ['arena', *sys.argv[1:]]\n"
         "runpy.run_module('arena', run_name='__main__')\n"
     )
-    args = [sys.executable, "-c", no_dask, *map(str, run_args(tmp_path, bots, *STEADY))]
+    args = [sys.executable, "-c", no_dask, *map(str, run_args(tmp_path, bots, "--rounds", "1", *STEADY))]
     out = subprocess.run([*args, *map(str, tls)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     error = out.stderr.splitlines()[-1]
@@ -836,7 +836,7 @@ def test_a_run_on_a_plain_tcp_cluster_says_so_on_the_terminal_and_the_page(tmp_p
     ) as cluster:  # fmt: skip
         address = cluster.scheduler_address
         assert address.startswith("tcp://")
-        out = tournament(tmp_path, bots, *STEADY, "--cluster", address, "--insecure-cluster")
+        out = tournament(tmp_path, bots, "--rounds", "1", *STEADY, "--cluster", address, "--insecure-cluster")
     assert out.returncode == 0, out.stderr
     assert f"arena: warning: {address} is played on without TLS (--insecure-cluster)" in out.stderr
     page = html.unescape((db_file(tmp_path).parent / "index.html").read_text(encoding="utf-8"))
