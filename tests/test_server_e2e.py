@@ -408,3 +408,32 @@ def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None)
     assert "LISTED [&#x27;mal&#x27;]" in shown, "the submissions folder shows the bot its own folder only"
     for path in targets:
         assert f"DENIED {path}" in shown, path
+
+
+def test_arena_submit_from_a_terminal(server: Server, db: str | None, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    if db is not None:
+        pytest.skip("the terminal's upload does not depend on the database: once, on SQLite")
+    people = make_class(server, server.start(), ["tom"])
+    page = people["tom"].http.get(server.url + "/me", timeout=30).text
+    token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_bytes(RANDOM)
+    bad.write_text(BROKEN)
+
+    def submit(path: Path, key: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, "-m", "arena", "submit", str(path), "--server", server.url, "--token", key]
+        return subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+    ok = submit(good, token)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("version 1 stored; waiting for its check")
+    assert "tom: ready to play" in ok.stdout
+    failed = submit(bad, token)
+    assert failed.returncode == 1 and "tom: FAIL" in failed.stdout
+    refused = submit(good, "not-my-token")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "arena: error: no valid token: copy it from your page on the server"
+    assert people["tom"].versions() == ["failed", "passed"]
