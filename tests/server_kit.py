@@ -23,7 +23,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_EXTRA = "the server's extra is not installed: pip install 'arena[server]'"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PG_BIN = max(
+    Path("/usr/lib/postgresql").glob("*/bin"),
+    default=Path("/usr/lib/postgresql/15/bin"),
+    key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+)  # Debian's newest
 
 
 def need_extra() -> None:

@@ -143,3 +143,20 @@ def test_the_gradebook_has_every_student_and_the_teachers_rule(django_class: Pat
     assert rows[1]["version"] == "2" and rows[1]["vs_greedy"] == "3-0-7" and rows[1]["vs_random"] == "9-0-1"
     assert rows[2]["version"] == "" and rows[2]["place"] == ""
     assert rows[0]["rule"] == "wins at least 8 of 10 against greedy"
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    pytest.importorskip("django", reason="the server's extra is not installed: pip install 'arena[server]'")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [sys.executable, "-m", "arena", "serve", str(tmp_path / "class"), "--port", str(port)]
+        run = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == [
+        f"arena: error: cannot listen on 127.0.0.1:{port}: Address already in use; give another --port"
+    ]
+    assert not (tmp_path / "class").exists(), "nothing made before the server can start"

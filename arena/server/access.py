@@ -62,6 +62,8 @@ def teacher_only(view: View) -> View:
 
 def own_submission(member: Member, number: int | str) -> Submission:
     """A version the member may open: theirs, or any for the teacher; 404 otherwise (as for none)."""
+    if not str(number).isdigit():
+        raise Http404("no such version")
     found = get_object_or_404(Submission.objects.select_related("member__user"), pk=int(number))
     if not member.teacher and found.member_id != member.pk:
         raise Http404("no such version")

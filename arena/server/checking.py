@@ -40,7 +40,9 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
         submission.checklist = report.to_dict()
         submission.verdict = report.verdict()
         submission.status = Status.FAILED if report.fails else Status.PASSED
-    except (BotError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 (one version's failure, whatever it is, never stops the queue)
+        if not isinstance(e, BotError | OSError):
+            log.exception("checking %s", submission)
         text = str(e).replace(f"{folder}/", "").replace(str(folder), member.slug)
         submission.checklist = {"items": [{"name": "load", "status": "FAIL", "summary": text}]}
         submission.verdict = f"{member.slug}: FAIL: {text}"

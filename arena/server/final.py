@@ -43,7 +43,6 @@ def play(
     with Tournament(where.final / "ranking", settings) as cup:
         if len(frozen) >= 2:
             cup.run(bots, None, settle=Rule(), progress=progress, **run)
-        cup.report()
         standing = ladder.write_snapshot(cup, "the final", True)
     games = _against_references(where, classroom, settings, frozen, **run)
     results = {

@@ -136,7 +136,7 @@ def commands(opts: Options) -> dict[str, list[str]]:
     web = [
         sys.executable, "-m", "gunicorn", "arena.server.wsgi:application", "--bind", bind,
         "--workers", str(opts.web_workers), "--worker-class", "gthread", "--threads", "4",
-        "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning",
+        "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning", "--preload",
     ]  # fmt: skip
     worker = [sys.executable, "-m", "arena.server.worker"]
     return {"web": web, "checks": [*worker, "checks"], "ladder": [*worker, "ladder"]}

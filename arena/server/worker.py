@@ -27,6 +27,12 @@ import django
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 IDLE_S = 1.0  # how often an idle worker looks for work
 SNAPSHOT_S = 3.0  # how often a playing ladder rewrites its snapshot
+# Background work yields the CPU to the pages: on a machine whose cores the games fill, a person waiting for
+# a page comes first (the games' pace is what the ladder measures over minutes; a page's is a person's).
+NICE = {"checks": 5, "ladder": 10}
+# A run is restarted for a changed field at most this often: a burst of new versions (a class uploading at
+# the deadline) joins in one restart, not one each (a restart surveys, hashes and starts the workers again).
+RESTART_S = 10.0
 log = logging.getLogger("arena")
 
 
@@ -77,7 +83,8 @@ class Watch:
     def __init__(self, cup: Any, generation: int, note: str) -> None:
         self.cup, self.generation, self.note = cup, generation, note
         self.changed = False
-        self.looked = self.written = time.monotonic()
+        self.began = self.looked = self.written = time.monotonic()
+        self.every = SNAPSHOT_S
 
     def __call__(self, done: int, total: int, record: object) -> None:
         from arena.server import ladder
@@ -86,13 +93,18 @@ class Watch:
         now = time.monotonic()
         if record is None:  # the run's first call, before its games: not inside its interruptible part
             return
-        if now - self.written >= SNAPSHOT_S:
-            self.written = now
+        if now - self.written >= self.every:
             ladder.write_snapshot(self.cup, self.note, False)
+            self.written = time.monotonic()
+            # Rating a big field takes a while, and the games wait for it: at most a twentieth of the time.
+            self.every = max(SNAPSHOT_S, 20 * (self.written - now))
         if now - self.looked >= IDLE_S:
             self.looked = now
             classroom = Classroom.current()
-            if classroom is None or classroom.generation != self.generation or classroom.frozen():
+            if classroom is None or classroom.frozen():
+                self.changed = True
+                raise FieldChanged
+            if classroom.generation != self.generation and now - self.began >= RESTART_S:
                 self.changed = True
                 raise FieldChanged
 
@@ -116,7 +128,12 @@ def ladder_loop(cluster: str | None) -> None:
             if classroom.frozen():
                 if classroom.final_state != FinalState.DONE:
                     _note(classroom, "the deadline has passed: the final is being played")
-                    final.play(where, classroom, settings, **run)
+                    try:
+                        final.play(where, classroom, settings, **run)
+                    except (BotError, ValueError, OSError) as e:  # said on the class page, tried again
+                        _note(classroom, f"the final could not be played: {e}")
+                        time.sleep(30 * IDLE_S)
+                        continue
                     _note(classroom, "the final has been played")
                 time.sleep(IDLE_S)
                 continue
@@ -161,6 +178,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
     django.setup()
     role = argv[0] if argv else ""
+    os.nice(NICE.get(role, 0))
     try:
         if role == "checks":
             checks()
