@@ -32,7 +32,11 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponse:
         return render(
             request, "classroom/message.html", {"title": "No class", "text": "the class is not created"}
         )
-    members = Member.objects.select_related("user", "active").order_by("role", "slug")
+    members = (
+        Member.objects.select_related("user", "active")
+        .prefetch_related("submissions")
+        .order_by("role", "slug")
+    )
     context = {
         "member": member,
         "classroom": classroom,
