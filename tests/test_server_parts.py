@@ -160,3 +160,9 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         f"arena: error: cannot listen on 127.0.0.1:{port}: Address already in use; give another --port"
     ]
     assert not (tmp_path / "class").exists(), "nothing made before the server can start"
+
+
+def test_the_migrations_match_the_models(django_class: Path) -> None:
+    from django.core.management import call_command
+
+    call_command("makemigrations", "classroom", "--check", "--dry-run", verbosity=0)
