@@ -24,6 +24,7 @@ LAYERS = {
     "arena.student": 4,
     "arena.api": 5,
     "arena.cli": 5,
+    "arena.server": 5,  # `arena serve`: on top of the API, beside the CLI (whose serve command starts it)
     "arena.__main__": 5,
     "arena": 0,  # arena/__init__.py imports nothing when loaded (names on first use): any module may
 }

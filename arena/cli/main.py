@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from arena.cli import student, tournament
+from arena.cli import server, student, tournament
 from arena.cli.options import Printable, echo
 from arena.game.openings import BookError
 from arena.game.rules import RulesError
@@ -58,6 +58,8 @@ for command in (
     tournament.export,
     student.solve_cmd,
     tournament.cluster_certs_cmd,
+    server.serve_cmd,
+    server.submit_cmd,
 ):
     cli.add_command(command)
 

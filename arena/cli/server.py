@@ -1,0 +1,114 @@
+"""The class's server commands: `arena serve` (needs the extra, arena[server]) and `arena submit` (a
+student's terminal; standard library only). Both import the server package inside the command, so that
+`arena run` never loads Django."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from arena.cli.options import echo
+
+
+@click.command("serve")
+@click.argument("class_dir", default="class", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--db",
+    metavar="URL",
+    help="A database URL (postgresql://user:pass@host/name) [default: SQLite in CLASS_DIR].",
+)
+@click.option(
+    "--cluster",
+    metavar="tls://HOST:8786",
+    envvar="ARENA_CLUSTER",
+    help="Play the games on this Dask cluster, as arena run does.",
+)
+@click.option(
+    "--cluster-certs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    envvar="ARENA_CLUSTER_CERTS",
+    help="The class's certificates for the cluster's TLS.",
+)
+@click.option(
+    "--rules",
+    default="kalah",
+    show_default=True,
+    help="The rules of the class's games (fixed once the ladder starts).",
+)
+@click.option(
+    "--move-time",
+    "move_ms",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Milliseconds a move (fixed once the ladder starts).",
+)
+def serve_cmd(  # type: ignore[no-untyped-def]
+    class_dir, host, port, db, cluster, cluster_certs, rules, move_ms
+):
+    """Serve a class from CLASS_DIR (made if new): sign-in, uploads from a web page, every version
+    checked in the sandbox, a ladder that plays all the time, a deadline and the final's gradebook.
+
+    Prints the address and the teacher's first sign-in (a one-time link while the class has no
+    teacher). Needs the server extra: pip install 'arena[server]'."""
+    try:
+        from arena.server.serve import Options, ServeError, serve
+    except ImportError:
+        raise click.ClickException(
+            "arena serve needs the server extra: pip install 'arena[server]'"
+        ) from None
+    try:
+        import django  # noqa: F401
+        import gunicorn  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "arena serve needs the server extra: pip install 'arena[server]'"
+        ) from None
+    opts = Options(class_dir, host, port, db, cluster, cluster_certs, rules=rules, move_ms=move_ms)
+    try:
+        serve(opts, lambda line: echo(line))
+    except ServeError as e:
+        raise click.ClickException(str(e)) from None
+
+
+@click.command("submit")
+@click.argument("bot", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--server",
+    required=True,
+    envvar="ARENA_SERVER",
+    help="The class's server, e.g. http://HOST:8000 [env: ARENA_SERVER].",
+)
+@click.option(
+    "--token",
+    required=True,
+    envvar="ARENA_TOKEN",
+    help="Your token, from your page on the server [env: ARENA_TOKEN].",
+)
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for the check and print it.")
+def submit_cmd(bot: Path, server: str, token: str, wait: bool) -> None:
+    """Send BOT (a source file, or a bot folder, zipped on the way) to the class's server as your next
+    version; with --wait (the default) print its check. Exit status 1 if it failed its check."""
+    from arena.server.client import SubmitError, submit
+    from arena.server.client import wait as wait_for
+
+    try:
+        answer = submit(server, token, bot)
+        echo(
+            f"version {answer['version']} stored; waiting for its check"
+            if wait
+            else f"version {answer['version']} stored"
+        )
+        if not wait:
+            return
+        status = wait_for(server, token, int(answer["id"]))
+    except SubmitError as e:
+        raise click.ClickException(str(e)) from None
+    for item in status.get("items", []):
+        echo(f"  {item.get('status', ''):4} {item.get('name', '')}: {item.get('summary', '')}")
+    echo(status.get("verdict") or f"version {status.get('version')}: {status.get('status')}")
+    if status.get("status") != "passed":
+        raise SystemExit(1)

@@ -1,0 +1,60 @@
+"""A queued version built and checked by arena's own `check` (the confinement of `arena run`), its
+checklist kept for the student; one that passes becomes the active version (until the student picks
+another) and the ladder hears of it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from arena.match.bots import BotError, load_bot
+from arena.server.classdir import ClassDir
+from arena.server.models import Classroom, Member, Status, Submission
+from arena.student.check import ARENA_BOTS, check, reference_bots
+from arena.tournament.settings import Settings
+
+log = logging.getLogger("arena")
+
+
+def claim_next() -> Submission | None:
+    """The oldest queued version, marked as being checked (so a second checker would pass it over)."""
+    with transaction.atomic():
+        queued = Submission.objects.select_for_update().filter(status=Status.QUEUED).order_by("id")
+        found = queued.select_related("member").first()
+        if found is None:
+            return None
+        found.status = Status.CHECKING
+        found.save(update_fields=["status"])
+        return found
+
+
+def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Submission:
+    """Check one version and keep its checklist; a pass activates it unless the class is frozen."""
+    member = submission.member
+    folder = where.version(member.slug, submission.number)
+    try:
+        refs = reference_bots((where.references, ARENA_BOTS))
+        report = check(load_bot(folder), settings, refs)
+        submission.checklist = report.to_dict()
+        submission.verdict = report.verdict()
+        submission.status = Status.FAILED if report.fails else Status.PASSED
+    except Exception as e:  # noqa: BLE001 (one version's failure, whatever it is, never stops the queue)
+        if not isinstance(e, BotError | OSError):
+            log.exception("checking %s", submission)
+        text = str(e).replace(f"{folder}/", "").replace(str(folder), member.slug)
+        submission.checklist = {"items": [{"name": "load", "status": "FAIL", "summary": text}]}
+        submission.verdict = f"{member.slug}: FAIL: {text}"
+        submission.status = Status.FAILED
+    submission.save(update_fields=["checklist", "verdict", "status"])
+    classroom = Classroom.current()
+    if submission.status == Status.PASSED and classroom is not None and not classroom.frozen():
+        activate(classroom, member, submission)
+    return submission
+
+
+def activate(classroom: Classroom, member: Member, submission: Submission) -> None:
+    """Make `submission` the version of `member`'s bot that plays, and tell the ladder."""
+    Member.objects.filter(pk=member.pk).update(active=submission)
+    classroom.bump()

@@ -1,0 +1,127 @@
+"""The ladder (and the final) as the pages read them: a snapshot the worker writes beside the tournament's
+store after its games, and one game's replay read from the store when a page asks for it.
+
+The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
+gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
+game: the worker, the store's one writer, rates. A replay is the rules engine's (arena.report.replay),
+and stderr is in it only for the bots the viewer may see (access.sees_stderr).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from arena.api import Tournament
+from arena.match.record import GameRecord
+from arena.report.replay import replay
+from arena.tournament import queries
+from arena.tournament.store import STORE_FILE, Store, StoreError, now
+
+SNAPSHOT = "snapshot.json"
+RECENT = 100  # latest games listed
+
+
+def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
+    """Rate the tournament's games and write its snapshot; the snapshot."""
+    text = io.StringIO()
+    cup.export_standings(text, "jsonl")
+    board = [json.loads(line) for line in text.getvalue().splitlines()]
+    for row in board:
+        for private in ("digest", "author"):
+            row.pop(private, None)
+    count = cup.store.count_games()
+    top = count + 1000  # ids run past the count where benched placeholders were dropped
+    recent = [_listed(r) for r in queries.records_between(cup.store, max(1, count - 3 * RECENT), top)]
+    data = {
+        "updated": now(),
+        "games": count,
+        "note": note,
+        "settled": settled,
+        "board": board,
+        "recent": recent[::-1][:RECENT],
+    }
+    _replace(cup.folder / SNAPSHOT, json.dumps(data))
+    return data
+
+
+def _listed(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": record["id"],
+        "south": record["south"],
+        "north": record["north"],
+        "winner": record["winner"],
+        "reason": str(record["reason"]),
+        "score": f"{record['south_store']}-{record['north_store']}",
+        "at": record["finished_at"],
+    }
+
+
+def _replace(path: Path, text: str) -> None:
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)
+
+
+def snapshot(folder: Path) -> dict[str, Any]:
+    """The last snapshot written in `folder` (an empty ladder before the first)."""
+    try:
+        data: dict[str, Any] = json.loads((folder / SNAPSHOT).read_text(encoding="utf-8"))
+        return data
+    except (OSError, ValueError):
+        return {
+            "updated": None,
+            "games": 0,
+            "note": "no games yet",
+            "settled": False,
+            "board": [],
+            "recent": [],
+        }
+
+
+def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
+    """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
+    result and fault, and stderr of the bots `may_see` allows only. None if there is no such game."""
+    path = folder / STORE_FILE
+    if not path.is_file():
+        return None
+    try:
+        store = Store(path, create=False)
+    except StoreError:
+        return None
+    try:
+        row = queries.game_record(store, game_id)
+    finally:
+        store.close()
+    if row is None:
+        return None
+    record = GameRecord.from_dict(row)
+    shown = replay(record)
+    pits = len(shown.start.board) // 2 - 1
+    plies = [
+        {"move": str(p.move), "board": list(p.board), "mover": p.mover, "extra": p.extra,
+         "captured": p.captured, "opening": p.opening}
+        for p in shown.plies
+    ]  # fmt: skip
+    fault = None
+    if record.faulty:
+        fault = {"bot": record.faulty, "reason": str(record.reason), "detail": record.detail}
+    return {
+        "id": game_id,
+        "south": record.south,
+        "north": record.north,
+        "winner": record.winner,
+        "reason": str(record.reason),
+        "score": f"{record.south_store}-{record.north_store}",
+        "pits": pits,
+        "start": list(shown.start.board),
+        "plies": plies,
+        "fault": fault,
+        "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
+        "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
+        "at": row["finished_at"],
+    }

@@ -1,0 +1,144 @@
+"""What the server keeps in its database: the class (one per server), its members, their submissions, and
+failed sign-ins for the throttle. Games are not here: they are the arena tournaments' own stores in the
+class folder, read by ladder.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.db import models
+from django.utils import timezone
+
+
+def new_code() -> str:
+    return secrets.token_urlsafe(9)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Visibility(models.TextChoices):
+    OPEN = "open", "open: students see the ladder live"
+    HIDDEN = "hidden", "hidden from students"
+    RELEASED = "released", "released: students see the final results"
+
+
+class FinalState(models.TextChoices):
+    NONE = "", "not started"
+    RUNNING = "running", "playing"
+    DONE = "done", "done"
+
+
+class Classroom(models.Model):
+    """The one class this server holds: its join code, what students may see, the deadline and limits,
+    the teacher's pass rule, and `generation`, which goes up whenever the ladder's field changes (the
+    ladder worker watches it to start the field's next run at once)."""
+
+    name = models.CharField(max_length=100)
+    join_code = models.CharField(max_length=32, unique=True, default=new_code)
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.OPEN)
+    freeze_at = models.DateTimeField(null=True, blank=True)
+    final_state = models.CharField(max_length=10, choices=FinalState.choices, default="", blank=True)
+    final_note = models.TextField(blank=True, default="")
+    upload_kib = models.PositiveIntegerField(default=1024)
+    per_day = models.PositiveIntegerField(default=20)
+    rule_reference = models.CharField(max_length=64, default="greedy")
+    rule_wins = models.PositiveIntegerField(default=8)
+    rule_games = models.PositiveIntegerField(default=10)
+    references = models.JSONField(default=list, blank=True)  # reference bots the teacher added to the ladder
+    generation = models.PositiveBigIntegerField(default=0)
+    ladder_note = models.TextField(blank=True, default="")  # the ladder worker's last word
+    created = models.DateTimeField(default=timezone.now)
+
+    @classmethod
+    def current(cls) -> Classroom | None:
+        return cls.objects.order_by("id").first()
+
+    def frozen(self, now: datetime | None = None) -> bool:
+        return self.freeze_at is not None and (now or timezone.now()) >= self.freeze_at
+
+    def bump(self) -> None:
+        """Tell the ladder its field changed."""
+        Classroom.objects.filter(pk=self.pk).update(generation=models.F("generation") + 1)
+
+    def rule_text(self) -> str:
+        return f"wins at least {self.rule_wins} of {self.rule_games} against {self.rule_reference}"
+
+
+class Role(models.TextChoices):
+    STUDENT = "student"
+    TEACHER = "teacher"
+
+
+class Member(models.Model):
+    """A person in the class: their role, their bot's name (a slug of the username, arena's name rules
+    applied), the token `arena submit` signs with, and the version of their bot that plays."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="member")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.STUDENT)
+    slug = models.CharField(max_length=64, unique=True)
+    token = models.CharField(max_length=64, unique=True, default=new_token)
+    active = models.ForeignKey(
+        "Submission", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    @property
+    def teacher(self) -> bool:
+        return self.role == Role.TEACHER
+
+    def __str__(self) -> str:
+        return self.user.username
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", "waiting for its check"
+    CHECKING = "checking", "being built and checked"
+    PASSED = "passed", "passed its check"
+    FAILED = "failed", "failed its check"
+
+
+class Submission(models.Model):
+    """One version of a student's bot: stored in the class folder as uploaded, then checked in the
+    background; its checklist is arena check's report."""
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="submissions")
+    number = models.PositiveIntegerField()
+    created = models.DateTimeField(default=timezone.now)
+    filename = models.CharField(max_length=200)
+    size = models.PositiveIntegerField()
+    digest = models.CharField(max_length=32)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    verdict = models.TextField(blank=True, default="")
+    checklist = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["member", "number"], name="one_number_per_version")]
+        ordering = ["-number"]
+
+    def __str__(self) -> str:
+        return f"{self.member.slug} v{self.number}"
+
+
+class TeacherLink(models.Model):
+    """The teacher's one-time first sign-in link, as `arena serve` prints it: kept as a hash only."""
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+    used = models.BooleanField(default=False)
+
+
+class SignInFailure(models.Model):
+    """A failed sign-in, by the name tried and the address it came from: the throttle counts them."""
+
+    username = models.CharField(max_length=150, db_index=True)
+    address = models.CharField(max_length=64, db_index=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)

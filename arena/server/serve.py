@@ -1,0 +1,196 @@
+"""`arena serve`: the class folder made, the database migrated, then three processes started and kept
+running until Ctrl-C: gunicorn serving the pages, and the two workers (worker.py: checks, ladder).
+
+Why gunicorn: Django speaks WSGI, and gunicorn is the WSGI server Django's own deployment guide puts first
+on Linux, where arena's sandbox runs anyway: a master process that restarts its workers, several worker
+processes (so one slow page does not hold the others), graceful stops, and no compile step. The pages poll
+for live updates, so nothing needs ASGI (uvicorn) or websockets; waitress, pure Python and cross-platform,
+would bring nothing arena can use.
+
+The children die with `arena serve` even when it is killed with kill -9 (Linux's parent-death signal), and
+a worker that stops on its own is started again; the web server stopping ends the whole server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.server.classdir import ClassDir
+
+READY_S = 30.0
+RESTART_S = 2.0
+
+
+class ServeError(RuntimeError):
+    """The server cannot start as asked; one line saying why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    class_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    db: str | None = None
+    cluster: str | None = None
+    cluster_certs: Path | None = None
+    web_workers: int = 2
+    rules: str = "kalah"
+    move_ms: int = 100
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """The names the server answers to: the bind address, loopback's names for loopback, the machine's
+    names (and any, '*') when it listens on every interface."""
+    if host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    names = [host if ":" not in host else f"[{host}]"]
+    if host in ("127.0.0.1", "localhost", "::1"):
+        names += ["127.0.0.1", "localhost", "[::1]"]
+    return sorted(set(names))
+
+
+def environment(opts: Options) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="arena.server.settings",
+        ARENA_CLASS_DIR=str(opts.class_dir.absolute()),
+        ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
+        ARENA_RULES=opts.rules,
+        ARENA_MOVE_MS=str(opts.move_ms),
+    )
+    for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):
+        if value:
+            env[key] = value
+        else:
+            env.pop(key, None)
+    if opts.cluster_certs:
+        env["ARENA_CLUSTER_CERTS"] = str(opts.cluster_certs.absolute())
+    return env
+
+
+def prepare(opts: Options) -> str:
+    """Make the class folder and migrate its database (in this process, with the children's settings);
+    the teacher's first sign-in, as a line to print."""
+    ClassDir(opts.class_dir.absolute()).make()
+    os.environ.update(environment(opts))
+    import django
+    from django.core.management import call_command
+    from django.db import DatabaseError
+
+    django.setup()
+    try:
+        call_command("migrate", verbosity=0, interactive=False)
+    except DatabaseError as e:
+        raise ServeError(f"cannot use the database: {str(e).strip().splitlines()[0]}") from None
+    return first_sign_in(opts.address)
+
+
+def first_sign_in(address: str) -> str:
+    """A one-time link while the class has no teacher (each start makes a new one, the old ones void);
+    else where the teacher signs in."""
+    from arena.server.models import Member, Role, TeacherLink, digest
+
+    if Member.objects.filter(role=Role.TEACHER, user__is_active=True).exists():
+        return f"teacher: sign in at {address}/signin"
+    TeacherLink.objects.filter(used=False).delete()
+    token = secrets.token_urlsafe(24)
+    TeacherLink.objects.create(token_hash=digest(token))
+    return f"teacher: open {address}/setup/{token} to create the class (this link works once)"
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _free(opts: Options) -> None:
+    family = socket.AF_INET6 if ":" in opts.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((opts.host, opts.port))
+        except OSError as e:
+            raise ServeError(
+                f"cannot listen on {opts.host}:{opts.port}: {e.strerror}; give another --port"
+            ) from None
+
+
+def commands(opts: Options) -> dict[str, list[str]]:
+    bind = f"[{opts.host}]:{opts.port}" if ":" in opts.host else f"{opts.host}:{opts.port}"
+    web = [
+        sys.executable, "-m", "gunicorn", "arena.server.wsgi:application", "--bind", bind,
+        "--workers", str(opts.web_workers), "--worker-class", "gthread", "--threads", "4",
+        "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning", "--preload",
+    ]  # fmt: skip
+    worker = [sys.executable, "-m", "arena.server.worker"]
+    return {"web": web, "checks": [*worker, "checks"], "ladder": [*worker, "ladder"]}
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent)  # noqa: PLW1509
+
+
+def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + READY_S
+    while time.monotonic() < deadline:
+        if web.poll() is not None:
+            raise ServeError(f"the web server stopped at its start (status {web.returncode}); see above")
+        with contextlib.suppress(OSError), socket.create_connection((opts.host, opts.port), timeout=1):
+            return
+        time.sleep(0.1)
+    raise ServeError(f"the web server did not answer on {opts.address} within {READY_S:.0f} s")
+
+
+def serve(opts: Options, say: Callable[[str], None]) -> None:
+    """Run the server until Ctrl-C (or SIGTERM); ServeError if it cannot start or its web server dies."""
+    _free(opts)
+    sign_in = prepare(opts)
+    env = environment(opts)
+    argvs = commands(opts)
+    children = {"web": _start(argvs["web"], env)}
+    try:
+        _ready(opts, children["web"])
+        for role in ("checks", "ladder"):
+            children[role] = _start(argvs[role], env)
+        say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
+        say(sign_in)
+        while True:
+            time.sleep(0.5)
+            for role, child in list(children.items()):
+                if child.poll() is None:
+                    continue
+                if role == "web":
+                    raise ServeError(f"the web server stopped (status {child.returncode}); see above")
+                say(f"arena serve: the {role} worker stopped (status {child.returncode}); starting it again")
+                time.sleep(RESTART_S)
+                children[role] = _start(argvs[role], env)
+    finally:
+        _stop(children)
+
+
+def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
+    for child in children.values():
+        if child.poll() is None:
+            child.terminate()
+    for child in children.values():
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()

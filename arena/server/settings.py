@@ -1,0 +1,91 @@
+"""Django's settings for one class, from the environment `arena serve` sets for its processes:
+ARENA_CLASS_DIR (the class folder), ARENA_DB (a database URL; SQLite in the class folder when unset),
+ARENA_HOSTS (the host names the server answers to: the bind address, and localhost for 127.0.0.1).
+
+DEBUG is off: a student never sees a traceback. Sessions and CSRF cookies are HttpOnly and SameSite; the
+pages allow no framing and no sniffing. Uploads stream to temporary files through a capped handler
+(uploads.py), so an upload far too big is cut off rather than stored.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from arena.server.classdir import ClassDir, database
+
+CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
+ARENA_CLASS_DIR = str(CLASS.root)
+ARENA_RULES = os.environ.get("ARENA_RULES", "kalah")
+ARENA_MOVE_MS = int(os.environ.get("ARENA_MOVE_MS", "100"))
+
+SECRET_KEY = CLASS.secret_key() if CLASS.root.is_dir() else "not-a-class-folder"
+DEBUG = False
+ALLOWED_HOSTS = [h for h in os.environ.get("ARENA_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "arena.server.apps.ClassroomConfig",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+ROOT_URLCONF = "arena.server.urls"
+WSGI_APPLICATION = "arena.server.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+DATABASES = {"default": database(os.environ.get("ARENA_DB"), CLASS)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/signin"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en"
+STATIC_URL = "/static/"
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True  # the admin's files, served from the installed packages (no collectstatic)
+CSRF_FAILURE_VIEW = "arena.server.views.common.csrf_failure"
+FILE_UPLOAD_HANDLERS = ["arena.server.uploads.CappedUpload"]
+FILE_UPLOAD_PERMISSIONS = 0o644
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {"django": {"handlers": ["stderr"], "level": "WARNING"}},
+}

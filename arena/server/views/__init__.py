@@ -1,0 +1,3 @@
+"""The pages, by who they are for: common.py (the front door and errors), accounts.py (sign-in, joining,
+the teacher's first link), student.py (one's own versions), games.py (the ladder, the final, replays),
+teacher.py (running the class), api.py (`arena submit`)."""

@@ -1,0 +1,117 @@
+"""A student's own page: upload a version, see each version's checklist, pick the one that plays, the
+token for `arena submit`; and one version's source. Only their own (access.own_submission)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from arena.match.bots import BotError, bot_files
+from arena.server import submitting
+from arena.server.access import own_submission, signed_in
+from arena.server.checking import activate
+from arena.server.classdir import ClassDir
+from arena.server.models import Classroom, Member, Status, new_token
+from arena.server.unpack import Rejected
+
+SHOWN_BYTES = 200_000  # of one source file on the page
+
+
+def _where() -> ClassDir:
+    return ClassDir(Path(settings.ARENA_CLASS_DIR))
+
+
+@signed_in
+def me(request: HttpRequest, member: Member) -> HttpResponse:
+    classroom = Classroom.current()
+    context = {
+        "member": member,
+        "classroom": classroom,
+        "versions": member.submissions.all()[:50],
+        "frozen": classroom.frozen() if classroom else False,
+        "server": request.build_absolute_uri("/").rstrip("/"),
+    }
+    return render(request, "classroom/me.html", context)
+
+
+def upload_from(request: HttpRequest, member: Member) -> tuple[str, Any]:
+    """Store the request's upload as a version: ('ok', submission) or ('error', one line)."""
+    classroom = Classroom.current()
+    if classroom is None:
+        return "error", "the class has not been created yet"
+    if getattr(request, "arena_too_big", False):
+        return "error", f"upload too big; this class takes at most {classroom.upload_kib} KiB"
+    file = request.FILES.get("bot")
+    if file is None:
+        return "error", "choose a file to upload: a bot's source file, or a zip of its folder"
+    try:
+        found = submitting.submit(_where(), classroom, member, file.name or "upload", file, file.size or 0)
+    except Rejected as e:
+        return "error", str(e)
+    return "ok", found
+
+
+@require_POST
+@signed_in
+def upload(request: HttpRequest, member: Member) -> HttpResponse:
+    kind, said = upload_from(request, member)
+    if kind == "error":
+        messages.error(request, said)
+    else:
+        messages.success(request, f"version {said.number} is stored and waits for its check")
+    return redirect("me")
+
+
+@require_POST
+@signed_in
+def choose(request: HttpRequest, member: Member) -> HttpResponse:
+    """Pick which passed version plays (not after the deadline: the frozen one plays the final)."""
+    classroom = Classroom.current()
+    found = own_submission(member, request.POST.get("version", "0") or "0")
+    if found.member_id != member.pk:  # a teacher picks from the student's own page, not here
+        messages.error(request, "that version is not yours")
+    elif classroom is None or classroom.frozen():
+        messages.error(request, "the deadline has passed: the frozen version plays the final")
+    elif found.status != Status.PASSED:
+        messages.error(request, f"version {found.number} has not passed its check, so it cannot play")
+    else:
+        activate(classroom, member, found)
+        messages.success(request, f"version {found.number} now plays on the ladder")
+    return redirect("me")
+
+
+@require_POST
+@signed_in
+def token(request: HttpRequest, member: Member) -> HttpResponse:
+    Member.objects.filter(pk=member.pk).update(token=new_token())
+    messages.success(request, "a new token: the old one no longer works")
+    return redirect("me")
+
+
+@signed_in
+def version(request: HttpRequest, number: int, member: Member) -> HttpResponse:
+    """One version's checklist (its stderr and faults among it)."""
+    found = own_submission(member, number)
+    return render(request, "classroom/version.html", {"member": member, "version": found})
+
+
+@signed_in
+def source(request: HttpRequest, number: int, member: Member) -> HttpResponse:
+    """One version's files as stored (and built), as text."""
+    found = own_submission(member, number)
+    folder = _where().version(found.member.slug, found.number)
+    files: list[dict[str, Any]] = []
+    try:
+        for info, f in bot_files(folder, strict=False):
+            data = f.read(SHOWN_BYTES + 1)
+            text = data[:SHOWN_BYTES].decode("utf-8", errors="replace") if b"\0" not in data else None
+            files.append({"name": info.rel.partition("/")[2], "text": text, "cut": len(data) > SHOWN_BYTES})
+    except BotError:
+        files = []
+    return render(request, "classroom/source.html", {"member": member, "version": found, "files": files})

@@ -1,0 +1,167 @@
+"""Running the class: its join link, its members (reset a password, remove one, make one a teacher), what
+students see, the limits and the pass rule, the deadline, the reference bots, and the gradebook."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from arena.server import accounts, final, gradebook, ladder
+from arena.server.access import teacher_only
+from arena.server.classdir import REFERENCES, ClassDir
+from arena.server.models import Classroom, Member, Role, Visibility
+
+
+def _where() -> ClassDir:
+    return ClassDir(Path(settings.ARENA_CLASS_DIR))
+
+
+@teacher_only
+def dashboard(request: HttpRequest, member: Member) -> HttpResponse:
+    classroom = Classroom.current()
+    if classroom is None:
+        return render(
+            request, "classroom/message.html", {"title": "No class", "text": "the class is not created"}
+        )
+    members = (
+        Member.objects.select_related("user", "active")
+        .prefetch_related("submissions")
+        .order_by("role", "slug")
+    )
+    context = {
+        "member": member,
+        "classroom": classroom,
+        "members": members,
+        "join": request.build_absolute_uri(f"/join/{classroom.join_code}"),
+        "visibilities": Visibility.choices,
+        "references": REFERENCES,
+        "snapshot": ladder.snapshot(_where().ladder),
+        "results": final.results(_where()) is not None,
+        "now": timezone.now(),
+    }
+    return render(request, "classroom/teacher.html", context)
+
+
+def _number(request: HttpRequest, key: str, low: int, high: int, default: int) -> int:
+    try:
+        return max(low, min(high, int(request.POST.get(key, default))))
+    except ValueError:
+        return default
+
+
+@require_POST
+@teacher_only
+def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
+    """Visibility, limits and the pass rule."""
+    classroom = Classroom.current()
+    if classroom is None:
+        return redirect("teacher")
+    visibility = request.POST.get("visibility", classroom.visibility)
+    if visibility in Visibility.values:
+        classroom.visibility = visibility
+    classroom.upload_kib = _number(request, "upload_kib", 1, 64 * 1024, classroom.upload_kib)
+    classroom.per_day = _number(request, "per_day", 1, 1000, classroom.per_day)
+    reference = request.POST.get("rule_reference", classroom.rule_reference)
+    if reference in REFERENCES:
+        classroom.rule_reference = reference
+    classroom.rule_games = _number(request, "rule_games", 2, 200, classroom.rule_games)
+    classroom.rule_wins = _number(request, "rule_wins", 0, classroom.rule_games, classroom.rule_wins)
+    classroom.save()
+    messages.success(request, "saved")
+    return redirect("teacher")
+
+
+@require_POST
+@teacher_only
+def freeze(request: HttpRequest, member: Member) -> HttpResponse:
+    """Set the deadline ('now', or a date and time in UTC), or clear it before it has passed."""
+    classroom = Classroom.current()
+    if classroom is None:
+        return redirect("teacher")
+    if classroom.frozen():
+        messages.error(request, "the deadline has passed; the final is played from the frozen versions")
+        return redirect("teacher")
+    when = request.POST.get("when", "").strip()
+    if when == "now":
+        classroom.freeze_at = timezone.now()
+    elif when == "":
+        classroom.freeze_at = None
+    else:
+        try:
+            classroom.freeze_at = datetime.fromisoformat(when).replace(tzinfo=UTC)
+        except ValueError:
+            messages.error(request, f"{when!r} is not a date and time such as 2026-12-01T17:00")
+            return redirect("teacher")
+    classroom.save(update_fields=["freeze_at"])
+    messages.success(request, "deadline saved")
+    return redirect("teacher")
+
+
+@require_POST
+@teacher_only
+def references(request: HttpRequest, member: Member) -> HttpResponse:
+    """Add or remove arena's bundled reference bots from the ladder."""
+    classroom = Classroom.current()
+    if classroom is None:
+        return redirect("teacher")
+    chosen = [name for name in REFERENCES if request.POST.get(name)]
+    missing = [name for name in chosen if not (_where().references / f"{name}.py").is_file()]
+    if missing:
+        messages.error(request, f"this arena has no bundled {missing[0]} bot to add")
+        return redirect("teacher")
+    classroom.references = chosen
+    classroom.save(update_fields=["references"])
+    classroom.bump()
+    messages.success(request, "reference bots: " + (", ".join(chosen) or "none"))
+    return redirect("teacher")
+
+
+@require_POST
+@teacher_only
+def member_action(request: HttpRequest, ident: int, action: str, member: Member) -> HttpResponse:
+    """Reset a member's password (the new one shown once, here), remove a student, make one a teacher."""
+    other = get_object_or_404(Member.objects.select_related("user"), pk=ident)
+    classroom = Classroom.current()
+    if other.pk == member.pk and action != "reset":
+        messages.error(request, "that is you")
+    elif action == "reset":
+        password = secrets.token_urlsafe(9)
+        other.user.set_password(password)
+        other.user.save(update_fields=["password"])
+        messages.success(request, f"{other.user.username}'s new password (shown once): {password}")
+    elif action == "remove":
+        User.objects.filter(pk=other.user_id).update(is_active=False)
+        Member.objects.filter(pk=other.pk).update(active=None)
+        if classroom:
+            classroom.bump()
+        messages.success(request, f"{other.user.username} is removed; their versions are kept")
+    elif action == "promote" and other.role != Role.TEACHER:
+        accounts.make_teacher(other)
+        Member.objects.filter(pk=other.pk).update(active=None)
+        if classroom:
+            classroom.bump()
+        messages.success(request, f"{other.user.username} is now a teacher")
+    return redirect("teacher")
+
+
+@teacher_only
+def gradebook_csv(request: HttpRequest, member: Member) -> HttpResponse:
+    classroom = Classroom.current()
+    results = final.results(_where())
+    if classroom is None or results is None:
+        text = "the gradebook is made once the final has been played: set the deadline first"
+        return render(
+            request, "classroom/message.html", {"title": "No gradebook yet", "text": text}, status=409
+        )
+    response = HttpResponse(gradebook.csv_text(classroom, results), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="gradebook.csv"'
+    return response

@@ -1,0 +1,196 @@
+"""The server's background work, one process per role, each started (and restarted) by `arena serve`:
+
+- `checks`: queued versions, oldest first, built and checked by `arena check` (checking.py);
+- `ladder`: the class's ladder, an arena tournament in CLASS_DIR/ladder played adaptively until settled
+  (`Tournament.run(bots, None)`), again whenever the field changes (a new active version, a student removed,
+  a reference added): the adaptive schedule reopens only what changed. A change mid-run stops the run at
+  once (its finished games are stored) and the next starts with the new field. At the deadline it plays
+  the final instead (final.py).
+
+Both are the arena library's one writer of what they write; a kill -9 loses at most the games and the check
+in flight, which are played and checked again on the next start.
+
+    python -m arena.server.worker checks|ladder     (with the environment `arena serve` sets)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import django
+
+STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+IDLE_S = 1.0  # how often an idle worker looks for work
+SNAPSHOT_S = 3.0  # how often a playing ladder rewrites its snapshot
+# Background work yields the CPU to the pages: on a machine whose cores the games fill, a person waiting for
+# a page comes first (the games' pace is what the ladder measures over minutes; a page's is a person's).
+NICE = {"checks": 5, "ladder": 10}
+# A run is restarted for a changed field at most this often: a burst of new versions (a class uploading at
+# the deadline) joins in one restart, not one each (a restart surveys, hashes and starts the workers again).
+RESTART_S = 10.0
+log = logging.getLogger("arena")
+
+
+class FieldChanged(KeyboardInterrupt):
+    """Raised from a run's progress to end it cleanly (arena stores every finished game on an interrupt):
+    the field changed, or the deadline came."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def settings_here() -> Any:
+    from django.conf import settings
+
+    from arena.tournament.settings import Settings
+
+    return Settings(rules=settings.ARENA_RULES, move_ms=settings.ARENA_MOVE_MS)
+
+
+def class_dir() -> Any:
+    from django.conf import settings
+
+    from arena.server.classdir import ClassDir
+
+    return ClassDir(settings.CLASS.root)
+
+
+def checks() -> None:
+    """Check queued versions until stopped."""
+    from arena.server.checking import claim_next, run_check
+    from arena.server.submitting import requeue_interrupted
+
+    where, settings = class_dir(), settings_here()
+    requeue_interrupted()
+    while True:
+        found = claim_next()
+        if found is None:
+            time.sleep(IDLE_S)
+            continue
+        run_check(where, found, settings)
+
+
+class Watch:
+    """A run's progress callback: the snapshot every few seconds, and FieldChanged when the class's
+    field generation moves or the deadline passes."""
+
+    def __init__(self, cup: Any, generation: int, note: str) -> None:
+        self.cup, self.generation, self.note = cup, generation, note
+        self.changed = False
+        self.began = self.looked = self.written = time.monotonic()
+        self.every = SNAPSHOT_S
+
+    def __call__(self, done: int, total: int, record: object) -> None:
+        from arena.server import ladder
+        from arena.server.models import Classroom
+
+        now = time.monotonic()
+        if record is None:  # the run's first call, before its games: not inside its interruptible part
+            return
+        if now - self.written >= self.every:
+            ladder.write_snapshot(self.cup, self.note, False)
+            self.written = time.monotonic()
+            # Rating a big field takes a while, and the games wait for it: at most a twentieth of the time.
+            self.every = max(SNAPSHOT_S, 20 * (self.written - now))
+        if now - self.looked >= IDLE_S:
+            self.looked = now
+            classroom = Classroom.current()
+            if classroom is None or classroom.frozen():
+                self.changed = True
+                raise FieldChanged
+            if classroom.generation != self.generation and now - self.began >= RESTART_S:
+                self.changed = True
+                raise FieldChanged
+
+
+def ladder_loop(cluster: str | None) -> None:
+    """Play the ladder until stopped; at the deadline, the final."""
+    from arena.api import Tournament
+    from arena.match.bots import BotError
+    from arena.server import field, final, ladder
+    from arena.server.models import Classroom, FinalState
+
+    where, settings = class_dir(), settings_here()
+    run: dict[str, Any] = {"cluster": cluster} if cluster else {}
+    with Tournament(where.ladder, settings) as cup:
+        seen = -1
+        while True:
+            classroom = Classroom.current()
+            if classroom is None:
+                time.sleep(IDLE_S)
+                continue
+            if classroom.frozen():
+                if classroom.final_state != FinalState.DONE:
+                    _note(classroom, "the deadline has passed: the final is being played")
+                    try:
+                        final.play(where, classroom, settings, **run)
+                    except (BotError, ValueError, OSError) as e:  # said on the class page, tried again
+                        _note(classroom, f"the final could not be played: {e}")
+                        time.sleep(30 * IDLE_S)
+                        continue
+                    _note(classroom, "the final has been played")
+                time.sleep(IDLE_S)
+                continue
+            if classroom.generation == seen:
+                time.sleep(IDLE_S)
+                continue
+            seen = classroom.generation
+            field.sync(where.bots, field.wanted(where, classroom))
+            try:
+                entered = cup.enter(where.bots)
+            except BotError as e:
+                _note(classroom, f"waiting for bots: {e}")
+                ladder.write_snapshot(
+                    cup, f"waiting for bots: {len(field.versions(where.bots))} so far", False
+                )
+                continue
+            _note(classroom, f"playing: {len(entered.bots)} bots")
+            watch = Watch(cup, seen, "playing")
+            result = cup.run(entered, None, progress=watch, **run)
+            if result.interrupted and not watch.changed:
+                raise KeyboardInterrupt
+            if watch.changed:
+                seen = -1  # the field moved: sync it and run again at once
+            settled = not result.interrupted
+            ladder.write_snapshot(
+                cup, "settled: waiting for a new version" if settled else "playing", settled
+            )
+            if settled:
+                _note(classroom, "settled: waiting for a new version")
+
+
+def _note(classroom: Any, text: str) -> None:
+    from arena.server.models import Classroom
+
+    Classroom.objects.filter(pk=classroom.pk).update(ladder_note=text)
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.server.settings")
+    for stop in STOPS:
+        signal.signal(stop, _stop)
+    logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
+    django.setup()
+    role = argv[0] if argv else ""
+    os.nice(NICE.get(role, 0))
+    try:
+        if role == "checks":
+            checks()
+        elif role == "ladder":
+            ladder_loop(os.environ.get("ARENA_CLUSTER") or None)
+        else:
+            print("usage: python -m arena.server.worker checks|ladder", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,278 @@
+"""Who sees what (arena/server/access.py), as a matrix: every address the server answers against anonymous,
+student A, student B and the teacher. Each forbidden cell is asserted forbidden by its status and by what
+the answer must not hold (another student's source, stderr, checklist; the gradebook), so a guessed id or a
+guessed address gets nothing. The class is real: two students' versions stored by the upload code, a
+ladder and a final played by arena (two games each), Django's test client in this process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server_kit import need_extra, setup_django
+
+need_extra()
+
+BOT = """\
+import sys
+# {secret}-SOURCE: a marker in the source, never printed
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "MOVE":
+        b = [int(x) for x in w[2:]]
+        print("{secret}-STDERR", file=sys.stderr, flush=True)
+        print(next(p for p in range(1, len(b) // 2) if b[p - 1]), flush=True)
+    elif w and w[0] == "QUIT":
+        break
+"""
+SECRETS = {"alice": "ALICE-7Q", "bob": "BOB-3Z"}
+
+
+@dataclass
+class World:
+    clients: dict[str, Any]
+    versions: dict[str, int]
+    tokens: dict[str, str]
+    game: int
+    final_game: int
+    members: dict[str, int]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    import io
+
+    from django.core.management import call_command
+    from django.test import Client
+
+    root = tmp_path_factory.mktemp("access") / "class"
+    setup_django(root)
+    call_command("flush", interactive=False, verbosity=0)
+    from django.conf import settings
+
+    from arena.api import Tournament
+    from arena.server import accounts, field, ladder, submitting
+    from arena.server.classdir import ClassDir
+    from arena.server.models import Classroom, Role, Status
+    from arena.tournament.settings import Settings
+
+    where = ClassDir(Path(settings.ARENA_CLASS_DIR))
+    for folder in (where.bots, where.ladder, where.final, where.submissions):
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    where.make()
+    classroom = Classroom.objects.create(name="Access")
+    teacher = accounts.add_member("teach", "correct horse 42", Role.TEACHER)
+    members = {"teacher": teacher, "carol": accounts.add_member("carol", "another long pw 9")}
+    versions = {}
+    for name, secret in SECRETS.items():
+        member = accounts.add_member(name, f"pw {secret} long")
+        data = BOT.format(secret=secret).encode()
+        sub = submitting.submit(where, classroom, member, f"{name}.py", io.BytesIO(data), len(data))
+        sub.status = Status.PASSED
+        sub.checklist = {
+            "items": [{"name": "game 1", "status": "ok", "summary": "", "stderr": f"{secret}-CHECK"}]
+        }
+        sub.save()
+        member.active = sub
+        member.save()
+        members[name], versions[name] = member, sub.pk
+    settings_ = Settings(move_ms=500, openings=0)
+    field.sync(where.bots, field.wanted(where, classroom))
+    with Tournament(where.ladder, settings_) as cup:
+        cup.run(where.bots, rounds=1)
+        ladder.write_snapshot(cup, "test", True)
+    final_bots = where.final / "bots"
+    field.sync(final_bots, field.wanted(where, classroom))
+    with Tournament(where.final / "ranking", settings_) as cup:
+        cup.run(final_bots, rounds=1)
+        snap = ladder.write_snapshot(cup, "final", True)
+    results = {"board": snap["board"], "references": {}, "frozen": field.versions(final_bots)}
+    (where.final / "results.json").write_text(json.dumps(results))
+    clients = {"anonymous": Client()}
+    for role in ("alice", "bob", "teacher"):
+        clients[role] = Client()
+        clients[role].force_login(members[role].user)
+    yield World(
+        clients,
+        versions,
+        {n: members[n].token for n in SECRETS},
+        game=1,
+        final_game=1,
+        members={n: m.pk for n, m in members.items()},
+    )
+
+
+SIGNIN = "signin"  # anonymous: sent to sign in
+OK, DENIED = "ok", "denied"  # denied: 403 or 404, never the content
+
+
+def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...]]]:
+    """(url name, method, path, expected by role, what a denied answer must not hold)."""
+    a, b = w.versions["alice"], w.versions["bob"]
+    alice_secret = (SECRETS["alice"],)
+    everyone = {"anonymous": OK, "alice": OK, "bob": OK, "teacher": OK}
+    members = {"anonymous": SIGNIN, "alice": OK, "bob": OK, "teacher": OK}
+    alice_only = {"anonymous": SIGNIN, "alice": OK, "bob": DENIED, "teacher": OK}
+    teacher = {"anonymous": SIGNIN, "alice": DENIED, "bob": DENIED, "teacher": OK}
+    return [
+        ("home", "get", "/", everyone, ()),
+        ("signin", "get", "/signin", everyone, ()),
+        ("signout", "post", "/signout", everyone, ()),
+        ("join", "get", "/join", everyone, ()),
+        ("join_code", "get", "/join/whatever", everyone, ()),
+        ("setup", "get", "/setup/not-the-token", {r: DENIED for r in everyone}, ()),
+        ("me", "get", "/me", members, ()),
+        ("upload", "post", "/me/upload", members, ()),
+        ("choose", "post", f"/me/choose?version={a}", alice_only, ()),
+        ("token", "post", "/me/token", members, ()),
+        ("version", "get", f"/versions/{a}", alice_only, alice_secret),
+        ("source", "get", f"/versions/{a}/source", alice_only, alice_secret),
+        ("ladder", "get", "/ladder", members, ()),
+        ("ladder_json", "get", "/ladder.json", members, ()),
+        ("game", "get", f"/games/{w.game}", members, ()),
+        ("final", "get", "/final", teacher, ()),
+        ("final_json", "get", "/final.json", teacher, ("alice",)),
+        ("final_game", "get", f"/final/games/{w.final_game}", teacher, ("alice",)),
+        ("teacher", "get", "/teacher", teacher, (w.tokens["alice"],)),
+        ("class_settings", "post", "/teacher/settings", teacher, ()),
+        ("freeze", "post", "/teacher/freeze", teacher, ()),
+        ("references", "post", "/teacher/references", teacher, ()),
+        ("member_action", "post", f"/teacher/members/{w.members['carol']}/reset", teacher, ("new password",)),
+        ("gradebook", "get", "/teacher/gradebook.csv", teacher, ("alice",)),
+        ("api_submit", "post", "/api/submit", {r: "token" for r in everyone}, ()),
+        ("api_version", "get", f"/api/versions/{a}", {r: "token" for r in everyone}, ()),
+        (
+            "admin",
+            "get",
+            "/admin/",
+            {"anonymous": "admin", "alice": "admin", "bob": "admin", "teacher": OK},
+            (),
+        ),
+        (
+            "version_b",
+            "get",
+            f"/versions/{b}",
+            {"anonymous": SIGNIN, "alice": DENIED, "bob": OK, "teacher": OK},
+            (),
+        ),
+    ]
+
+
+def _throwaway(world: World, role: str) -> Any:
+    """A second session of `role`'s, to sign out of without ending the matrix's own."""
+    from django.test import Client
+
+    from arena.server.models import Member
+
+    client = Client()
+    if role in world.members:
+        client.force_login(Member.objects.get(pk=world.members[role]).user)
+    return client
+
+
+def _send(client: Any, method: str, path: str) -> Any:
+    if method == "post":
+        base, _, query = path.partition("?")
+        data = dict(pair.split("=") for pair in query.split("&")) if query else {}
+        return client.post(base, data)
+    return client.get(path)
+
+
+def test_every_address_is_in_the_matrix(world: World) -> None:
+    from arena.server.urls import urlpatterns
+
+    names = {p.name for p in urlpatterns if getattr(p, "name", None)} | {"admin"}
+    assert names == {cell[0] for cell in _cells(world)} - {"version_b"}
+
+
+@pytest.mark.parametrize("role", ["anonymous", "alice", "bob", "teacher"])
+def test_the_matrix(world: World, role: str) -> None:
+    from django.conf import settings
+
+    settings_hidden = []
+    for name, method, path, expected, secret in _cells(world):
+        want = expected[role]
+        client = world.clients[role] if name != "signout" else _throwaway(world, role)
+        answer = _send(client, method, path)
+        body = answer.content.decode(errors="replace")
+        where = f"{role} {method.upper()} {path}: {answer.status_code}"
+        if want == SIGNIN:
+            assert answer.status_code == 302 and answer["Location"].startswith(settings.LOGIN_URL), where
+        elif want == DENIED:
+            assert answer.status_code in (403, 404), where
+            for text in secret:
+                assert text not in body, f"{where} shows {text}"
+        elif want == "token":
+            assert answer.status_code == 401, where  # no token: no session lets anyone in
+        elif want == "admin":
+            assert answer.status_code == 302 and "/admin/login" in answer["Location"], where
+        else:
+            assert answer.status_code in (200, 302), where
+        settings_hidden.append(name)
+
+
+def test_a_student_sees_their_own_stderr_in_a_replay_and_never_the_other(world: World) -> None:
+    mine = world.clients["alice"].get(f"/games/{world.game}").content.decode()
+    assert f"{SECRETS['alice']}-STDERR" in mine
+    assert f"{SECRETS['bob']}-STDERR" not in mine
+    assert "Only its author and the teacher see the stderr of bob" in mine
+    everything = world.clients["teacher"].get(f"/games/{world.game}").content.decode()
+    assert f"{SECRETS['alice']}-STDERR" in everything and f"{SECRETS['bob']}-STDERR" in everything
+
+
+def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
+    bob = world.clients["bob"]
+    alice_version = world.versions["alice"]
+    for path in (f"/versions/{alice_version}", f"/versions/{alice_version}/source"):
+        theirs, none = bob.get(path), bob.get(path.replace(str(alice_version), "999999"))
+        assert theirs.status_code == none.status_code == 404
+        assert SECRETS["alice"] not in theirs.content.decode()
+
+
+def test_the_api_reads_only_the_tokens_own_versions(world: World) -> None:
+    from arena.server.models import Member
+
+    client = world.clients["anonymous"]
+    alice, bob = (f"Bearer {Member.objects.get(slug=n).token}" for n in ("alice", "bob"))
+    path = f"/api/versions/{world.versions['alice']}"
+    assert client.get(path, HTTP_AUTHORIZATION=alice).status_code == 200
+    refused = client.get(path, HTTP_AUTHORIZATION=bob)
+    assert refused.status_code == 404 and SECRETS["alice"] not in refused.content.decode()
+    assert client.get(path, HTTP_AUTHORIZATION="Bearer nonsense").status_code == 401
+
+
+def test_a_hidden_ladder_is_hidden_from_students_only(world: World) -> None:
+    from arena.server.models import Classroom, Visibility
+
+    Classroom.objects.update(visibility=Visibility.HIDDEN)
+    try:
+        for role in ("alice", "bob"):
+            for path in ("/ladder", "/ladder.json", f"/games/{world.game}"):
+                answer = world.clients[role].get(path)
+                assert answer.status_code == 403, (role, path)
+                assert "STDERR" not in answer.content.decode()
+        assert world.clients["teacher"].get("/ladder.json").status_code == 200
+    finally:
+        Classroom.objects.update(visibility=Visibility.OPEN)
+
+
+def test_released_results_reach_students_with_their_own_stderr_only(world: World) -> None:
+    from arena.server.models import Classroom, Visibility
+
+    Classroom.objects.update(visibility=Visibility.RELEASED)
+    try:
+        board = world.clients["bob"].get("/final.json").json()["board"]
+        assert {row["bot"] for row in board} == {"alice", "bob"}
+        replay = world.clients["bob"].get(f"/final/games/{world.final_game}").content.decode()
+        assert f"{SECRETS['bob']}-STDERR" in replay and f"{SECRETS['alice']}-STDERR" not in replay
+        assert world.clients["bob"].get("/teacher/gradebook.csv").status_code == 403
+    finally:
+        Classroom.objects.update(visibility=Visibility.OPEN)

@@ -1,0 +1,439 @@
+"""The real server (`arena serve`: gunicorn and its workers, on 127.0.0.1 at a free port) through a whole
+class, on SQLite and on a real PostgreSQL started here where the machine has its binaries:
+
+- in headless Chromium (Selenium): the teacher creates the class with the one-time link; three students
+  join and upload (a Python bot, a compiled C bot zipped as a folder, a broken one); the checks pass and
+  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; the
+  teacher freezes, the final runs, the gradebook CSV is downloaded and its rows checked;
+- kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
+  checked after it), no game stored twice, the ladder goes on;
+- a hostile bot uploaded through the page reads nothing of another student's, nor the server's secrets:
+  its check runs it confined as `arena run` does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server_kit import ROOT, Server, need_extra, pg_missing, postgres
+
+need_extra()
+requests = pytest.importorskip(
+    "requests", reason="the tests' HTTP client is not installed: pip install requests"
+)
+
+pytestmark = pytest.mark.slow
+PASSWORD = "kalah rules 6 by 6"
+FIRST_LEGAL = """\
+import sys
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "MOVE":
+        b = [int(x) for x in w[2:]]
+        print("thinking about", b, file=sys.stderr, flush=True)
+        print(next(p for p in range(1, len(b) // 2) if b[p - 1]), flush=True)
+    elif w and w[0] == "QUIT":
+        break
+"""
+BROKEN = """\
+import sys
+for line in sys.stdin:
+    if line.startswith("MOVE"):
+        print("banana", flush=True)
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    if request.param == "sqlite":
+        yield None
+        return
+    if why := pg_missing():
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+            pytest.fail(f"PostgreSQL must be installed on CI: {why}")
+        pytest.skip(why)
+    folder = Path(tempfile.mkdtemp(prefix="arena-pg-"))  # not under pytest's 0700 folders: its user reads it
+    try:
+        with postgres(folder) as url:
+            yield url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def server(tmp_path: Path, db: str | None) -> Iterator[Server]:
+    made = Server(tmp_path / "class", db)
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+# --- a person's browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    found = (shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver"))
+    if not all(found):
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+            pytest.fail(
+                "chromium and chromium-driver must be installed on CI: apt-get install chromium-driver"
+            )
+        pytest.skip("chromium or chromium-driver is not installed (apt-get install chromium-driver)")
+    options = Options()
+    options.binary_location = str(found[0])
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1000",
+    ):  # fmt: skip
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(str(found[1])))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _by() -> Any:
+    from selenium.webdriver.common.by import By
+
+    return By
+
+
+def fill(driver: Any, **fields: str) -> None:
+    for name, value in fields.items():
+        box = driver.find_element(_by().ID, name)
+        box.clear()
+        box.send_keys(value)
+
+
+def click(driver: Any, ident: str, navigates: bool = True) -> None:
+    """Click; for a form's button, wait until the next page has replaced this one."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().ID, ident).click()
+    if navigates:
+        WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+
+
+def text(driver: Any, ident: str) -> str:
+    return str(driver.find_element(_by().ID, ident).text)
+
+
+def until(what: str, check: Any, seconds: float = 180, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    raise AssertionError(f"waited {seconds:.0f} s for {what}")
+
+
+def sign_up(driver: Any, join: str, username: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(join)
+    fill(driver, username=username, password=PASSWORD, password2=PASSWORD)
+    click(driver, "join")
+    assert driver.current_url.endswith("/me"), driver.page_source[:2000]
+
+
+def upload(driver: Any, server: Server, path: Path) -> None:
+    driver.get(server.url + "/me")
+    driver.find_element(_by().ID, "bot").send_keys(str(path))
+    click(driver, "upload")
+    said = [m.text for m in driver.find_elements(_by().CSS_SELECTOR, ".msg")]
+    assert any("is stored and waits for its check" in m for m in said), said
+
+
+def checked(driver: Any, server: Server) -> str:
+    """The status of the student's latest version once its check is done."""
+
+    def done() -> str | None:
+        driver.get(server.url + "/me")
+        rows = driver.find_elements(_by().CSS_SELECTOR, "tr.version")
+        status = rows[0].get_attribute("data-status") if rows else None
+        return status if status in ("passed", "failed") else None
+
+    return str(until("a check", done, 300))
+
+
+def c_bot_zip(folder: Path) -> Path:
+    """`arena new --lang c`'s starter, as a student zips it: the folder with its bot.toml and bot.c."""
+    starter = ROOT / "arena" / "student" / "starters" / "c"
+    path = folder / "cbot.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for name in ("bot.toml", "bot.c"):
+            z.writestr(f"cbot/{name}", (starter / name).read_text().replace("{{NAME}}", "cbot"))
+    return path
+
+
+def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Path) -> None:
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = browser
+    link = server.start().split()[2]
+    driver.delete_all_cookies()
+    driver.get(link)
+    fill(driver, name="AI 101", username="teach", password=PASSWORD, password2=PASSWORD)
+    click(driver, "create")
+    join = text(driver, "join-link")
+    assert join.startswith(server.url + "/join/")
+
+    files = {"alice": tmp_path / "alice.py", "bob": c_bot_zip(tmp_path), "carol": tmp_path / "carol.py"}
+    files["alice"].write_text(FIRST_LEGAL)
+    files["carol"].write_text(BROKEN)
+    for name, path in files.items():
+        sign_up(driver, join, name)
+        upload(driver, server, path)
+        expected = "failed" if name == "carol" else "passed"
+        assert checked(driver, server) == expected, name
+        if name == "carol":
+            driver.get(driver.find_element(_by().CSS_SELECTOR, "tr.version a").get_attribute("href"))
+            assert "FAIL" in text(driver, "checklist") and "banana" in driver.page_source
+        else:
+            assert "Playing on the ladder: version 1" in text(driver, "active")
+
+    def ladder_rows() -> list[str] | None:
+        driver.get(server.url + "/ladder")
+        rows = [r.text for r in driver.find_elements(_by().CSS_SELECTOR, "#board .bot")]
+        return rows if {"alice", "bob"} <= set(rows) and int(text(driver, "games")) >= 8 else None
+
+    for name in ("carol", "bob", "alice"):  # each student opens their page and the ladder
+        driver.delete_all_cookies()
+        driver.get(server.url + "/signin")
+        fill(driver, username=name, password=PASSWORD)
+        click(driver, "signin")
+        assert driver.current_url.endswith("/me")
+        rows = until("the ladder's games", ladder_rows)
+        assert "carol" not in rows, "a failing version does not enter"
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "#recent a").click()  # alice opens a game: her stderr only
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+    assert (
+        "<h2>stderr of alice</h2>" in driver.page_source
+        and "<h2>stderr of bob</h2>" not in driver.page_source
+    )
+    click(driver, "first", navigates=False)
+    assert text(driver, "ply") == "start"
+
+    driver.delete_all_cookies()
+    driver.get(server.url + "/signin")
+    fill(driver, username="teach", password=PASSWORD)
+    click(driver, "signin")
+    click(driver, "freeze-now")
+
+    def final_done() -> bool:
+        driver.get(server.url + "/teacher")
+        return text(driver, "final-state") == "done"
+
+    until("the final", final_done, 400, 2)
+    cookies = {c["name"]: c["value"] for c in driver.get_cookies()}
+    answer = requests.get(server.url + "/teacher/gradebook.csv", cookies=cookies, timeout=30)
+    assert answer.status_code == 200 and answer.headers["Content-Type"].startswith("text/csv")
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(answer.text))}
+    assert set(rows) == {"alice", "bob", "carol"}
+    assert rows["bob"]["place"] == "1" and rows["alice"]["place"] == "2", rows
+    assert rows["bob"]["version"] == rows["alice"]["version"] == "1"
+    assert rows["carol"]["version"] == "" and rows["carol"]["pass"] == "fail"
+    for name in ("alice", "bob"):
+        wins, draws, losses = map(int, rows[name]["vs_greedy"].split("-"))
+        assert wins + draws + losses == 10, rows[name]
+        assert rows[name]["pass"] == ("pass" if wins >= 8 else "fail")
+        assert float(rows[name]["elo_lo"]) <= float(rows[name]["elo"]) <= float(rows[name]["elo_hi"])
+    assert rows["alice"]["pass"] == "fail", "first-legal does not beat greedy 8 times in 10"
+
+
+# --- without a browser: the faults -----------------------------------------------------------------------
+
+
+class Student:
+    """A student's session over HTTP (forms with their CSRF token, as the browser sends them)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.http = requests.Session()
+
+    def _token(self, path: str) -> str:
+        page = self.http.get(self.server.url + path, timeout=30).text
+        return str(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+
+    def post(self, path: str, form: dict[str, str], files: Any = None, page: str | None = None) -> Any:
+        form = {**form, "csrfmiddlewaretoken": self._token(page or path)}
+        return self.http.post(self.server.url + path, data=form, files=files, timeout=60)
+
+    def upload(self, name: str, data: bytes) -> None:
+        answer = self.post("/me/upload", {}, files={"bot": (name, data)}, page="/me")
+        assert "is stored and waits for its check" in answer.text, answer.text[-3000:]
+
+    def versions(self) -> list[str]:
+        page = self.http.get(self.server.url + "/me", timeout=30).text
+        return re.findall(r'<tr class="version" data-number="\d+" data-status="(\w+)"', page)
+
+
+def make_class(server: Server, link: str, students: list[str]) -> dict[str, Student]:
+    teacher = Student(server)
+    setup = link.split()[2].removeprefix(server.url)
+    form = {"name": "K", "username": "teach", "password": PASSWORD, "password2": PASSWORD}
+    page = teacher.post(setup, form)
+    code = re.search(r'id="join-code">([^<]+)<', page.text).group(1)  # type: ignore[union-attr]
+    out = {"teach": teacher}
+    for name in students:
+        s = Student(server)
+        form = {"code": code, "username": name, "password": PASSWORD, "password2": PASSWORD}
+        assert s.post("/join", form, page=f"/join/{code}").url.endswith("/me")
+        out[name] = s
+    return out
+
+
+def store_games(class_dir: Path) -> tuple[int, int]:
+    """(games stored, distinct games) in the ladder's store."""
+    with sqlite3.connect(class_dir / "ladder" / "arena.sqlite") as db:
+        total = db.execute("SELECT count(*) FROM games").fetchone()[0]
+        distinct = db.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT round, south_id, north_id FROM games)"
+        ).fetchone()[0]
+    return int(total), int(distinct)
+
+
+RANDOM = (ROOT / "bots" / "random.py").read_bytes()
+
+
+def test_kill_9_during_games_loses_nothing_and_the_ladder_goes_on(server: Server) -> None:
+    people = make_class(server, server.start(), ["ann", "ben"])
+    for name in ("ann", "ben"):  # two random bots: the ladder is far from settled, games go on
+        people[name].upload(f"{name}.py", RANDOM)
+    until("the checks", lambda: all(people[n].versions() == ["passed"] for n in ("ann", "ben")), 240)
+    until(
+        "games",
+        lambda: (
+            (server.class_dir / "ladder" / "arena.sqlite").exists() and store_games(server.class_dir)[0] >= 10
+        ),
+        240,
+    )
+    people["ann"].upload("ann2.py", RANDOM.replace(b"Random Kalah bot", b"Random Kalah bot, v2"))
+    server.kill9()
+    assert not any(_children_of(server)), "arena serve's children die with it"
+    before, distinct = store_games(server.class_dir)
+    assert before == distinct
+    assert (server.class_dir / "submissions" / "ann" / "2" / "ann" / "ann2.py").is_file()
+
+    server.start()
+    until("ann's second version checked", lambda: people["ann"].versions()[:1] == ["passed"], 240)
+    assert people["ann"].versions() == ["passed", "passed"], "no submission lost"
+    until("the ladder going on", lambda: store_games(server.class_dir)[0] >= before + 10, 240)
+    total, distinct = store_games(server.class_dir)
+    assert total == distinct, "no game stored twice"
+
+
+def _children_of(server: Server) -> list[int]:
+    """Processes still running from the killed server (its gunicorn and workers carry ARENA_CLASS_DIR)."""
+    found = []
+    mark = f"ARENA_CLASS_DIR={server.class_dir}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+HOSTILE = """\
+import os, sys
+targets = sys.argv[1:] or []
+for path in {targets!r}:
+    try:
+        with open(path, "rb") as f:
+            print("LEAK", path, f.read(200), file=sys.stderr, flush=True)
+    except OSError as e:
+        print("DENIED", path, type(e).__name__, file=sys.stderr, flush=True)
+try:
+    print("LISTED", os.listdir({folder!r}), file=sys.stderr, flush=True)
+except OSError as e:
+    print("DENIED", {folder!r}, type(e).__name__, file=sys.stderr, flush=True)
+raise SystemExit("done looking")
+"""
+
+
+def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
+    from arena.match.confine import sandbox_problem
+
+    if db is not None:
+        pytest.skip("the sandbox does not depend on the database: once, on SQLite")
+    if sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    people = make_class(server, server.start(), ["vic", "mal"])
+    secret = b"# VIC-PRIVATE-STRATEGY\n" + RANDOM
+    people["vic"].upload("vic.py", secret)
+    until("vic's check", lambda: people["vic"].versions() == ["passed"], 240)
+    root = server.class_dir.absolute()
+    targets = [
+        str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
+        str(root / "bots" / "vic" / "vic.py"),
+        str(root / "secret_key"),
+        str(root / "server.sqlite3"),
+    ]
+    people["mal"].upload("mal.py", HOSTILE.format(targets=targets, folder=str(root / "submissions")).encode())
+    until("mal's check", lambda: people["mal"].versions() == ["failed"], 240)
+    page = people["mal"].http.get(server.url + "/me", timeout=30).text
+    version = re.search(r'href="/versions/(\d+)"', page).group(1)  # type: ignore[union-attr]
+    shown = people["mal"].http.get(f"{server.url}/versions/{version}", timeout=30).text
+    assert "done looking" in shown, "the bot ran and its stderr is on its author's page"
+    assert "LEAK" not in shown and "VIC-PRIVATE" not in shown
+    assert "LISTED [&#x27;mal&#x27;]" in shown, "the submissions folder shows the bot its own folder only"
+    for path in targets:
+        assert f"DENIED {path}" in shown, path
+
+
+def test_arena_submit_from_a_terminal(server: Server, db: str | None, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    if db is not None:
+        pytest.skip("the terminal's upload does not depend on the database: once, on SQLite")
+    people = make_class(server, server.start(), ["tom"])
+    page = people["tom"].http.get(server.url + "/me", timeout=30).text
+    token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_bytes(RANDOM)
+    bad.write_text(BROKEN)
+
+    def submit(path: Path, key: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, "-m", "arena", "submit", str(path), "--server", server.url, "--token", key]
+        return subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+    ok = submit(good, token)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("version 1 stored; waiting for its check")
+    assert "tom: ready to play" in ok.stdout
+    failed = submit(bad, token)
+    assert failed.returncode == 1 and "tom: FAIL" in failed.stdout
+    refused = submit(good, "not-my-token")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "arena: error: no valid token: copy it from your page on the server"
+    assert people["tom"].versions() == ["failed", "passed"]

@@ -1,0 +1,168 @@
+"""The server's parts on their own: `arena run` never loads Django; the class folder's secret key; the
+ladder's field as a bots folder (students' active versions, the references the teacher added); the
+gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to."""
+
+from __future__ import annotations
+
+import io
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.server_kit import ROOT
+
+
+def test_arena_run_does_not_load_the_server() -> None:
+    code = (
+        "import sys, arena.cli, arena.api, arena.report.page, arena.student.check; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'gunicorn') "
+        "or m == 'arena.server'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_arena_submit_packs_a_folder_without_its_build_or_hidden_files(tmp_path: Path) -> None:
+    from arena.server.client import packed
+
+    bot = tmp_path / "mybot"
+    (bot / "__pycache__").mkdir(parents=True)
+    (bot / "bot.toml").write_text('command = "python3 bot.py"\n')
+    (bot / "bot.py").write_text("print(1)\n")
+    (bot / ".arena-build.json").write_text("{}")
+    (bot / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (bot / "link").symlink_to("/etc/passwd")
+    name, data = packed(bot)
+    assert name == "mybot.zip"
+    assert sorted(zipfile.ZipFile(io.BytesIO(data)).namelist()) == ["mybot/bot.py", "mybot/bot.toml"]
+    assert packed(bot / "bot.py") == ("bot.py", b"print(1)\n")
+
+
+def test_the_secret_key_is_made_once_and_kept_to_its_owner(tmp_path: Path) -> None:
+    from arena.server.classdir import ClassDir
+
+    where = ClassDir(tmp_path / "class")
+    where.make()
+    key = where.secret_key()
+    assert len(key) >= 50 and where.secret_key() == key
+    assert stat.S_IMODE((where.root / "secret_key").stat().st_mode) == 0o600
+
+
+def test_the_server_answers_to_its_bind_address() -> None:
+    pytest.importorskip("django", reason="the server's extra is not installed: pip install 'arena[server]'")
+    from arena.server.serve import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1") == ["127.0.0.1", "[::1]", "localhost"]
+    assert allowed_hosts("10.1.2.3") == ["10.1.2.3"]
+    assert allowed_hosts("0.0.0.0") == ["*"]
+
+
+@pytest.fixture
+def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.server_kit import need_extra, setup_django
+
+    need_extra()
+    setup_django(tmp_path_factory.mktemp("parts") / "class")
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+    return Path(settings.ARENA_CLASS_DIR)
+
+
+def test_the_field_is_the_active_versions_and_the_references(django_class: Path) -> None:
+    import shutil
+
+    from arena.match.bots import survey
+    from arena.server import accounts, field, submitting
+    from arena.server.classdir import ClassDir
+    from arena.server.models import Classroom, Status
+
+    where = ClassDir(django_class)
+    shutil.rmtree(where.submissions, ignore_errors=True)
+    where.make()
+    classroom = Classroom.objects.create(name="F", references=["greedy"])
+    member = accounts.add_member("zoe", "a long password 1")
+    data = (ROOT / "bots" / "random.py").read_bytes()
+    version = submitting.submit(where, classroom, member, "zoe.py", io.BytesIO(data), len(data))
+    folder = tmp = django_class.parent / "fieldtest"
+    assert field.sync(folder, field.wanted(where, classroom))
+    assert sorted(p.name for p in folder.iterdir()) == ["greedy.py"], "a version not yet passed does not play"
+    version.status = Status.PASSED
+    version.save()
+    member.active = version
+    member.save()
+    assert field.sync(folder, field.wanted(where, classroom))
+    assert [b.name for b in survey(folder).bots] == ["greedy", "zoe"]
+    assert not field.sync(folder, field.wanted(where, classroom)), "an unchanged field is not copied again"
+    classroom.references = []
+    assert field.sync(tmp, field.wanted(where, classroom))
+    assert [b.name for b in survey(folder).bots] == ["zoe"]
+
+
+def test_the_gradebook_has_every_student_and_the_teachers_rule(django_class: Path) -> None:
+    import csv
+
+    from arena.server import accounts, gradebook
+    from arena.server.models import Classroom
+
+    classroom = Classroom.objects.create(name="G", rule_wins=8, rule_games=10)
+    for name in ("amy", "bea", "cid"):
+        accounts.add_member(name, "a long password 2")
+    results = {
+        "board": [
+            {
+                "place": "1",
+                "bot": "bea",
+                "elo": 1700.0,
+                "elo_lo": 1600.0,
+                "elo_hi": 1800.0,
+                "games": 20,
+                "score_pct": 80.0,
+            },
+            {
+                "place": "2",
+                "bot": "amy",
+                "elo": 1300.0,
+                "elo_lo": 1200.0,
+                "elo_hi": 1400.0,
+                "games": 20,
+                "score_pct": 20.0,
+            },
+        ],
+        "frozen": {"amy": "v2 #5", "bea": "v1 #3"},
+        "references": {"amy": {"greedy": [3, 0, 7], "random": [9, 0, 1]}, "bea": {"greedy": [8, 1, 1]}},
+    }
+    rows = list(csv.DictReader(io.StringIO(gradebook.csv_text(classroom, results))))
+    assert [r["student"] for r in rows] == ["bea", "amy", "cid"]
+    assert [r["pass"] for r in rows] == ["pass", "fail", "fail"]
+    assert rows[1]["version"] == "2" and rows[1]["vs_greedy"] == "3-0-7" and rows[1]["vs_random"] == "9-0-1"
+    assert rows[2]["version"] == "" and rows[2]["place"] == ""
+    assert rows[0]["rule"] == "wins at least 8 of 10 against greedy"
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    pytest.importorskip("django", reason="the server's extra is not installed: pip install 'arena[server]'")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [sys.executable, "-m", "arena", "serve", str(tmp_path / "class"), "--port", str(port)]
+        run = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == [
+        f"arena: error: cannot listen on 127.0.0.1:{port}: Address already in use; give another --port"
+    ]
+    assert not (tmp_path / "class").exists(), "nothing made before the server can start"
+
+
+def test_the_migrations_match_the_models(django_class: Path) -> None:
+    from django.core.management import call_command
+
+    call_command("makemigrations", "classroom", "--check", "--dry-run", verbosity=0)
