@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from arena.match import names
 
@@ -56,6 +57,14 @@ PY_LAUNCHER = (
     "    while tb is not None and tb.tb_frame.f_code.co_filename != sys.argv[0]: tb = tb.tb_next\n"
     "    traceback.print_exception(type(e), e, tb or e.__traceback__); sys.exit(1)"
 )
+
+
+class Where(NamedTuple):
+    """Where a bot version was found and the command it ran with (its `Bot.argv`; None when a store made
+    before commands were kept does not know it), as the store keeps them for the reproduce command."""
+
+    path: Path
+    argv: tuple[str, ...] | None = None
 
 
 def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None) -> str:

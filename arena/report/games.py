@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, parse_rules
+from arena.match.bots import Where
 from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.tournament import queries
@@ -42,7 +43,7 @@ from arena.tournament.store import Store
 
 FOLDER = "games"
 BLOCK = 250  # games per replay file: ~250 KB of Kalah(6,6); one file is what opening a game costs
-FORMAT = 2  # bump when the encoding changes: every block is written again
+FORMAT = 3  # bump when the encoding changes: every block is written again (3: folder bots' own commands)
 HEADER = "// arena replays "
 # Think time is kept as a histogram per bot over the move's share of the time limit, 8 bins a decade from
 # 0.01% of the limit up to 10 times it (past the limit: the startup allowance of a first move, or a timeout).
@@ -216,11 +217,11 @@ def _block(
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     """Replay one block's games: their encoded replays by id, and think times by bot version."""
     rows = list(queries.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
-    return _replayed(rows, rules, settings, queries.bot_paths(store))
+    return _replayed(rows, rules, settings, queries.bot_places(store))
 
 
 def _replayed(
-    rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, paths: dict[int, Path]
+    rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, places: dict[int, Where]
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     move_ms = settings.move_ms if settings else None
     bank_ms = settings.bank_ms if settings else None
@@ -229,7 +230,7 @@ def _replayed(
     think: dict[int, Think] = {}
     for row in rows:
         record = _record(row)
-        where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
+        where = {record.south: places[int(row["south_id"])], record.north: places[int(row["north_id"])]}
         game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None, where)
         games[str(row["id"])] = encode(game, record)
         ids = {record.south: int(row["south_id"]), record.north: int(row["north_id"])}
@@ -246,11 +247,15 @@ def _replayed(
 
 
 def _block_file(
-    block: int, sig: list[Any], rows: list[dict[str, Any]], settings: Settings | None, paths: dict[int, Path]
+    block: int,
+    sig: list[Any],
+    rows: list[dict[str, Any]],
+    settings: Settings | None,
+    places: dict[int, Where],
 ) -> tuple[str, dict[int, Any]]:
     """A block file's text and its think times (plain): what a worker process makes of a block's rows."""
     rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
-    data, stats = _replayed(rows, rules, settings, paths)
+    data, stats = _replayed(rows, rules, settings, places)
     think = {b: t.plain() for b, t in stats.items()}
     head = {"sig": sig, "think": {str(b): v for b, v in think.items()}}
     body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -291,8 +296,8 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
             stale.unlink()
     stamp = _write_list(store, out, rules)
     deadline = None if within is None else time.monotonic() + within
-    paths = queries.bot_paths(store)
-    done = _replay_blocks(store, settings, paths, todo[::-1], deadline, jobs)
+    places = queries.bot_places(store)
+    done = _replay_blocks(store, settings, places, todo[::-1], deadline, jobs)
     for stats in done:
         for bot, v in stats.items():
             think.setdefault(int(bot), Think()).merge(Think.of(v))
@@ -308,7 +313,7 @@ def _written(path: Path, future: Future[tuple[str, dict[int, Any]]]) -> dict[int
 def _replay_blocks(
     store: Store,
     settings: Settings | None,
-    paths: dict[int, Path],
+    places: dict[int, Where],
     todo: list[tuple[int, list[Any], Path]],
     deadline: float | None,
     jobs: int,
@@ -326,7 +331,8 @@ def _replay_blocks(
             with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
                 running: deque[tuple[Path, Future[tuple[str, dict[int, Any]]]]] = deque()
                 for block, sig, path in todo:  # a few blocks ahead per process: memory stays that of a few
-                    running.append((path, pool.submit(_block_file, block, sig, rows(block), settings, paths)))
+                    made = pool.submit(_block_file, block, sig, rows(block), settings, places)
+                    running.append((path, made))
                     if len(running) >= 2 * jobs:
                         done.append(_written(*running.popleft()))
                 while running:
@@ -337,7 +343,7 @@ def _replay_blocks(
     for block, sig, path in todo:
         if deadline is not None and time.monotonic() > deadline:
             break
-        text, think = _block_file(block, sig, rows(block), settings, paths)
+        text, think = _block_file(block, sig, rows(block), settings, places)
         _write(path, text)
         done.append(think)
     return done

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
-from arena.match.bots import reproduce_command
+from arena.match.bots import Where, reproduce_command
 from arena.match.protocol import lines_sent
 from arena.match.record import GameRecord
 
@@ -104,10 +104,10 @@ def replay(
     move_ms: int | None = None,
     bank_ms: int | None = None,
     rules: Rules | None = None,
-    paths: dict[str, Path] | None = None,
+    places: dict[str, Where] | None = None,
 ) -> Replay:
     """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines;
-    `paths` where the bots are, by name, for the reproduce command."""
+    `places` where the bots are and their commands, by name, for the reproduce command."""
     rules = rules or parse_rules(record.rules)
     pos = rules.initial()
     start = pos
@@ -126,7 +126,7 @@ def replay(
     swap_at = next((k for k, p in enumerate(plies) if p.swap), -1)
     fault = None
     if record.faulty and not error:
-        fault = _fault(record, rules, positions, move_ms, bank_ms, (paths or {}).get(str(record.faulty)))
+        fault = _fault(record, rules, positions, move_ms, bank_ms, (places or {}).get(str(record.faulty)))
     return Replay(
         rules.spec,
         start,
@@ -146,7 +146,7 @@ def _fault(
     positions: list[Position],
     move_ms: int | None,
     bank_ms: int | None,
-    path: Path | None,
+    where: Where | None,
 ) -> ReplayFault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
     if it was its turn."""
@@ -154,6 +154,7 @@ def _fault(
     lines = lines_sent(rules, record, bot, move_ms, bank_ms)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
     note = note if bank_ms else ""
+    where = where or Where(Path(f"bots/{bot}.py"))
     return ReplayFault(
         bot,
         record.reason,
@@ -161,6 +162,6 @@ def _fault(
         record.stderr.get(bot, ""),
         len(positions) - 1,
         tuple(lines),
-        reproduce_command(lines, path or Path(f"bots/{bot}.py")),
+        reproduce_command(lines, where.path, where.argv),
         note,
     )
