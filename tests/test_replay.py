@@ -248,6 +248,27 @@ def test_one_short_reproduce_command_everywhere_and_tracebacks_start_at_the_bot(
     assert again.returncode == 1
 
 
+def test_an_error_before_the_bots_first_frame_shows_no_launcher_frames(tmp_path):
+    from arena.match.bots import load_bot
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sys\ndef (\n")
+    launched = subprocess.run(load_bot(bad).argv, input="", capture_output=True, text=True, timeout=30)
+    python = [sys.executable, "-P", str(bad)]  # as `python3 -P bots/bad.py`
+    own = subprocess.run(python, input="", capture_output=True, text=True, timeout=30)
+    assert launched.returncode == own.returncode == 1
+    assert launched.stderr == own.stderr and f'File "{bad}", line 2' in own.stderr, launched.stderr
+    for source in (b"x = 1\x00\n", None):  # null bytes (random bytes named bot.py), a file gone since
+        bot = load_bot(bad)
+        if source is None:
+            bad.unlink()
+        else:
+            bad.write_bytes(source)
+        launched = subprocess.run(bot.argv, input="", capture_output=True, text=True, timeout=30)
+        assert launched.returncode == 1 and "Error: " in launched.stderr, launched.stderr
+        assert "File " not in launched.stderr and "Traceback" not in launched.stderr, launched.stderr
+
+
 def test_a_store_from_before_commands_were_kept_learns_them_from_the_bots_it_sees(tmp_path):
     store = _store(tmp_path)
     store.db.execute("ALTER TABLE bots DROP COLUMN command")  # as a store of an older arena

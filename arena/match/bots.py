@@ -48,14 +48,15 @@ _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs
 # does not shadow the standard library's random); stdout line-buffered, so a print() reaches the referee
 # at once as one write even if the student forgot to flush (-u would flush too, but in two writes a line).
 # An exception's traceback starts at the bot's own file: the launcher's frames (and runpy's) are left out,
-# so a student reads the same traceback as from `python3 bots/mybot.py`.
+# so a student reads the same traceback as from `python3 bots/mybot.py`; an error before the bot's first
+# frame (a SyntaxError, a file that cannot be read) shows no frames at all, as Python shows a SyntaxError.
 PY_LAUNCHER = (
     "import runpy, sys, traceback; sys.argv = sys.argv[1:]; sys.stdout.reconfigure(line_buffering=True)\n"
     "try: runpy.run_path(sys.argv[0], run_name='__main__')\n"
     "except Exception as e:\n"
     "    tb = e.__traceback__\n"
     "    while tb is not None and tb.tb_frame.f_code.co_filename != sys.argv[0]: tb = tb.tb_next\n"
-    "    traceback.print_exception(type(e), e, tb or e.__traceback__); sys.exit(1)"
+    "    traceback.print_exception(type(e), e, tb); sys.exit(1)"
 )
 
 
