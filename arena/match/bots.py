@@ -68,6 +68,18 @@ class Where(NamedTuple):
     argv: tuple[str, ...] | None = None
 
 
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")  # python, python3, python3.11 (arena's own is any of them)
+
+
+def python_kind(argv: tuple[str, ...]) -> str:
+    """Which Python runs a bot, for what its timeout hint says of output buffers: "launcher" when arena's
+    launcher runs it (a print() reaches the referee at each end of line), "python" when its command runs
+    Python itself (a print() waits in a buffer unless flushed), "" for any other program."""
+    if PY_LAUNCHER in argv:
+        return "launcher"
+    return "python" if argv and _PYTHON.fullmatch(os.path.basename(argv[0])) else ""
+
+
 def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None) -> str:
     """How a person runs the bot at `path` from a shell, short and real: `python3 -P bots/mybot.py` for a
     single-file Python bot (-P as arena runs it, so bots/random.py cannot shadow the standard library),
