@@ -109,6 +109,23 @@ def test_the_column_names_stay_in_view_down_the_matrix(browser, klass, width, he
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
+def test_the_matrix_is_measured_again_when_it_is_shown(browser, klass):  # noqa: F811
+    """A window made narrow while a replay hides the matrix: back on the main page it scrolls in its box."""
+    _size(browser, 1280, 800)
+    try:
+        browser.get("about:blank")
+        browser.get(klass.as_uri() + "#game-1")
+        _wait(browser, "document.getElementById('ply-counter').textContent.startsWith('start')")
+        _size(browser, 390, 844)
+        browser.execute_script("location.hash = '#head-to-head'")
+        _wait(browser, "document.body.classList.contains('view-main')")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
+        wrap = "document.querySelector('.h2h-wrap')"
+        assert browser.execute_script(f"return {wrap}.scrollWidth > {wrap}.clientWidth")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_a_cells_exact_figures_are_on_hover_and_on_the_pairings_games(browser, klass):  # noqa: F811
     with Store(klass.parent / "arena.sqlite", create=False) as store:
         standings = ratings.standings(store)
