@@ -78,7 +78,7 @@ class Think:
             total += ms
         self.moves += len(times)
         self.total_ms = total
-        self.max_ms = max(self.max_ms, *times)
+        self.max_ms = max([self.max_ms, *times])
 
     def merge(self, other: Think) -> None:
         self.bins = [a + b for a, b in zip(self.bins, other.bins, strict=True)]
