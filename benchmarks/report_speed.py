@@ -2,6 +2,7 @@
 browser draws it.
 
     .venv/bin/python benchmarks/report_speed.py [--games 1000 10000 100000] [--bots 20] [--keep DIR]
+        [--baseline REV]
 
 Builds a store per size with synthetic games among ~20 bots (random legal games of Kalah(6,6) played through
 the rules engine, ~2% forfeits with stderr; stored straight into SQLite in one transaction: no bots run),
@@ -13,6 +14,10 @@ tracemalloc. Then the sizes: index.html, games/list.js and all of games/. Then h
 Debian's chromium-driver) opens the page from disk, and the page's own performance marks give the time until
 the leaderboard is drawn ("leaderboard") and until the game list has loaded ("games-ready"), and the time to
 open a replay (#game-N until its board is drawn). Prints figures; asserts nothing.
+
+--baseline REV also writes the report with arena as it was at git revision REV (exported beside the stores),
+on a copy of the same store, just before the current code does, and prints the ratios: a before/after
+measured in one run, under the same load (printed with each).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import resource
 import shutil
@@ -189,10 +195,39 @@ def browse(page: Path, game: int, runs: int = 3) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in marks.items()}
 
 
-def _child(path: Path, trace: bool) -> dict[str, float]:
-    argv = [sys.executable, __file__, "--measure", str(path)] + (["--trace"] if trace else [])
+def _child(path: Path, trace: bool, tree: Path = ROOT) -> dict[str, float]:
+    """`measure` in a fresh process, with the arena of `tree` (this one, or a baseline's export)."""
+    script = tree / "benchmarks" / Path(__file__).name
+    argv = [sys.executable, str(script), "--measure", str(path)] + (["--trace"] if trace else [])
+    load, cpu = os.getloadavg()[0], _children_cpu()
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.splitlines()[-1])
+    used = _children_cpu() - cpu  # its own and its workers': what a loaded machine's wall time hides
+    return {**json.loads(out.splitlines()[-1]), "load": (load + os.getloadavg()[0]) / 2, "cpu_s": used}
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _export(rev: str, into: Path) -> Path:
+    """arena and its benchmarks as they were at git revision `rev`, in a folder of `into`."""
+    tree = into / f"baseline-{rev}"
+    if not tree.exists():
+        tree.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "arena", "benchmarks"],
+                                 check=True, capture_output=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def _before(path: Path, games: int, tree: Path) -> dict[str, float]:
+    """The baseline's figures, on a copy of the store at `path` in a folder of its own."""
+    copy = path.parent.with_name(f"g{games}-{tree.name}") / path.name
+    shutil.rmtree(copy.parent, ignore_errors=True)
+    copy.parent.mkdir(parents=True)
+    shutil.copy(path, copy)
+    return _child(copy, trace=False, tree=tree)
 
 
 def main() -> None:
@@ -200,6 +235,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--bots", type=int, default=20)
     parser.add_argument("--keep", type=Path, help="build the stores in this folder and keep them")
+    parser.add_argument("--baseline", metavar="REV", help="also time arena at git revision REV, same store")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -221,6 +257,7 @@ def main() -> None:
             t0 = time.perf_counter()
             build(path, games, args.bots)
             built = time.perf_counter() - t0
+            before = _before(path, games, _export(args.baseline, base)) if args.baseline else None
             timed = _child(path, trace=False)
             traced = _child(path, trace=True)
             seen = browse(path.parent / "index.html", games // 2)
@@ -233,6 +270,8 @@ def main() -> None:
                 f"{seen['open_game_ms']:>8.0f}",
                 flush=True,
             )
+            if before is not None:
+                _compare(args.baseline, before, timed)
         print(
             "page s: until the first write's index.html is up (a big store's replays follow it); "
             "report s: the first write (every game replayed into games/bNNN.js; it includes a second "
@@ -240,6 +279,21 @@ def main() -> None:
             "(a live rewrite); drawn ms: until the leaderboard is drawn in headless Chromium, list ms: until "
             "games/list.js is loaded, open ms: from #game-N to its board (medians of 3 fresh browsers)."
         )
+
+
+def _compare(rev: str, before: dict[str, float], after: dict[str, float]) -> None:
+    """The baseline's times beside this tree's, and how many times faster this one is."""
+    replays = {k: v["report_s"] - v["first_page_s"] for k, v in (("before", before), ("after", after))}
+    rows = [("page s", "first_page_s"), ("report s", "report_s"), ("again s", "again_s"), ("cpu s", "cpu_s")]
+    for label, key in rows:
+        print(f"{'':>8} {label:>13}: {rev} {before[key]:8.2f}, now {after[key]:8.2f}, "
+              f"{before[key] / after[key]:5.2f} times as fast")  # fmt: skip
+    if min(replays.values()) > 0.5:  # a small store's page comes after its replays, not before
+        print(f"{'':>8} {'replays s':>13}: {rev} {replays['before']:8.2f}, now {replays['after']:8.2f}, "
+              f"{replays['before'] / replays['after']:5.2f} times as fast (report s - page s: the replay "
+              "files after the page is up)")  # fmt: skip
+    print(f"{'':>8} {'load average':>13}: {before['load']:.1f} while {rev} wrote, {after['load']:.1f} now "
+          "(cpu s: processor time of the leaderboard and both writes, workers included)")  # fmt: skip
 
 
 if __name__ == "__main__":

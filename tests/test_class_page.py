@@ -76,6 +76,56 @@ def test_on_a_phone_the_row_names_stay_in_view_when_the_matrix_scrolls(browser, 
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+def test_the_column_names_stay_in_view_down_the_matrix(browser, klass, width, height):  # noqa: F811
+    """On a projector the page scrolls and the names stick to the window; on a phone the matrix's own box
+    scrolls both ways and they stick to its top."""
+    _size(browser, width, height)
+    try:
+        browser.get(klass.as_uri() + "#head-to-head")
+        wrap = "document.querySelector('.h2h-wrap')"
+        head = "document.querySelector('#h2h thead th.col:nth-child(5)')"
+        last = "document.querySelector('#h2h tbody tr:last-child th')"
+        top0 = browser.execute_script(f"return {head}.getBoundingClientRect().top")
+        if width > 500:
+            browser.execute_script("window.scrollBy(0, 600)")
+            assert browser.execute_script("return window.scrollY") > top0 + 300
+            at = 0.0
+        else:
+            browser.execute_script(f"{wrap}.scrollTop = {wrap}.scrollHeight")  # to its last row
+            assert browser.execute_script(f"return {wrap}.scrollTop") > 100
+            at = browser.execute_script(f"return {wrap}.getBoundingClientRect().top")
+        top = browser.execute_script(f"return {head}.getBoundingClientRect().top")
+        assert top == pytest.approx(at, abs=1)
+        bottom = browser.execute_script(f"return {last}.getBoundingClientRect().bottom")
+        assert bottom <= height  # scrolled down to the last row, and the names are still there
+        # drawn on top of the rows scrolled beneath it
+        x, y = browser.execute_script(
+            f"const r = {head}.getBoundingClientRect(); return [r.left + r.width / 2, r.bottom - 10]"
+        )
+        assert browser.execute_script(f"return document.elementFromPoint({x}, {y}).closest('th') === {head}")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_the_matrix_is_measured_again_when_it_is_shown(browser, klass):  # noqa: F811
+    """A window made narrow while a replay hides the matrix: back on the main page it scrolls in its box."""
+    _size(browser, 1280, 800)
+    try:
+        browser.get("about:blank")
+        browser.get(klass.as_uri() + "#game-1")
+        _wait(browser, "document.getElementById('ply-counter').textContent.startsWith('start')")
+        _size(browser, 390, 844)
+        browser.execute_script("location.hash = '#head-to-head'")
+        _wait(browser, "document.body.classList.contains('view-main')")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
+        wrap = "document.querySelector('.h2h-wrap')"
+        assert browser.execute_script(f"return {wrap}.scrollWidth > {wrap}.clientWidth")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_a_cells_exact_figures_are_on_hover_and_on_the_pairings_games(browser, klass):  # noqa: F811
     with Store(klass.parent / "arena.sqlite", create=False) as store:
         standings = ratings.standings(store)
@@ -249,3 +299,34 @@ def test_the_big_board_fills_a_projector_and_keys_drive_the_replay(browser, klas
         body.send_keys("b")
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_space_plays_and_pauses_and_plus_and_minus_change_the_speed(browser, klass):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    gid, record, _ = _game_with_capture_and_sweep(klass.parent)
+    browser.get("about:blank")  # a page of its own: an earlier test's hash change kept its speeds
+    browser.get(klass.as_uri() + f"#game-{gid}")
+    _wait(browser, "document.getElementById('ply-counter').textContent.startsWith('start')")
+    body = browser.find_element(By.TAG_NAME, "body")
+    speed = "document.getElementById('speed')"
+    values = browser.execute_script(f"return [...{speed}.options].map(o => o.value)")
+    normal = browser.execute_script(f"return {speed}.selectedIndex")
+    body.send_keys("+")
+    assert browser.execute_script(f"return {speed}.selectedIndex") == normal + 1  # faster: less time a seed
+    body.send_keys("+" * len(values))
+    assert browser.execute_script(f"return {speed}.value") == values[-1] == "0"  # whole moves, no further
+    body.send_keys("-" * len(values))
+    assert browser.execute_script(f"return {speed}.value") == values[0]  # the slowest, no further
+    body.send_keys("+" * (len(values) - 1))  # whole moves: a game plays at a pace a test can watch
+    counter = "document.getElementById('ply-counter').textContent"
+    body.send_keys(" ")
+    assert browser.execute_script("return document.getElementById('play').textContent") == "❚❚ pause"
+    _wait(browser, f"{counter}.startsWith('move 2 ')")
+    body.send_keys(" ")
+    assert browser.execute_script("return document.getElementById('play').textContent") == "▶ play"
+    paused = browser.execute_script(f"return {counter}")
+    time.sleep(1.5)  # two moves' time at this speed
+    assert browser.execute_script(f"return {counter}") == paused and paused != f"move {len(record.plies)} of"
+    body.send_keys(" ")  # and on again from there
+    _wait(browser, f"{counter} !== {paused!r}")

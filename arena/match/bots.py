@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from arena.match import names
 from arena.match import stamp as signature
@@ -48,15 +49,36 @@ _PROGRAMS = {".py", ".c", ".cc", ".cpp", ".java", ".class", ".jar", ".js", ".mjs
 # does not shadow the standard library's random); stdout line-buffered, so a print() reaches the referee
 # at once as one write even if the student forgot to flush (-u would flush too, but in two writes a line).
 # An exception's traceback starts at the bot's own file: the launcher's frames (and runpy's) are left out,
-# so a student reads the same traceback as from `python3 bots/mybot.py`.
+# so a student reads the same traceback as from `python3 bots/mybot.py`; an error before the bot's first
+# frame (a SyntaxError, a file that cannot be read) shows no frames at all, as Python shows a SyntaxError.
 PY_LAUNCHER = (
     "import runpy, sys, traceback; sys.argv = sys.argv[1:]; sys.stdout.reconfigure(line_buffering=True)\n"
     "try: runpy.run_path(sys.argv[0], run_name='__main__')\n"
     "except Exception as e:\n"
     "    tb = e.__traceback__\n"
     "    while tb is not None and tb.tb_frame.f_code.co_filename != sys.argv[0]: tb = tb.tb_next\n"
-    "    traceback.print_exception(type(e), e, tb or e.__traceback__); sys.exit(1)"
+    "    traceback.print_exception(type(e), e, tb); sys.exit(1)"
 )
+
+
+class Where(NamedTuple):
+    """Where a bot version was found and the command it ran with (its `Bot.argv`; None when a store made
+    before commands were kept does not know it), as the store keeps them for the reproduce command."""
+
+    path: Path
+    argv: tuple[str, ...] | None = None
+
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")  # python, python3, python3.11 (arena's own is any of them)
+
+
+def python_kind(argv: tuple[str, ...]) -> str:
+    """Which Python runs a bot, for what its timeout hint says of output buffers: "launcher" when arena's
+    launcher runs it (a print() reaches the referee at each end of line), "python" when its command runs
+    Python itself (a print() waits in a buffer unless flushed), "" for any other program."""
+    if PY_LAUNCHER in argv:
+        return "launcher"
+    return "python" if argv and _PYTHON.fullmatch(os.path.basename(argv[0])) else ""
 
 
 def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None) -> str:

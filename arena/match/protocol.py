@@ -85,7 +85,7 @@ class V1:
     one_game = False
     from_position = True  # every MOVE carries the whole board
 
-    python = False  # a Python bot (arena flushes its lines): the timeout hint does not speak of C's buffers
+    python = ""  # bots.python_kind: the timeout hint speaks of Python's buffers, or of none, not of C's
 
     def __init__(self, proc: BotProcess) -> None:
         self.proc = proc
@@ -144,10 +144,15 @@ class V1:
         if partial:
             shown = partial if len(partial) <= _SHOWN else partial[:_SHOWN] + "..."
             return f"{detail}: it wrote {shown!r} but no end of line (end each answer with a newline)"
-        if self.python:  # arena runs Python with stdout flushed at each end of line: it did not print one
+        if self.python == "launcher":  # arena's launcher flushes stdout at each end of line: none was printed
             return (
                 f"{detail}, nor in {grace * 1000:.0f} ms more: it printed no answer line (was it still "
                 "thinking, or waiting for input it had already read?)"
+            )
+        if self.python:
+            return (
+                f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, Python kept it in "
+                "its buffer: print(move, flush=True))"
             )
         return (
             f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, it must end the line and "

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
-from arena.match.bots import Bot
+from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
 from arena.match.confine import Warden
 from arena.match.mankalah import Mankalah
@@ -93,7 +93,7 @@ class Player:
         if self._wire is None:
             self._wire = WIRES[self.bot.protocol](self.spawn())
             if isinstance(self._wire, V1):
-                self._wire.python = self.bot.path.suffix == ".py"  # its timeout hint speaks of Python
+                self._wire.python = python_kind(self.bot.argv)  # its timeout hint speaks of Python
             self._fresh = True
             self._mark = 0
         return self._wire

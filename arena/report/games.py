@@ -24,16 +24,18 @@ import multiprocessing
 import os
 import time
 import zlib
-from collections import Counter, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, parse_rules
+from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, Step, parse_rules
+from arena.match.bots import Where
 from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.tournament import queries
@@ -42,7 +44,7 @@ from arena.tournament.store import Store
 
 FOLDER = "games"
 BLOCK = 250  # games per replay file: ~250 KB of Kalah(6,6); one file is what opening a game costs
-FORMAT = 2  # bump when the encoding changes: every block is written again
+FORMAT = 3  # bump when the encoding changes: every block is written again (3: folder bots' own commands)
 HEADER = "// arena replays "
 # Think time is kept as a histogram per bot over the move's share of the time limit, 8 bins a decade from
 # 0.01% of the limit up to 10 times it (past the limit: the startup allowance of a first move, or a timeout).
@@ -64,13 +66,19 @@ class Think:
     total_ms: float = 0.0
     max_ms: float = 0.0
 
-    def add(self, ms: float, limit_ms: float) -> None:
-        share = ms / limit_ms if limit_ms > 0 else 0.0
-        k = math.floor(BINS_PER_DECADE * math.log10(share)) + LIMIT_BIN if share > 0 else 0
-        self.bins[min(max(k, 0), BINS - 1)] += 1
-        self.moves += 1
-        self.total_ms += ms
-        self.max_ms = max(self.max_ms, ms)
+    def add(self, times: list[float], limit_ms: float) -> None:
+        """Count the moves that took `times` ms, in order; one call for many, since a block's replays count a
+        bot's moves by thousands."""
+        bins, log10, floor = self.bins, math.log10, math.floor
+        total = self.total_ms
+        for ms in times:
+            share = ms / limit_ms if limit_ms > 0 else 0.0
+            k = floor(BINS_PER_DECADE * log10(share)) + LIMIT_BIN if share > 0 else 0
+            bins[min(max(k, 0), BINS - 1)] += 1
+            total += ms
+        self.moves += len(times)
+        self.total_ms = total
+        self.max_ms = max([self.max_ms, *times])
 
     def merge(self, other: Think) -> None:
         self.bins = [a + b for a, b in zip(self.bins, other.bins, strict=True)]
@@ -120,12 +128,13 @@ class GameFiles:
     missing: int = 0  # blocks of replays not written yet (see write_games' `within`)
 
 
-_CHAR = [chr(48 + v) for v in range(CHAR_MAX + 1)]
+_CHAR = bytes(48 + v if v <= CHAR_MAX else 255 for v in range(256))  # value -> its code; 255: not ASCII
 _FIELDS = record_fields()  # asked once: working out the record's types costs more than a game's replay
 
 
 def _chars(values: Iterable[int]) -> str:
-    return "".join(map(_CHAR.__getitem__, values))
+    """Values 0..CHAR_MAX as one character each, by bytes.translate: a page's replays hold millions."""
+    return bytes(values).translate(_CHAR).decode("ascii")
 
 
 def _record(row: dict[str, Any]) -> GameRecord:
@@ -137,17 +146,18 @@ def _record(row: dict[str, Any]) -> GameRecord:
 def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
     """One game's replay, compact: moves and flags one character a ply, boards one character a hole."""
     plies = game.plies
-    biggest = max((max(p.board) for p in plies), default=0)
+    boards = list(chain.from_iterable([p.board for p in plies]))
+    biggest = max(boards, default=0)
     data: dict[str, Any] = {
         "o": game.opening,
-        "m": "".join("S" if p.move == SWAP else chr(48 + int(p.move)) for p in plies),
-        "f": _chars(_flags(p) for p in plies),
+        "m": "".join(["S" if p.move == SWAP else chr(48 + int(p.move)) for p in plies]),
+        "f": _chars(map(_flags, plies)),
         "n": plies[-1].to_move if plies else game.start.to_move,
         "t": [round(ms, 1) for ms in record.move_ms],
     }
-    data["s"] = ",".join(map(_steps, plies))
+    data["s"] = ",".join([_steps(p) for p in plies])
     if biggest <= CHAR_MAX:
-        data["b"] = _chars(chain.from_iterable(p.board for p in plies))
+        data["b"] = _chars(boards)
     else:
         data["B"] = [list(p.board) for p in plies]
     captures = {str(k): [p.captured, *p.capture_pits] for k, p in enumerate(plies) if p.captured}
@@ -181,7 +191,14 @@ def _steps(p: Ply) -> str:
     """A ply's steps as the engine traced them (`Rules.trace`), one character a hole (code 48 + hole),
     lifts, captures and the end sweep marked by a character before it; the page's animation moves seeds
     exactly so and decides nothing."""
-    return "".join(_MARK.get(kind, "") + chr(48 + hole) for kind, hole, _ in p.steps)
+    return "".join(map(_step, p.steps))
+
+
+@lru_cache(maxsize=1 << 16)
+def _step(step: Step) -> str:
+    """One step's characters, kept: a page's replays encode millions of steps, of a few thousand kinds."""
+    kind, hole, _ = step
+    return _MARK.get(kind, "") + chr(48 + hole)
 
 
 def _flags(p: Ply) -> int:
@@ -216,41 +233,49 @@ def _block(
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     """Replay one block's games: their encoded replays by id, and think times by bot version."""
     rows = list(queries.records_between(store, block * BLOCK, block * BLOCK + BLOCK - 1))
-    return _replayed(rows, rules, settings, queries.bot_paths(store))
+    return _replayed(rows, rules, settings, queries.bot_places(store))
 
 
 def _replayed(
-    rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, paths: dict[int, Path]
+    rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, places: dict[int, Where]
 ) -> tuple[dict[str, Any], dict[int, Think]]:
     move_ms = settings.move_ms if settings else None
     bank_ms = settings.bank_ms if settings else None
     limit = float(move_ms or Settings().move_ms)
     games: dict[str, Any] = {}
-    think: dict[int, Think] = {}
+    spent: defaultdict[int, list[float]] = defaultdict(list)  # each bot version's think times, in order
+    spec = rules.spec
     for row in rows:
         record = _record(row)
-        where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
-        game = replay(record, move_ms, bank_ms, rules if record.rules == rules.spec else None, where)
+        south, north = int(row["south_id"]), int(row["north_id"])
+        where = {record.south: places[south], record.north: places[north]}
+        game = replay(record, move_ms, bank_ms, rules if record.rules == spec else None, where)
         games[str(row["id"])] = encode(game, record)
-        ids = {record.south: int(row["south_id"]), record.north: int(row["north_id"])}
-        owners = [record.south, record.north]
+        owners = [south, north]
         times = iter(record.move_ms)
         for ply in game.plies:
             if not ply.opening:
                 ms = next(times, None)
                 if ms is not None:
-                    think.setdefault(ids[owners[ply.mover]], Think()).add(ms, limit)
+                    spent[owners[ply.mover]].append(ms)
             if ply.swap:
                 owners.reverse()
+    think = {bot: Think() for bot in spent}
+    for bot, them in spent.items():
+        think[bot].add(them, limit)
     return games, think
 
 
 def _block_file(
-    block: int, sig: list[Any], rows: list[dict[str, Any]], settings: Settings | None, paths: dict[int, Path]
+    block: int,
+    sig: list[Any],
+    rows: list[dict[str, Any]],
+    settings: Settings | None,
+    places: dict[int, Where],
 ) -> tuple[str, dict[int, Any]]:
     """A block file's text and its think times (plain): what a worker process makes of a block's rows."""
     rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
-    data, stats = _replayed(rows, rules, settings, paths)
+    data, stats = _replayed(rows, rules, settings, places)
     think = {b: t.plain() for b, t in stats.items()}
     head = {"sig": sig, "think": {str(b): v for b, v in think.items()}}
     body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -291,8 +316,8 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
             stale.unlink()
     stamp = _write_list(store, out, rules)
     deadline = None if within is None else time.monotonic() + within
-    paths = queries.bot_paths(store)
-    done = _replay_blocks(store, settings, paths, todo[::-1], deadline, jobs)
+    places = queries.bot_places(store)
+    done = _replay_blocks(store, settings, places, todo[::-1], deadline, jobs)
     for stats in done:
         for bot, v in stats.items():
             think.setdefault(int(bot), Think()).merge(Think.of(v))
@@ -308,7 +333,7 @@ def _written(path: Path, future: Future[tuple[str, dict[int, Any]]]) -> dict[int
 def _replay_blocks(
     store: Store,
     settings: Settings | None,
-    paths: dict[int, Path],
+    places: dict[int, Where],
     todo: list[tuple[int, list[Any], Path]],
     deadline: float | None,
     jobs: int,
@@ -326,7 +351,8 @@ def _replay_blocks(
             with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
                 running: deque[tuple[Path, Future[tuple[str, dict[int, Any]]]]] = deque()
                 for block, sig, path in todo:  # a few blocks ahead per process: memory stays that of a few
-                    running.append((path, pool.submit(_block_file, block, sig, rows(block), settings, paths)))
+                    made = pool.submit(_block_file, block, sig, rows(block), settings, places)
+                    running.append((path, made))
                     if len(running) >= 2 * jobs:
                         done.append(_written(*running.popleft()))
                 while running:
@@ -337,7 +363,7 @@ def _replay_blocks(
     for block, sig, path in todo:
         if deadline is not None and time.monotonic() > deadline:
             break
-        text, think = _block_file(block, sig, rows(block), settings, paths)
+        text, think = _block_file(block, sig, rows(block), settings, places)
         _write(path, text)
         done.append(think)
     return done

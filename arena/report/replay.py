@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
-from arena.match.bots import reproduce_command
+from arena.match.bots import Where, reproduce_command
 from arena.match.protocol import lines_sent
 from arena.match.record import GameRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made three times faster, once per ply of every game on a page
 class Ply:
     """One ply and the position after it. `captured` is how many seeds a capture banked (0: none);
-    `capture_pits` the holes it emptied; `steps` the engine's steps (`Rules.trace`)."""
+    `capture_pits` the holes it emptied; `steps` the engine's steps (`Rules.trace`). Read it, never change
+    it."""
 
     move: Move
     mover: int  # the side that moved
@@ -94,7 +95,7 @@ def _traced(rules: Rules, before: Position, move: Move, opening: bool = False) -
     a = trace.after
     ply = Ply(
         move, before.to_move, a.board, a.to_move, opening, trace.extra, trace.banked, trace.captured,
-        swap=move == SWAP, relay=trace.relay, ended=a.ended is not None, steps=trace.steps, swept=trace.swept,
+        move == SWAP, trace.relay, a.ended is not None, trace.steps, trace.swept,
     )  # fmt: skip
     return ply, a
 
@@ -104,29 +105,27 @@ def replay(
     move_ms: int | None = None,
     bank_ms: int | None = None,
     rules: Rules | None = None,
-    paths: dict[str, Path] | None = None,
+    places: dict[str, Where] | None = None,
 ) -> Replay:
     """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines;
-    `paths` where the bots are, by name, for the reproduce command."""
+    `places` where the bots are and their commands, by name, for the reproduce command."""
     rules = rules or parse_rules(record.rules)
     pos = rules.initial()
     start = pos
     plies: list[Ply] = []
     error = ""
-    positions = [pos]
+    opening = len(record.opening)
     for k, move in enumerate(record.plies):
         try:
-            ply, nxt = _traced(rules, pos, move, k < len(record.opening))
+            ply, pos = _traced(rules, pos, move, k < opening)
         except IllegalMove as e:
             error = f"ply {k + 1} ({move}) does not replay: {e}"
             break
         plies.append(ply)
-        positions.append(nxt)
-        pos = nxt
     swap_at = next((k for k, p in enumerate(plies) if p.swap), -1)
     fault = None
     if record.faulty and not error:
-        fault = _fault(record, rules, positions, move_ms, bank_ms, (paths or {}).get(str(record.faulty)))
+        fault = _fault(record, rules, len(plies), move_ms, bank_ms, (places or {}).get(str(record.faulty)))
     return Replay(
         rules.spec,
         start,
@@ -143,24 +142,25 @@ def replay(
 def _fault(
     record: GameRecord,
     rules: Rules,
-    positions: list[Position],
+    plies_done: int,
     move_ms: int | None,
     bank_ms: int | None,
-    path: Path | None,
+    where: Where | None,
 ) -> ReplayFault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
-    if it was its turn."""
+    (after `plies_done` plies) if it was its turn."""
     bot = str(record.faulty)
     lines = lines_sent(rules, record, bot, move_ms, bank_ms)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
     note = note if bank_ms else ""
+    where = where or Where(Path(f"bots/{bot}.py"))
     return ReplayFault(
         bot,
         record.reason,
         record.detail,
         record.stderr.get(bot, ""),
-        len(positions) - 1,
+        plies_done,
         tuple(lines),
-        reproduce_command(lines, path or Path(f"bots/{bot}.py")),
+        reproduce_command(lines, where.path, where.argv),
         note,
     )

@@ -182,8 +182,8 @@ def stored_game(store: Store, game: int) -> str | None:
         return None
     record = GameRecord.from_dict(row)
     settings = store.settings()
-    paths = queries.bot_paths(store)
-    where = {record.south: paths[int(row["south_id"])], record.north: paths[int(row["north_id"])]}
+    places = queries.bot_places(store)
+    where = {record.south: places[int(row["south_id"])], record.north: places[int(row["north_id"])]}
     played = replay(
         record, settings.move_ms if settings else None, settings.bank_ms if settings else None, None, where
     )

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.match.bots import Where
 from arena.tournament.store import _DECODE, EXPORT_FIELDS, Store
 
 if TYPE_CHECKING:
@@ -195,9 +196,10 @@ def id_blocks(store: Store, size: int) -> list[tuple[int, int, int, str]]:
     return [(int(b), int(c), int(s), str(f)) for b, c, s, f in store.db.execute(query, (size,))]
 
 
-def bot_paths(store: Store) -> dict[int, Path]:
-    """Where each bot version was found, by id: what a reproduce command runs."""
-    return {int(i): Path(p) for i, p in store.db.execute("SELECT id, path FROM bots")}
+def bot_places(store: Store) -> dict[int, Where]:
+    """Where each bot version was found and the command it ran with, by id: what a reproduce command runs."""
+    rows = store.db.execute("SELECT id, path, command FROM bots")
+    return {int(i): Where(Path(p), tuple(json.loads(c)) if c else None) for i, p, c in rows}
 
 
 def bot_versions(store: Store) -> list[tuple[int, str, str]]:

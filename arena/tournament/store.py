@@ -86,6 +86,7 @@ CREATE TABLE IF NOT EXISTS bots (
     path TEXT NOT NULL,
     author TEXT,
     first_seen TEXT NOT NULL,
+    command TEXT,
     UNIQUE (name, digest)
 );
 {_games_table()}
@@ -172,6 +173,7 @@ class Store:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             self.db.execute("INSERT INTO meta VALUES ('created', ?)", (now(),))
         _add_new_fields(self.db)
+        _add_bot_command(self.db)
 
     def lock(self) -> None:
         """Become the tournament's one writer, or StoreError naming the arena that is: two runs of one
@@ -322,12 +324,16 @@ class Store:
         if key in self._ids:
             return self._ids[key]
         known = self.known_id(bot)
-        if known is not None:
+        if known is not None:  # a version from before commands were kept gets its own now
+            self.db.execute(
+                "UPDATE bots SET command = ? WHERE id = ? AND command IS NULL",
+                (json.dumps(list(bot.argv)), known),
+            )
             self._ids[key] = known
             return known
         cur = self.db.execute(
-            "INSERT INTO bots (name, digest, path, author, first_seen) VALUES (?, ?, ?, ?, ?)",
-            (bot.name, bot.digest, str(bot.path), bot.author, now()),
+            "INSERT INTO bots (name, digest, path, author, first_seen, command) VALUES (?, ?, ?, ?, ?, ?)",
+            (bot.name, bot.digest, str(bot.path), bot.author, now(), json.dumps(list(bot.argv))),
         )
         self._ids[key] = int(cur.lastrowid or 0)
         return self._ids[key]
@@ -468,6 +474,13 @@ def _add_new_fields(db: sqlite3.Connection) -> None:
             raise StoreError(f"this store's games lack the record field {name!r}, which has no default")
         sql_type = _sql_type(dict(RECORD_FIELDS)[name])
         db.execute(f"ALTER TABLE games ADD COLUMN {name} {sql_type} DEFAULT {_literal(encode(value))}")
+
+
+def _add_bot_command(db: sqlite3.Connection) -> None:
+    """A store made before bots' commands were kept gets the column, empty for the versions it knows: their
+    reproduce command then says to run the command in the bot.toml."""
+    if "command" not in {row[1] for row in db.execute("PRAGMA table_info(bots)")}:
+        db.execute("ALTER TABLE bots ADD COLUMN command TEXT")
 
 
 def _literal(value: object) -> str:
