@@ -321,6 +321,9 @@ _STDIO = 'exec 0<&{0} 1>&{1} 2>&{2} {0}<&- {1}>&- {2}>&-; exec "$@"'
 _SHELL = "/bin/bash"
 
 
+PROBE_MB = 64  # the memory sandbox_problem's probe is sized for: `true` needs next to nothing
+
+
 def sandbox_problem() -> str | None:
     """None if bubblewrap runs here, else why not (in words for the terminal and the report)."""
     found = bwrap.find()
@@ -330,8 +333,8 @@ def sandbox_problem() -> str | None:
         return f"{_SHELL} is not installed: bots run without a sandbox (it hands a sandboxed bot its pipes)"
     try:
         root = os.geteuid() == 0
-        probe = [*_bwrap_base(64, root), *(_drop_to(UID_BASE) if root else []), "true"]
-        done = subprocess.run(probe, capture_output=True, timeout=10, env=environment(64))
+        probe = [*_bwrap_base(PROBE_MB, root), *(_drop_to(UID_BASE) if root else []), "true"]
+        done = subprocess.run(probe, capture_output=True, timeout=10, env=environment(PROBE_MB))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap does not run here ({e}): bots run without a sandbox"
     if done.returncode != 0:
