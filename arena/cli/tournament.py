@@ -226,12 +226,12 @@ def run(  # type: ignore[no-untyped-def]
         if result.before:
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         echo(terminal.format_table(standings.board))
-    if settled is not None:
-        if settled.settled:
-            echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
-        else:
-            why = "the cap of --max-games" if max_games is not None else "no more games could be played"
-            echo(f"not settled ({why}): {settled.describe_open()}")
+    if settled is not None and settled.settled and not quiet:
+        echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
+    elif settled is not None and not settled.settled:  # a warning even when quiet: the ranking is open
+        why = "the cap of --max-games" if max_games is not None else "no more games could be played"
+        say = f"arena: warning: not settled ({why})" if quiet else f"not settled ({why})"
+        echo(f"{say}: {settled.describe_open()}", err=quiet)
     echo(f"report: {page}")
 
 

@@ -494,6 +494,8 @@ class _Run:
         self.futures: dict[Any, _Task] = {}
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
         self.deaths: Counter[int] = Counter()  # game -> its tasks that died, were lost or never answered
+        self.played = 0  # games the workers returned in this run
+        self.played_at: dict[int, int] = {}  # game -> `played` when its task last died
         self.failed: dict[int, set[str]] = {}  # game -> workers its tasks failed on (dropped for it)
         self.avoid: dict[int, set[str]] = {}  # game -> workers where its task hung: not sent there again
         self.waiting = deque(range(len(slots)))  # not yet sent, in schedule order; put back at the front
@@ -753,8 +755,14 @@ class _Run:
 
     def died(self, task: _Task, how: str) -> None:
         """A task lost with its worker, given up by Dask or never answered: counted against its games (the
-        caller puts them back), of which one that has died `tries` times ends the run."""
+        caller puts them back), of which one that has died `tries` times ends the run. Only deaths with no
+        game played anywhere in between count: workers that die while the others go on playing are a lab's
+        churn (a machine switched off, a worker killed), which costs their games and never the run; a game
+        that takes down every worker it is sent to stops everything else too."""
         for i in task.games:
+            if self.played > self.played_at.get(i, self.played):
+                self.deaths[i] = 0  # games were played since it last died: that death was the churn's
+            self.played_at[i] = self.played
             self.deaths[i] += 1
         worst = max(task.games, key=lambda i: self.deaths[i])
         if self.deaths[worst] >= self.cluster.tries:
@@ -826,6 +834,7 @@ class _Run:
                 self.on_machine(machine)
         for k, record in records:
             self.on_game(self.slots[task.games[k]], record)
+        self.played += len(records)
         unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
         self.again(tuple(task.games[k] for k in unplayed))
 
