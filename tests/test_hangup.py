@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import processes_mentioning
+from procs import is_running, processes_mentioning
 from test_redteam import as_nobody
 from test_tournament import describe, left_after
 
@@ -230,7 +230,9 @@ def test_frozen_bots_of_a_killed_arena_are_ended_by_the_next_one(tmp_path: Path)
         holder.kill()
         holder.wait()
         time.sleep(0.5)
-        assert processes_mentioning(str(bot)) == [pid]  # frozen, with the kill -9 of its arena
+        # frozen, with the kill -9 of its arena (asked of its cgroups: another arena on the machine may have
+        # swept the dead one's copy of the bot, by which processes_mentioning finds it)
+        assert is_running(pid) and any(frozen(f) for f in folders)
         Warden(
             Confinement()
         ).close()  # the next arena: every hierarchy's folders go, the freezer's thawed first
