@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from arena.tournament.posterior import Posterior, normal_cdf
 from arena.tournament.settings import CONFIDENCE, RESOLUTION
 
@@ -143,11 +145,17 @@ class Verdict:
 
 def risks(post: Posterior, pairs: Sequence[tuple[int, int]], resolution: float) -> list[tuple[float, float]]:
     """(P(upper better), P(lower more than `resolution` better)) of each (upper, lower) pair."""
-    out = []
-    for upper, lower in pairs:
-        mean, sd = post.difference(upper, lower)
-        out.append((normal_cdf(mean / sd), normal_cdf(-(mean + resolution) / sd)))
-    return out
+    if not pairs:
+        return []
+    upper, lower = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
+    mean = post.elo[upper] - post.elo[lower]
+    sd = np.sqrt(
+        np.maximum(post.cov[upper, upper] + post.cov[lower, lower] - 2.0 * post.cov[upper, lower], 1e-12)
+    )
+    return [
+        (normal_cdf(m / s), normal_cdf(-(m + resolution) / s))
+        for m, s in zip(mean.tolist(), sd.tolist(), strict=True)
+    ]
 
 
 def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
