@@ -44,7 +44,7 @@ from arena.tournament.settings import CONFIDENCE, RESOLUTION
 # stated at the stop:
 #   30 bots, flat fit:    LOOKS 1: 14/200 = 7.0% (stated 4.8%); 2: 3/200 = 1.5%; 3: 0/40
 #   30 bots, field prior: LOOKS 1: 8/200 = 4.0% (stated 4.8%); 2: 2/140 = 1.4% (stated 2.4%)
-#   100 bots, field prior: LOOKS 1: 4/40 = 10.0% (stated 4.9%)
+#   100 bots, field prior: LOOKS 1: 4/40 = 10.0% (stated 4.9%); 2: 2/40 = 5.0% (stated 2.5%)
 # Games until settled fall about 10% per halving of LOOKS (30 bots: 13.5% of a 100-round round robin's at 2,
 # 11.9% at 1).
 LOOKS = 2.0
