@@ -1,6 +1,7 @@
 """Games until a ranking is settled: the adaptive schedule against a round robin of 100 rounds.
 
     python benchmarks/schedule_efficiency.py [--bots 30 100] [--seeds 40] [--sd 250] [--draws 0.06]
+                                             [--confidence 0.95] [--resolution 30] [--looks L]
 
 Virtual bots of known Elo (no processes): every game's result is drawn from the Elo curve, with 6% draws
 (fewer where a win is near certain, so the expected score is the curve's), each pairing two games. They are
@@ -13,7 +14,13 @@ For each field size, over `--seeds` fields of bots drawn with Elo SD `--sd`, it 
 - the share of pairs more than the resolution apart ordered wrong, and top-3 exact, for both, ranked the
   same way (the posterior's order);
 - calibration: among runs called settled, the share whose ranking has a neighbour pair reversed by more
-  than the resolution; it must be at most 1 - confidence.
+  than the resolution, with its 95% (Wilson) interval; it must be at most 1 - confidence. Beside it, what
+  the rule stated at the stop: the mean over those runs of the summed risks (the posterior's chance of such
+  a pair), which a calibrated posterior matches.
+
+`--looks` replaces the rule's margin for stopping at the first batch that passes (`settle.LOOKS`): the risks
+must sum to (1 - confidence) / looks. Runs at several values, confidences and resolutions give the curve of
+games against calibration.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402  (after the thread counts, which numpy reads once)
 
+from arena.tournament import settle  # noqa: E402
 from arena.tournament.adaptive import batch_size, plan  # noqa: E402
 from arena.tournament.posterior import SCORES, Pairs, Posterior, posterior  # noqa: E402
 from arena.tournament.settle import Rule, verdict  # noqa: E402
@@ -61,6 +69,7 @@ class Outcome:
     games: int
     settled: bool
     post: Posterior
+    risk: float  # the summed risks of the claims at the stop: what the rule stated
 
 
 def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> Outcome:
@@ -88,8 +97,8 @@ def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> 
         index += 1
         if nxt:
             in_hand.append(nxt)
-    settled = verdict(post, rule, names).settled
-    return Outcome(games, settled, post)
+    judged = verdict(post, rule, names)
+    return Outcome(games, judged.settled, post, sum(c.risk for c in judged.claims))
 
 
 def round_robin(elo: np.ndarray, rounds: int, draws: float, rng: np.random.Generator) -> Posterior:
@@ -118,6 +127,16 @@ def judge(elo: np.ndarray, post: Posterior, resolution: float) -> tuple[float, b
     return float(share), top3, reversed_neighbour
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95% interval of a share k/n."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, float(centre - half)), min(1.0, float(centre + half))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bots", type=int, nargs="+", default=[30, 100])
@@ -127,9 +146,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100, help="rounds of the round robin compared")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--resolution", type=float, default=30.0)
+    parser.add_argument("--looks", type=float, default=settle.LOOKS, help="the rule's margin (settle.LOOKS)")
     args = parser.parse_args()
+    settle.LOOKS = args.looks
     rule = Rule(args.confidence, args.resolution)
-    print(rule.describe())
+    print(rule.describe(), f"(risks summed to at most (1 - confidence) / {settle.LOOKS:g})")
     for n in args.bots:
         rr_games = n * (n - 1) * args.rounds
         rows = []
@@ -139,7 +160,7 @@ def main() -> None:
             run = adaptive(elo, rule, seed, args.draws, cap=rr_games)
             rr = round_robin(elo, args.rounds, args.draws, np.random.default_rng(20_000 + seed))
             rows.append((run.games, run.settled, *judge(elo, run.post, rule.resolution),
-                         *judge(elo, rr, rule.resolution)))  # fmt: skip
+                         *judge(elo, rr, rule.resolution), run.risk))  # fmt: skip
         took = time.perf_counter() - started
         t = np.array(rows, dtype=float)
         games, settled = t[:, 0], t[:, 1].astype(bool)
@@ -156,10 +177,13 @@ def main() -> None:
             f"(runs with any: {(t[:, 5] > 0).mean():.0%})"
         )
         print(f"  top 3 exact: adaptive {t[:, 3].mean():.0%}, round robin {t[:, 6].mean():.0%}")
-        calib = t[settled, 4].mean() if settled.any() else float("nan")
+        wrong, runs = int(t[settled, 4].sum()), int(settled.sum())
+        lo, hi = wilson(wrong, runs)
         print(
             f"  calibration: settled runs with a neighbour pair reversed by > {rule.resolution:g} Elo: "
-            f"{calib:.1%} (must be <= {1 - rule.confidence:.0%}); round robin's ranking: {t[:, 7].mean():.1%}"
+            f"{wrong}/{runs} = {wrong / max(1, runs):.1%} (95% interval {lo:.1%}-{hi:.1%}; must be <= "
+            f"{1 - rule.confidence:.0%}); stated by the rule at the stop: {t[settled, 8].mean():.1%}; "
+            f"round robin's ranking: {t[:, 7].mean():.1%}"
         )
 
 

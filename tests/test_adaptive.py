@@ -93,7 +93,9 @@ def test_a_withdrawn_bot_reopens_only_the_pair_it_stood_between() -> None:
     keep = [0, 1, 2, 4, 5, 6]  # bot 3 withdrawn: 2 and 4, 30 Elo apart, met only 4 times
     left = Pairs(field.counts[np.ix_(keep, keep)], field.single[np.ix_(keep, keep)])
     open_pairs = verdict(posterior(left), Rule(), names(6)).open
-    assert [(c.upper, c.lower) for c in open_pairs] == [(3, 2)]  # bot 4 (now 3) over bot 2
+    # bots 2 and 4 (now 3), in either order: the field's prior pulls the two blocks that only the 4-pairing
+    # round robin links together, and that may swap two bots 30 Elo apart
+    assert [{c.upper, c.lower} for c in open_pairs] == [{2, 3}]
     batch = plan(left, Rule(), names(6), seed=1, index=0, size=8)
     assert batch and all(2 in pair or 3 in pair for pair in batch)
 

@@ -50,7 +50,9 @@ def test_pairs_that_split_one_each_narrow_the_interval_and_pairs_that_go_all_one
     independent = posterior(pairs_of([0] * 5 + [1] * 15 + [2] * 25 + [3] * 25 + [4] * 10))
     swings = posterior(pairs_of([0] * 25 + [4] * 35 + [2] * 20))
     for post in (split, independent, swings):  # the same points: 80 pairs, bot 0 with 90 of 160
-        assert post.elo[0] - post.elo[1] == pytest.approx(split.elo[0] - split.elo[1], rel=1e-9)
+        # the same fit, pulled in by the field's prior a little more where the pairs say less
+        assert post.elo[0] - post.elo[1] == pytest.approx(split.elo[0] - split.elo[1], rel=0.03)
+        assert post.theta[0] - post.theta[1] <= split.theta[0] - split.theta[1] + 1e-12
     assert split.dispersion < 0.5 < independent.dispersion < 1.2 < swings.dispersion
     assert split.pm()[0] < independent.pm()[0] < swings.pm()[0]
 
@@ -60,8 +62,8 @@ def test_a_bot_without_games_sits_at_the_centre_with_a_wide_interval() -> None:
     grown = Pairs(np.zeros((4, 4, 5), dtype=np.int64), np.zeros((4, 4, 3), dtype=np.int64))
     grown.counts[:3, :3] = pairs.counts
     post = posterior(grown)
-    assert post.pm()[3] > 2.5 * post.pm()[:3].max()
-    assert post.difference(0, 1)[1] < post.difference(0, 3)[1] / 5  # the three are still well told apart
+    assert post.pm()[3] > 2.5 * post.pm()[:3].max()  # as uncertain as the field is spread
+    assert post.difference(0, 1)[1] < post.difference(0, 3)[1] / 4  # the three are still well told apart
     assert abs(post.elo[3] - 1500) < 60
 
 

@@ -74,9 +74,11 @@ def _placement(pairs: Pairs, judged: Verdict, rng: np.random.Generator, size: in
     picks: list[tuple[int, int]] = []
     extra = np.zeros_like(played)
     for bot in sorted(range(pairs.n), key=lambda b: (played[b], b)):
-        others = [b for b in order if b != bot]
         needed = PLACEMENT - int(played[bot] + extra[bot])
         offset = rng.random()
+        if needed <= 0:
+            continue
+        others = [b for b in order if b != bot]
         for k in range(max(0, needed)):
             if len(picks) >= size:
                 return picks
@@ -132,18 +134,26 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
     a, b = cand[:, 0], cand[:, 1]
     p = 1.0 / (1.0 + np.exp(post.theta[b] - post.theta[a]))
     info = 2.0 * p * (1.0 - p) / post.dispersion  # of one pairing about theta[a] - theta[b]
+    # Each pick is a rank-one update of the covariance (cov - c c' / denom, c its column difference), kept
+    # as the list of c's: only what the gains read is updated (their columns, not the whole matrix).
+    var_pair = cov[a, a] + cov[b, b] - 2.0 * cov[a, b]  # each candidate's difference
     d = u @ cov  # (claims, n): Cov(claim's difference, each bot)
+    cross = d[:, a] - d[:, b]  # (claims, candidates): Cov(claim's difference, candidate's difference)
+    updates: list[tuple[np.ndarray, float]] = []
     picks = []
     for _ in range(count):
-        denom = 1.0 / info + cov[a, a] + cov[b, b] - 2.0 * cov[a, b]
-        gain = (weight[:, None] * (d[:, a] - d[:, b]) ** 2).sum(axis=0) / denom
+        denom = 1.0 / info + var_pair
+        gain = (weight @ cross**2) / denom
         best = int(np.argmax(gain))
         x, y = int(a[best]), int(b[best])
         picks.append((x, y))
         cx = cov[:, x] - cov[:, y]
-        dx = d[:, x] - d[:, y]
-        cov = cov - np.outer(cx, cx) / denom[best]
-        d = d - np.outer(dx, cx) / denom[best]
+        for c, k in updates:
+            cx = cx - c * ((c[x] - c[y]) / k)
+        updates.append((cx, float(denom[best])))
+        cc = cx[a] - cx[b]
+        cross = cross - np.outer(cross[:, best], cc) / denom[best]
+        var_pair = var_pair - cc * cc / denom[best]
     return picks
 
 

@@ -1,13 +1,14 @@
 """Ratings with their uncertainty: each bot's Elo with a 95% interval, and the odds of every place.
 
 The strengths are the order-free Bradley-Terry fit (`fit`: a draw is half a point, with a weak prior of
-virtual draws), here on the results of game pairs: two games
-from one opening, once from each side. Their uncertainty is the Laplace approximation of the posterior:
-normal around the fit, with the inverse of the log-likelihood's curvature as covariance (as BayesElo's),
-scaled by the pairs' dispersion: the observed variance of pair scores over what independent games would
-give. Deterministic bots make the two games of a pair move together (an opening that favours south gives
-each bot one win), and a draw varies less than a coin, so pairs tell more than twice a game; the
-dispersion measures by how much instead of assuming.
+virtual draws), here on the results of game pairs: two games from one opening, once from each side, under
+a normal prior for the field whose spread is estimated from the field (`posterior`: empirical Bayes).
+Their uncertainty is the Laplace approximation of the posterior: normal around its mode, with the inverse
+of the curvature as covariance (as BayesElo's), the likelihood's part scaled by the pairs' dispersion: the
+observed variance of pair scores over what independent games would give. Deterministic bots make the two
+games of a pair move together (an opening that favours south gives each bot one win), and a draw varies
+less than a coin, so pairs tell more than twice a game; the dispersion measures by how much instead of
+assuming.
 
 P(rank = k) is counted over seeded draws from that posterior (as BayesElo's `prediction` simulates), so it is
 the same for the same results and seed.
@@ -28,6 +29,12 @@ PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
+# The strengths' prior: normal around the field's mean, its SD estimated from the field (empirical Bayes),
+# as if SPREAD_BOTS more bots had come out SPREAD_GUESS (in natural units: 200 Elo) from the mean.
+SPREAD_BOTS = 1.0
+SPREAD_GUESS = 200.0 / ELO_PER_NAT
+SPREAD_STEPS = 30  # EM steps at most: each refits the strengths under the spread so far
+SPREAD_TOLERANCE = 1e-3  # relative change of spread² that ends EM: a tenth of a percent moves no risk
 
 
 def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -35,27 +42,34 @@ def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
     return -(score * np.logaddexp(0.0, theta[:, None, :] - theta[:, :, None])).sum(axis=(1, 2))
 
 
-def _newton(theta: np.ndarray, score: np.ndarray, games: np.ndarray) -> np.ndarray:
+def _newton(
+    theta: np.ndarray, score: np.ndarray, games: np.ndarray, ridge: float = 0.0, steps: int = 100
+) -> np.ndarray:
     """Maximum-likelihood log-strengths (mean 0) for a batch of score tables (B, n, n) from starts near them
-    (B, n): the likelihood is concave, so Newton steps with step halving get there in a few steps. Batched,
-    so a bootstrap costs a few numpy calls, not a few per resample."""
+    (B, n), less `ridge` / 2 · Σ theta² (a normal prior's log-density): the objective is concave, so Newton
+    steps with step halving get there in a few steps. Batched, so a batch of fits costs a few numpy calls."""
     n = theta.shape[1]
     points = score.sum(axis=2)
-    for _ in range(100):
+
+    def objective(t: np.ndarray) -> np.ndarray:
+        return _log_likelihood(t, score) - 0.5 * ridge * (t * t).sum(axis=1)
+
+    for _ in range(steps):
         diff = theta[:, :, None] - theta[:, None, :]
         expected = (games * np.exp(-np.logaddexp(0.0, -diff))).sum(axis=2)
         info = -games * np.exp(-np.logaddexp(0.0, diff) - np.logaddexp(0.0, -diff))  # n P(i>j) P(j>i)
         info[:, np.arange(n), np.arange(n)] = 0.0
-        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2)
+        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2) + ridge
         # info's null space is the free mean and the gradient sums to 0: pinning the mean makes it invertible
-        step = np.linalg.solve(info + 1.0 / n, (points - expected)[:, :, None])[:, :, 0]
+        gradient = points - expected - ridge * (theta - theta.mean(axis=1, keepdims=True))
+        step = np.linalg.solve(info + 1.0 / n, gradient[:, :, None])[:, :, 0]
         moving = np.max(np.abs(step), axis=1) >= 1e-10
         if not moving.any():
             break
-        before, t = _log_likelihood(theta, score), np.ones(len(theta))
+        before, t = objective(theta), np.ones(len(theta))
         slack = 1e-12 * (1.0 + np.abs(before))  # rounding near the top is no reason to shorten a step
         for _ in range(30):
-            worse = moving & (_log_likelihood(theta + t[:, None] * step, score) < before - slack)
+            worse = moving & (objective(theta + t[:, None] * step) < before - slack)
             if not worse.any():
                 break
             t = np.where(worse, t / 2, t)
@@ -166,7 +180,8 @@ class Posterior:
     elo: np.ndarray  # (n,)
     cov: np.ndarray  # (n, n), Elo²: the strengths are centred, so a bot's variance is about its place
     dispersion: float  # observed variance of pair scores over that of independent games
-    theta: np.ndarray  # the fit in natural units, to start the next fit from
+    theta: np.ndarray  # the posterior mode in natural units (`elo` is it in Elo); the next fit starts there
+    spread: float = math.nan  # the prior's SD of the strengths, in Elo, as estimated from the field
 
     @property
     def n(self) -> int:
@@ -211,23 +226,60 @@ def normal_cdf(x: float) -> float:
 
 
 def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray | None = None) -> Posterior:
-    """The Bradley-Terry fit of `pairs` with its Laplace covariance, scaled by the pairs' dispersion.
-    A bot without games sits at the centre with the prior's wide uncertainty."""
+    """The Bradley-Terry fit of `pairs` with its Laplace covariance, scaled by the pairs' dispersion, under a
+    normal prior N(0, spread²) on the strengths, the spread estimated from the field (empirical Bayes).
+
+    Why a prior: the ranking is read off noisy estimates, and noise spreads them apart. Where the schedule
+    measures mostly neighbours (a chain of differences, as an adaptive run does), nothing else reins in the
+    field's spread, so neighbour gaps come out too wide: with the flat fit alone the risks of the pairs the
+    ranking puts side by side were overconfident (benchmarks/schedule_efficiency.py, see settle.LOOKS). The
+    strengths of a class are one population; its spread, estimated from all of them, pulls each gap in by
+    what the data cannot tell from noise. The spread is the maximum of the marginal likelihood, found by EM
+    (each step: the posterior mode under the spread so far, then the strengths' expected mean square), with
+    `SPREAD_BOTS` virtual bots at `SPREAD_GUESS` so that a field of equal bots keeps a spread. A bot
+    without games sits at the centre with the field's spread as its uncertainty."""
     n = pairs.n
     prior = prior_games(n, prior_draws)
     score, games = pairs.points()
     total = games + prior
-    theta = fit(score + 0.5 * prior, total, start)
-    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
-    info = total * p * (1.0 - p)
-    hessian = np.diag(info.sum(axis=1)) - info
-    # The strengths are free up to a common shift: pinning their mean makes the curvature invertible, and
-    # inv(H + J/n) - J/n is then the covariance of the centred strengths.
+    score = score + 0.5 * prior
+    theta = fit(score, total, start)
     pin = np.full((n, n), 1.0 / n)
-    cov_nats = np.linalg.inv(hessian + pin) - pin
-    phi = dispersion(pairs, p)
-    cov = phi * ELO_PER_NAT**2 * cov_nats
-    return Posterior(ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta)
+    centre = np.eye(n) - pin
+    # EM's start: the method of moments (the fit's mean square less what its noise adds), near where EM ends
+    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
+    info = total * p * (1.0 - p)
+    noise = np.trace(np.linalg.inv(np.diag(info.sum(axis=1)) - info + pin) - pin) * dispersion(pairs, p)
+    tau2 = float(max(theta @ theta - noise, 0.0) + SPREAD_BOTS * SPREAD_GUESS**2) / (
+        max(n - 1, 0) + SPREAD_BOTS
+    )
+    steps, polish = [tau2], False
+    for step in range(SPREAD_STEPS + 1):
+        p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
+        info = total * p * (1.0 - p)
+        phi = dispersion(pairs, p)
+        # The strengths are free up to a common shift: pinning their mean makes the curvature invertible,
+        # and inv(H + J/n) - J/n is then the covariance of the centred strengths.
+        cov_nats = np.linalg.inv((np.diag(info.sum(axis=1)) - info) / phi + centre / tau2 + pin) - pin
+        new = float(theta @ theta + np.trace(cov_nats) + SPREAD_BOTS * SPREAD_GUESS**2) / (
+            max(n - 1, 0) + SPREAD_BOTS
+        )
+        if polish or step == SPREAD_STEPS:
+            break
+        # One Newton step per EM step; once the spread has converged, a converged fit under it
+        polish = abs(new - tau2) <= SPREAD_TOLERANCE * tau2
+        steps.append(new)
+        tau2 = new
+        if len(steps) >= 3:  # EM creeps geometrically: Aitken's extrapolation jumps to where it is going
+            a, b, c = steps[-3:]
+            if 0.0 < (c - b) / (b - a) < 1.0:
+                tau2 = c - (c - b) ** 2 / ((c - b) - (b - a))
+                steps.clear()
+        theta = _newton(theta[None, :], score[None], total, ridge=phi / tau2, steps=100 if polish else 1)[0]
+    cov = ELO_PER_NAT**2 * cov_nats
+    return Posterior(
+        ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta, ELO_PER_NAT * math.sqrt(tau2)
+    )
 
 
 def dispersion(pairs: Pairs, p: np.ndarray) -> float:
