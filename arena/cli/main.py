@@ -86,8 +86,15 @@ def _stop_on_signals() -> None:
             signal.signal(stop, _stop)
 
 
+# The ratings' small matrices gain nothing from BLAS threads, which fight the games' workers over the cores:
+# an adaptive run's decision took ten times longer with them on a loaded machine. Read once, when numpy loads.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def main() -> None:
     """Entry point: click errors and our own become one line on stderr and exit status 2."""
+    for var in BLAS_THREADS:
+        os.environ.setdefault(var, "1")  # before any command imports numpy (bots get their own environment)
     _stop_on_signals()
     warnings = logging.StreamHandler(sys.stderr)
     warnings.setFormatter(Printable("arena: %(levelname)s: %(message)s"))
