@@ -1,10 +1,12 @@
 """The server's parts on their own: `arena run` never loads Django; the class folder's secret key; the
 ladder's field as a bots folder (students' active versions, the references the teacher added); the
-gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to."""
+gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to; the web
+server's cgroup weighing more than the games."""
 
 from __future__ import annotations
 
 import io
+import os
 import stat
 import subprocess
 import sys
@@ -166,3 +168,27 @@ def test_the_migrations_match_the_models(django_class: Path) -> None:
     from django.core.management import call_command
 
     call_command("makemigrations", "classroom", "--check", "--dry-run", verbosity=0)
+
+
+def test_the_web_server_weighs_more_than_the_games() -> None:
+    from arena.match.confine import CPU_WEIGHT, _own_cgroups
+    from arena.server.serve import WEB_PRECEDENCE, _start, web_group
+
+    group = web_group()
+    if group is None:
+        pytest.skip("no cpu cgroup arena may make here")
+    try:
+        child = _start([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), group)
+        try:
+            inside = Path(f"/proc/{child.pid}/cgroup").read_text()
+        finally:
+            child.kill()
+            child.wait()
+        assert f"/{group.folders[0].name}\n" in inside
+        weight = WEB_PRECEDENCE * CPU_WEIGHT * (os.cpu_count() or 1)
+        if "cpu" in _own_cgroups():
+            assert (group.folders[0] / "cpu.shares").read_text().strip() == str(weight * 1024 // CPU_WEIGHT)
+        else:
+            assert (group.folders[0] / "cpu.weight").read_text().strip() == str(min(10_000, weight))
+    finally:
+        assert group.remove(), "the group is removed once its processes are gone"
