@@ -1,7 +1,8 @@
 """The server's parts on their own: `arena run` never loads Django; the class folder's secret key; the
 ladder's field as a bots folder (students' active versions, the references the teacher added); the
 gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to; the web
-server's cgroup weighing more than the games."""
+server's cgroup weighing more than the games; passwords hashed with Argon2id, one at a time per process,
+the PBKDF2 hashes made before still good and upgraded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -192,3 +194,45 @@ def test_the_web_server_weighs_more_than_the_games() -> None:
             assert (group.folders[0] / "cpu.weight").read_text().strip() == str(min(10_000, weight))
     finally:
         assert group.remove(), "the group is removed once its processes are gone"
+
+
+def test_a_pbkdf2_password_still_signs_in_and_is_upgraded_to_argon2id(django_class: Path) -> None:
+    from django.contrib.auth import authenticate
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
+    from django.contrib.auth.models import User
+
+    old = PBKDF2PasswordHasher()
+    user = User.objects.create(username="olga", password=old.encode("kalah 6 by 6", old.salt()))
+    assert make_password("x").startswith("argon2$argon2id$"), "new passwords are hashed with Argon2id"
+    assert authenticate(username="olga", password="wrong") is None
+    assert authenticate(username="olga", password="kalah 6 by 6") == user
+    user.refresh_from_db()
+    assert user.password.startswith("argon2$argon2id$v=19$m=102400,t=2,p=8$"), "upgraded, Django's parameters"
+    assert authenticate(username="olga", password="kalah 6 by 6") == user
+
+
+def test_one_password_hash_at_a_time_per_process() -> None:
+    import threading
+
+    pytest.importorskip("argon2", reason="the server's extra is not installed: pip install 'arena[server]'")
+    from arena.server import hashing
+
+    inside, most, lock = 0, 0, threading.Lock()
+
+    def hash_once() -> None:
+        nonlocal inside, most
+        with hashing._turn():
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            with hashing._turn():  # a hasher calling its own encode within a turn does not wait for itself
+                time.sleep(0.02)
+            with lock:
+                inside -= 1
+
+    threads = [threading.Thread(target=hash_once) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert most == hashing.HASHING == 1
