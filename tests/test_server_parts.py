@@ -1,11 +1,13 @@
 """The server's parts on their own: `arena run` never loads Django; the class folder's secret key; the
 ladder's field as a bots folder (students' active versions, the references the teacher added); the
-gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to; the web
-server's cgroup weighing more than the games; passwords hashed with Argon2id, one at a time per process,
-the PBKDF2 hashes made before still good and upgraded."""
+gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to; a cluster
+the ladder could not trust refused at the start; the web server's cgroup weighing more than the games;
+passwords hashed with Argon2id, one at a time per process, the PBKDF2 hashes made before still good and
+upgraded."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import stat
@@ -170,6 +172,29 @@ def test_the_migrations_match_the_models(django_class: Path) -> None:
     from django.core.management import call_command
 
     call_command("makemigrations", "classroom", "--check", "--dry-run", verbosity=0)
+
+
+def test_a_cluster_the_ladder_could_not_trust_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("django", reason="the server's extra is not installed: pip install 'arena[server]'")
+    from tests.server_kit import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "DASK_"))}
+
+    def serve(*flags: str) -> list[str]:
+        args = [sys.executable, "-m", "arena", "serve", str(tmp_path / "class"), "--port", str(free_port())]
+        run = subprocess.run([*args, *flags], capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+        assert run.returncode == 1, run.stderr
+        return run.stderr.strip().splitlines()
+
+    assert serve("--cluster", "tcp://127.0.0.1:9") == [
+        "arena: error: --cluster tcp://127.0.0.1:9: give the scheduler's tls://HOST:8786 address, started "
+        "with the class's certificates (see 'arena cluster-certs'): anyone could join a plain tcp:// one and "
+        "forge games"
+    ]
+    if importlib.util.find_spec("distributed") is not None:
+        (said,) = serve("--cluster", "tls://127.0.0.1:9")
+        assert said.startswith("arena: error: a tls:// cluster needs the class's certificates: give their")
+    assert not (tmp_path / "class").exists(), "nothing made before the server can start"
 
 
 def test_the_web_server_weighs_more_than_the_games() -> None:

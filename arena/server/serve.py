@@ -92,9 +92,29 @@ def environment(opts: Options) -> dict[str, str]:
     return env
 
 
+def check_cluster(address: str | None, certs: Path | None) -> None:
+    """A cluster the ladder could not trust is refused at the start, in one line, as `arena run` does."""
+    if not address:
+        return
+    if not address.startswith("tls://"):
+        raise ServeError(
+            f"--cluster {address}: give the scheduler's tls://HOST:8786 address, started with the class's "
+            "certificates (see 'arena cluster-certs'): anyone could join a plain tcp:// one and forge games"
+        )
+    from arena.tournament import trust
+
+    try:
+        trust.security(certs)
+    except ImportError:
+        raise ServeError("--cluster needs Dask here: pip install 'arena[cluster]'") from None
+    except trust.TrustError as e:
+        raise ServeError(str(e)) from None
+
+
 def prepare(opts: Options) -> str:
     """Make the class folder and migrate its database (in this process, with the children's settings);
     the teacher's first sign-in, as a line to print."""
+    check_cluster(opts.cluster, opts.cluster_certs)
     ClassDir(opts.class_dir.absolute()).make()
     os.environ.update(environment(opts))
     import django
