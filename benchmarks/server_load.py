@@ -6,10 +6,13 @@ settings on this machine, measured in the same run, one after the other (the rat
 The load averages at the start and the end are printed with the figures: the machine may be shared.
 
     .venv/bin/python benchmarks/server_load.py [--students 100] [--seconds 60] [--window 60] [--baseline REV]
+                                               [--hog N]
 
 --baseline REV first runs this benchmark on arena as it was at git revision REV (exported to a temporary
 folder, with this script copied in), then on arena as it is here: a before/after of one invocation, the
 same measuring code, minutes apart, so that both halves meet much the same load of the machine's others.
+--hog N runs N processes spinning at nice 0 beside each half (and its arena run): a shared machine's other
+users, made steady.
 
 Needs the server extra and requests (pip install -e '.[test]'). Every request goes to 127.0.0.1 only; the
 run is bounded (each wait has a deadline) and stops the server it started.
@@ -18,6 +21,7 @@ run is bounded (each wait has a deadline) and stops the server it started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -30,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -220,8 +225,8 @@ def baseline(rev: str, opts: argparse.Namespace) -> None:
         tree = export(rev, Path(tmp))
         script = tree / "benchmarks" / Path(__file__).name
         shutil.copy(__file__, script)
-        args = [sys.executable, str(script), "--students", str(opts.students),
-                "--seconds", str(opts.seconds), "--window", str(opts.window)]  # fmt: skip
+        args = [sys.executable, str(script), "--students", str(opts.students), "--seconds", str(opts.seconds),
+                "--window", str(opts.window), "--hog", str(opts.hog)]  # fmt: skip
         print(f"before: arena at {rev} ({loads()})", flush=True)
         subprocess.run(args, cwd=tree, check=True)
     print(f"after: arena as it is here ({loads()})", flush=True)
@@ -233,9 +238,30 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--window", type=float, default=60.0, help="seconds over which games/s are counted")
     ap.add_argument("--baseline", metavar="REV", help="first run the benchmark of arena at git revision REV")
+    ap.add_argument("--hog", type=int, default=0, help="processes spinning beside it: the machine's others")
     opts = ap.parse_args()
     if opts.baseline:
         baseline(opts.baseline, opts)
+    with hogs(opts.hog):
+        measure(opts)
+
+
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """`count` processes spinning at nice 0 for the whole run: the load of a shared machine's other users,
+    made the same for a before and its after."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    if count:
+        print(f"with {count} processes spinning beside it")
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def measure(opts: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="arena-load-"))
     class_dir = work / "class"
     make_class(class_dir, opts.students)
