@@ -3,8 +3,16 @@ seconds against the real server (gunicorn and its workers) on 127.0.0.1, while t
 every upload must be stored and checked. Printed: page latency (p50, p95, max) by kind of request, how long
 the checks took to catch up, and the ladder's games per second against `arena run` on the same bots and
 settings on this machine, measured in the same run, one after the other (the ratio is quoted from them).
+The load averages at the start and the end are printed with the figures: the machine may be shared.
 
-    .venv/bin/python benchmarks/server_load.py [--students 100] [--seconds 60] [--window 60]
+    .venv/bin/python benchmarks/server_load.py [--students 100] [--seconds 60] [--window 60] [--baseline REV]
+                                               [--hog N]
+
+--baseline REV first runs this benchmark on arena as it was at git revision REV (exported to a temporary
+folder, with this script copied in), then on arena as it is here: a before/after of one invocation, the
+same measuring code, minutes apart, so that both halves meet much the same load of the machine's others.
+--hog N runs N processes spinning at nice 0 beside each half (and its arena run): a shared machine's other
+users, made steady.
 
 Needs the server extra and requests (pip install -e '.[test]'). Every request goes to 127.0.0.1 only; the
 run is bounded (each wait has a deadline) and stops the server it started.
@@ -13,6 +21,7 @@ run is bounded (each wait has a deadline) and stops the server it started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -25,10 +34,13 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util import Retry
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,6 +60,16 @@ def timed(kind: str, call, *args, **kw):  # type: ignore[no-untyped-def]
     with lock:
         latencies[kind].append(time.perf_counter() - began)
     return answer
+
+
+def session() -> requests.Session:
+    """A browser's connection: a GET whose kept-alive connection the server closed just as it was reused
+    (gunicorn closes idle ones after 2 s; the pages poll every 3) is sent again, as a browser does."""
+    http = requests.Session()
+    http.mount(
+        "http://", HTTPAdapter(max_retries=Retry(total=2, allowed_methods=["GET"], status_forcelist=[]))
+    )
+    return http
 
 
 def token_of(page: str) -> str:
@@ -75,7 +97,7 @@ def make_class(class_dir: Path, students: int) -> None:
 def student(server: Server, k: int, start_at: float) -> None:
     """Sign in, open one's page, upload, look at the ladder: a student's minute."""
     time.sleep(max(0.0, start_at - time.monotonic()))
-    http = requests.Session()
+    http = session()
     try:
         page = timed("GET /signin", http.get, server.url + "/signin").text
         form = {"csrfmiddlewaretoken": token_of(page), "username": f"s{k:03d}", "password": PASSWORD}
@@ -110,7 +132,7 @@ def steady(server: Server, students: int, seconds: float) -> None:
     ladder every 3 s each, their own page now and then), with no sign-in to hash."""
     sessions = []
     for k in range(min(students, 30)):
-        http = requests.Session()
+        http = session()
         page = http.get(server.url + "/signin", timeout=60).text
         form = {"csrfmiddlewaretoken": token_of(page), "username": f"s{k:03d}", "password": PASSWORD}
         http.post(server.url + "/signin", data=form, timeout=60)
@@ -128,12 +150,14 @@ def steady(server: Server, students: int, seconds: float) -> None:
         list(pool.map(browse, sessions))
 
 
-def checked(class_dir: Path) -> tuple[int, int]:
+def checked(class_dir: Path) -> tuple[int, int, int]:
+    """Versions stored, checked, and failed (each upload is a working bot: a failure is the load's)."""
     with sqlite3.connect(class_dir / "server.sqlite3", timeout=30) as db:
         rows = dict(
             db.execute("SELECT status, count(*) FROM classroom_submission GROUP BY status").fetchall()
         )
-    return sum(rows.values()), rows.get("passed", 0) + rows.get("failed", 0)
+    failed = rows.get("failed", 0)
+    return sum(rows.values()), rows.get("passed", 0) + failed, failed
 
 
 def games(store: Path, reason: str | None = None) -> int:
@@ -173,7 +197,39 @@ def arena_run_rate(bots: Path, out: Path, seconds: float, warmup: float) -> floa
         return rate(lambda: games(store), seconds)
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=120)  # its report of 100 bots, on a loaded machine
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def loads() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def export(rev: str, into: Path) -> Path:
+    """arena, its bots, benchmarks and the tests' server kit as they were at git revision `rev`."""
+    tree = into / f"baseline-{rev}"
+    tree.mkdir(parents=True)
+    paths = ["arena", "benchmarks", "bots", "tests/server_kit.py"]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *paths], check=True,
+                             capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def baseline(rev: str, opts: argparse.Namespace) -> None:
+    """This benchmark on arena at `rev` (this script in its export), printed as it goes."""
+    with tempfile.TemporaryDirectory(prefix="arena-load-base-") as tmp:
+        tree = export(rev, Path(tmp))
+        script = tree / "benchmarks" / Path(__file__).name
+        shutil.copy(__file__, script)
+        args = [sys.executable, str(script), "--students", str(opts.students), "--seconds", str(opts.seconds),
+                "--window", str(opts.window), "--hog", str(opts.hog)]  # fmt: skip
+        print(f"before: arena at {rev} ({loads()})", flush=True)
+        subprocess.run(args, cwd=tree, check=True)
+    print(f"after: arena as it is here ({loads()})", flush=True)
 
 
 def main() -> None:
@@ -181,7 +237,31 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=100)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--window", type=float, default=60.0, help="seconds over which games/s are counted")
+    ap.add_argument("--baseline", metavar="REV", help="first run the benchmark of arena at git revision REV")
+    ap.add_argument("--hog", type=int, default=0, help="processes spinning beside it: the machine's others")
     opts = ap.parse_args()
+    if opts.baseline:
+        baseline(opts.baseline, opts)
+    with hogs(opts.hog):
+        measure(opts)
+
+
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """`count` processes spinning at nice 0 for the whole run: the load of a shared machine's other users,
+    made the same for a before and its after."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    if count:
+        print(f"with {count} processes spinning beside it")
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def measure(opts: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="arena-load-"))
     class_dir = work / "class"
     make_class(class_dir, opts.students)
@@ -195,7 +275,8 @@ def main() -> None:
                 raise SystemExit("the ladder did not start")
             time.sleep(0.5)
         print(
-            f"{opts.students} students sign in and upload within {opts.seconds:.0f} s; the ladder is playing"
+            f"{opts.students} students sign in and upload within {opts.seconds:.0f} s; the ladder is playing "
+            f"({loads()})"
         )
         began = time.monotonic()
         starts = sorted(began + random.uniform(0, opts.seconds) for _ in range(opts.students))
@@ -205,14 +286,15 @@ def main() -> None:
         rush = time.monotonic() - began
         games_in_rush = games(ladder)
         while True:
-            stored, done = checked(class_dir)
+            stored, done, failed = checked(class_dir)
             if done == stored == opts.students or time.monotonic() - began > 900:
                 break
             time.sleep(1)
         caught_up = time.monotonic() - began
-        print(f"  the rush took {rush:.1f} s; {len(failures)} students failed: {failures[:3]}")
+        print(f"  the rush took {rush:.1f} s; {len(failures)} students failed: {failures[:3]} ({loads()})")
         print(
-            f"  uploads stored {stored} of {opts.students}; checked {done} ({caught_up:.0f} s from the start)"
+            f"  uploads stored {stored} of {opts.students}; checked {done}, {failed} failed "
+            f"({caught_up:.0f} s from the start)"
         )
         timeouts = games(ladder, "timeout")
         print(
@@ -243,6 +325,7 @@ def main() -> None:
     print(f"  the ladder (arena serve, idle pages): {ladder_rate:.2f}")
     print(f"  arena run on the same bots:           {run_rate:.2f}")
     print(f"  ratio ladder / arena run:             {ladder_rate / run_rate:.2f}")
+    print(f"  ({loads()})")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -63,10 +63,13 @@ def free_port() -> int:
 
 
 class Server:
-    """`arena serve CLASS_DIR` on 127.0.0.1 at a free port, in its own process group."""
+    """`arena serve CLASS_DIR` on 127.0.0.1 at a free port, in its own process group; `args` are more of
+    its options (--cluster)."""
 
-    def __init__(self, class_dir: Path, db: str | None = None, move_ms: int = 100) -> None:
-        self.class_dir, self.db, self.move_ms = class_dir, db, move_ms
+    def __init__(
+        self, class_dir: Path, db: str | None = None, move_ms: int = 100, args: tuple[str, ...] = ()
+    ) -> None:
+        self.class_dir, self.db, self.move_ms, self.args = class_dir, db, move_ms, args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[str] | None = None
@@ -75,7 +78,7 @@ class Server:
     def start(self, timeout: float = 60) -> str:
         """Start it and return what it printed for the teacher's first sign-in."""
         args = [sys.executable, "-m", "arena", "serve", str(self.class_dir), "--port", str(self.port)]
-        args += ["--move-time", str(self.move_ms)] + (["--db", self.db] if self.db else [])
+        args += ["--move-time", str(self.move_ms)] + (["--db", self.db] if self.db else []) + [*self.args]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "DJANGO_"))}
         seen = self.log.stat().st_size if self.log.exists() else 0
         out = self.log.open("a")

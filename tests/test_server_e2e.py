@@ -8,13 +8,14 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
   checked after it), no game stored twice, the ladder goes on;
 - a hostile bot uploaded through the page reads nothing of another student's, nor the server's secrets:
-  its check runs it confined as `arena run` does.
+  its check runs it confined as `arena run` does, and so do its games on the ladder.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -411,6 +412,89 @@ def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None)
     assert f"DENIED {folder} FileNotFoundError" in shown or "LISTED [&#x27;mal&#x27;]" in shown, shown
     for path in targets:
         assert f"DENIED {path}" in shown, path
+
+
+# A bot that plays (random legal moves, so that its check passes and it enters the ladder) and looks, at
+# the first move of every game, for what is not its own: it says on its stderr, which each game keeps.
+PLAYS_AND_LOOKS = """\
+import os, random, sys
+
+
+def look():
+    for path in {targets!r}:
+        try:
+            with open(path, "rb") as f:
+                print("LEAK", path, f.read(200), file=sys.stderr, flush=True)
+        except OSError as e:
+            print("DENIED", path, type(e).__name__, file=sys.stderr, flush=True)
+    for folder in {folders!r}:
+        try:
+            print("LISTED", folder, os.listdir(folder), file=sys.stderr, flush=True)
+        except OSError as e:
+            print("DENIED", folder, type(e).__name__, file=sys.stderr, flush=True)
+    print("LOOKED", file=sys.stderr, flush=True)
+
+
+looked = False
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "MOVE":
+        if not looked:
+            look()
+            looked = True
+        b = [int(x) for x in w[2:]]
+        print(random.choice([p for p in range(1, len(b) // 2) if b[p - 1]]), flush=True)
+    elif w and w[0] == "END":
+        looked = False
+    elif w and w[0] == "QUIT":
+        break
+"""
+
+
+def ladder_stderr(class_dir: Path, bot: str) -> list[str]:
+    """What `bot` wrote in each of its ladder games, from the ladder's store."""
+    path = class_dir / "ladder" / "arena.sqlite"
+    if not path.exists():
+        return []
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT stderr FROM games").fetchall()
+    return [text for (data,) in rows if (text := json.loads(data or "{}").get(bot))]
+
+
+def test_a_hostile_bot_on_the_ladder_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
+    """Confined in its ladder games as in its check, as `arena run` confines: not only when checked."""
+    from arena.match.confine import sandbox_problem
+
+    if db is not None:
+        pytest.skip("the sandbox does not depend on the database: once, on SQLite")
+    if sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    people = make_class(server, server.start(), ["vic", "mal"])
+    people["vic"].upload("vic.py", b"# VIC-PRIVATE-STRATEGY\n" + RANDOM)
+    until("vic's check", lambda: people["vic"].versions() == ["passed"], 240)
+    root = server.class_dir.absolute()
+    targets = [
+        str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
+        str(root / "bots" / "vic" / "vic.py"),
+        str(root / "secret_key"),
+        str(root / "server.sqlite3"),
+        str(root / "ladder" / "arena.sqlite"),
+    ]
+    folders = [str(root / "bots"), "/dev/shm"]
+    people["mal"].upload("mal.py", PLAYS_AND_LOOKS.format(targets=targets, folders=folders).encode())
+    until("mal's check", lambda: people["mal"].versions() == ["passed"], 240)
+
+    def three_games() -> list[str] | None:
+        found = ladder_stderr(root, "mal")
+        return found[:3] if len(found) >= 3 else None
+
+    seen = until("three ladder games of mal's", three_games, 240)
+    for text in seen:
+        assert "LOOKED" in text and "LEAK" not in text and "VIC-PRIVATE" not in text, text
+        for path in targets:
+            assert f"DENIED {path}" in text, (path, text)
+        assert f"DENIED {root / 'bots'} FileNotFoundError" in text, text
+        assert "arena-stage" not in text, "another bot's staged copy is not in its /dev/shm"
 
 
 def test_arena_submit_from_a_terminal(server: Server, db: str | None, tmp_path: Path) -> None:

@@ -1,13 +1,19 @@
 """The server's parts on their own: `arena run` never loads Django; the class folder's secret key; the
 ladder's field as a bots folder (students' active versions, the references the teacher added); the
-gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to."""
+gradebook's rows and its pass rule; what `arena submit` sends; the names the server answers to; a cluster
+the ladder could not trust refused at the start; the web server's cgroup weighing more than the games;
+passwords hashed with Argon2id, one at a time per process, the PBKDF2 hashes made before still good and
+upgraded."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import os
 import stat
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -166,3 +172,92 @@ def test_the_migrations_match_the_models(django_class: Path) -> None:
     from django.core.management import call_command
 
     call_command("makemigrations", "classroom", "--check", "--dry-run", verbosity=0)
+
+
+def test_a_cluster_the_ladder_could_not_trust_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("django", reason="the server's extra is not installed: pip install 'arena[server]'")
+    from tests.server_kit import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARENA_", "DASK_"))}
+
+    def serve(*flags: str) -> list[str]:
+        args = [sys.executable, "-m", "arena", "serve", str(tmp_path / "class"), "--port", str(free_port())]
+        run = subprocess.run([*args, *flags], capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+        assert run.returncode == 1, run.stderr
+        return run.stderr.strip().splitlines()
+
+    assert serve("--cluster", "tcp://127.0.0.1:9") == [
+        "arena: error: --cluster tcp://127.0.0.1:9: give the scheduler's tls://HOST:8786 address, started "
+        "with the class's certificates (see 'arena cluster-certs'): anyone could join a plain tcp:// one and "
+        "forge games"
+    ]
+    if importlib.util.find_spec("distributed") is not None:
+        (said,) = serve("--cluster", "tls://127.0.0.1:9")
+        assert said.startswith("arena: error: a tls:// cluster needs the class's certificates: give their")
+    assert not (tmp_path / "class").exists(), "nothing made before the server can start"
+
+
+def test_the_web_server_weighs_more_than_the_games() -> None:
+    from arena.match.confine import CPU_WEIGHT, _own_cgroups
+    from arena.server.serve import WEB_PRECEDENCE, _start, web_group
+
+    group = web_group()
+    if group is None:
+        pytest.skip("no cpu cgroup arena may make here")
+    try:
+        child = _start([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), group)
+        try:
+            inside = Path(f"/proc/{child.pid}/cgroup").read_text()
+        finally:
+            child.kill()
+            child.wait()
+        assert f"/{group.folders[0].name}\n" in inside
+        weight = WEB_PRECEDENCE * CPU_WEIGHT * (os.cpu_count() or 1)
+        if "cpu" in _own_cgroups():
+            assert (group.folders[0] / "cpu.shares").read_text().strip() == str(weight * 1024 // CPU_WEIGHT)
+        else:
+            assert (group.folders[0] / "cpu.weight").read_text().strip() == str(min(10_000, weight))
+    finally:
+        assert group.remove(), "the group is removed once its processes are gone"
+
+
+def test_a_pbkdf2_password_still_signs_in_and_is_upgraded_to_argon2id(django_class: Path) -> None:
+    from django.contrib.auth import authenticate
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
+    from django.contrib.auth.models import User
+
+    old = PBKDF2PasswordHasher()
+    user = User.objects.create(username="olga", password=old.encode("kalah 6 by 6", old.salt()))
+    assert make_password("x").startswith("argon2$argon2id$"), "new passwords are hashed with Argon2id"
+    assert authenticate(username="olga", password="wrong") is None
+    assert authenticate(username="olga", password="kalah 6 by 6") == user
+    user.refresh_from_db()
+    assert user.password.startswith("argon2$argon2id$v=19$m=102400,t=2,p=8$"), "upgraded, Django's parameters"
+    assert authenticate(username="olga", password="kalah 6 by 6") == user
+
+
+def test_one_password_hash_at_a_time_per_process() -> None:
+    import threading
+
+    pytest.importorskip("argon2", reason="the server's extra is not installed: pip install 'arena[server]'")
+    from arena.server import hashing
+
+    inside, most, lock = 0, 0, threading.Lock()
+
+    def hash_once() -> None:
+        nonlocal inside, most
+        with hashing._turn():
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            with hashing._turn():  # a hasher calling its own encode within a turn does not wait for itself
+                time.sleep(0.02)
+            with lock:
+                inside -= 1
+
+    threads = [threading.Thread(target=hash_once) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert most == hashing.HASHING == 1

@@ -456,6 +456,38 @@ class Cgroups:
         except OSError:
             return ""
 
+    @classmethod
+    def weighted(cls, tag: str, weight: int) -> Cgroups | None:
+        """A cgroup of the cpu controller alone, `tag` beside arena's bots' parents, whose processes together
+        weigh `weight` (v2's cpu.weight; v1's cpu.shares alike): for what must come before the games, as a
+        server's pages do. None where this machine does not let arena make one."""
+        own = _own_cgroups()
+        if "cpu" in own:  # v1's cpu hierarchy (also where a v2 one without controllers is mounted beside)
+            made = cls([own["cpu"] / tag], v2=False)
+            name, value = "cpu.shares", weight * CPU_SHARES // CPU_WEIGHT
+        elif "unified" in own:
+            made = cls([own["unified"] / tag], v2=True)
+            name, value = "cpu.weight", min(10_000, weight)
+        else:
+            return None
+        try:
+            made.folders[0].mkdir(exist_ok=True)
+            made._write(name, value)
+        except OSError:
+            made.remove()
+            return None
+        return made
+
+    def join(self) -> None:
+        """Move the calling process in (a child before exec: its children are then born inside)."""
+        pid = str(os.getpid()).encode()
+        for path in self.procs_files():
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+
     def child(self, name: str, memory_bytes: int, max_procs: int) -> Cgroups | None:
         made = Cgroups([f / name for f in self.folders], self.v2)
         try:

@@ -8,7 +8,9 @@ for live updates, so nothing needs ASGI (uvicorn) or websockets; waitress, pure 
 would bring nothing arena can use.
 
 The children die with `arena serve` even when it is killed with kill -9 (Linux's parent-death signal), and
-a worker that stops on its own is started again; the web server stopping ends the whole server.
+a worker that stops on its own is started again; the web server stopping ends the whole server. The web
+server runs in a cgroup that weighs ten times a tournament's bots (`web_group`): the workers' nice values
+cannot do it, since each bot sits in a cgroup of its own and competes as a group.
 """
 
 from __future__ import annotations
@@ -26,10 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from arena.match.confine import CPU_WEIGHT, Cgroups
 from arena.server.classdir import ClassDir
 
 READY_S = 30.0
 RESTART_S = 2.0
+# The web server's CPU weight against the bots of one tournament (each tournament's bots weigh one busy
+# process per core, confine.py): a page is a person waiting, and a rush of sign-ins (each password hash a
+# quarter second of a core) must not queue behind the games. A weight, not a priority: the games still get
+# a share when the pages want every core, so a bot's move is slowed, not starved past its time limit.
+WEB_PRECEDENCE = 10
 
 
 class ServeError(RuntimeError):
@@ -84,9 +92,29 @@ def environment(opts: Options) -> dict[str, str]:
     return env
 
 
+def check_cluster(address: str | None, certs: Path | None) -> None:
+    """A cluster the ladder could not trust is refused at the start, in one line, as `arena run` does."""
+    if not address:
+        return
+    if not address.startswith("tls://"):
+        raise ServeError(
+            f"--cluster {address}: give the scheduler's tls://HOST:8786 address, started with the class's "
+            "certificates (see 'arena cluster-certs'): anyone could join a plain tcp:// one and forge games"
+        )
+    from arena.tournament import trust
+
+    try:
+        trust.security(certs)
+    except ImportError:
+        raise ServeError("--cluster needs Dask here: pip install 'arena[cluster]'") from None
+    except trust.TrustError as e:
+        raise ServeError(str(e)) from None
+
+
 def prepare(opts: Options) -> str:
     """Make the class folder and migrate its database (in this process, with the children's settings);
     the teacher's first sign-in, as a line to print."""
+    check_cluster(opts.cluster, opts.cluster_certs)
     ClassDir(opts.class_dir.absolute()).make()
     os.environ.update(environment(opts))
     import django
@@ -142,8 +170,21 @@ def commands(opts: Options) -> dict[str, list[str]]:
     return {"web": web, "checks": [*worker, "checks"], "ladder": [*worker, "ladder"]}
 
 
-def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, env=env, preexec_fn=_die_with_parent)  # noqa: PLW1509
+def _start(argv: list[str], env: dict[str, str], group: Cgroups | None = None) -> subprocess.Popen[bytes]:
+    def before() -> None:
+        _die_with_parent()
+        if group is not None:
+            group.join()
+
+    return subprocess.Popen(argv, env=env, preexec_fn=before)  # noqa: PLW1509
+
+
+def web_group() -> Cgroups | None:
+    """The cgroup that gives the web server its precedence over the games (None where arena may not make
+    one: the pages then compete with the bots as any process does). Named as arena's bots' parents are, so
+    that one left by a kill -9 is swept by the next arena on this machine."""
+    weight = WEB_PRECEDENCE * CPU_WEIGHT * (os.cpu_count() or 1)
+    return Cgroups.weighted(f"arena-{os.getpid()}-web", weight)
 
 
 def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
@@ -163,7 +204,10 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
     sign_in = prepare(opts)
     env = environment(opts)
     argvs = commands(opts)
-    children = {"web": _start(argvs["web"], env)}
+    group = web_group()
+    if group is None:
+        say("arena serve: no cpu cgroup here: the pages have no precedence over the games")
+    children = {"web": _start(argvs["web"], env, group)}
     try:
         _ready(opts, children["web"])
         for role in ("checks", "ladder"):
@@ -182,6 +226,8 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
                 children[role] = _start(argvs[role], env)
     finally:
         _stop(children)
+        if group is not None:
+            group.remove()
 
 
 def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:

@@ -59,6 +59,8 @@ TEMPLATES = [
 ]
 DATABASES = {"default": database(os.environ.get("ARENA_DB"), CLASS)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Argon2id first (Django's recommendation); PBKDF2 reads the hashes made before, upgraded at sign-in.
+PASSWORD_HASHERS = ["arena.server.hashing.Argon2", "arena.server.hashing.PBKDF2"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import django
@@ -109,15 +110,28 @@ class Watch:
                 raise FieldChanged
 
 
+def backend(address: str | None) -> Any:
+    """Where the games are played: this machine's cores (None), or the Dask cluster `arena serve --cluster`
+    names, trusted through the class's certificates (--cluster-certs) as `arena run --cluster` trusts it."""
+    if not address:
+        return None
+    from arena.tournament.cluster import Cluster
+    from arena.tournament.trust import CERTS_ENV
+
+    certs = os.environ.get(CERTS_ENV)
+    return Cluster(address, certs=Path(certs) if certs else None)
+
+
 def ladder_loop(cluster: str | None) -> None:
-    """Play the ladder until stopped; at the deadline, the final."""
+    """Play the ladder until stopped; at the deadline, the final. A cluster that cannot play is said on
+    the class page and tried again, as a final that cannot be played is."""
     from arena.api import Tournament
     from arena.match.bots import BotError
     from arena.server import field, final, ladder
     from arena.server.models import Classroom, FinalState
+    from arena.tournament.cluster import ClusterError
 
     where, settings = class_dir(), settings_here()
-    run: dict[str, Any] = {"cluster": cluster} if cluster else {}
     with Tournament(where.ladder, settings) as cup:
         seen = -1
         while True:
@@ -129,8 +143,9 @@ def ladder_loop(cluster: str | None) -> None:
                 if classroom.final_state != FinalState.DONE:
                     _note(classroom, "the deadline has passed: the final is being played")
                     try:
-                        final.play(where, classroom, settings, **run)
-                    except (BotError, ValueError, OSError) as e:  # said on the class page, tried again
+                        final.play(where, classroom, settings, cluster=backend(cluster))
+                    except (BotError, ValueError, OSError, ClusterError) as e:
+                        # said on the class page, tried again
                         _note(classroom, f"the final could not be played: {e}")
                         time.sleep(30 * IDLE_S)
                         continue
@@ -152,7 +167,13 @@ def ladder_loop(cluster: str | None) -> None:
                 continue
             _note(classroom, f"playing: {len(entered.bots)} bots")
             watch = Watch(cup, seen, "playing")
-            result = cup.run(entered, None, progress=watch, **run)
+            try:
+                result = cup.run(entered, None, progress=watch, cluster=backend(cluster))
+            except ClusterError as e:
+                _note(classroom, f"the cluster cannot play: {e}")
+                seen = -1
+                time.sleep(30 * IDLE_S)
+                continue
             if result.interrupted and not watch.changed:
                 raise KeyboardInterrupt
             if watch.changed:
