@@ -468,6 +468,34 @@ def test_a_worker_that_cannot_keep_bots_says_where_and_what_to_do(tmp_path: Path
         cache.bot(workers.pack(bot))
 
 
+def test_workers_of_one_machine_caching_the_same_bot_at_once_all_run_it(tmp_path: Path) -> None:
+    """Two workers on one machine share its cache: one's replacing a copy must not remove it under the
+    other's feet (CI: a worker refused alphabeta, 'cannot be read', while the other put it in place)."""
+    (bot,) = discover(write_bots(tmp_path / "bots", first=first_legal()))
+    ship = workers.pack(bot)
+    failures: list[BaseException] = []
+
+    def worker(cache: Any) -> None:
+        try:
+            for _ in range(30):
+                assert cache.bot(ship).digest == ship.digest
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            failures.append(e)
+
+    for attempt in range(10):
+        root = tmp_path / f"machine-{attempt}"
+        caches = [workers.Cache(root, f"worker lab-{k}") for k in range(4)]  # a process each, a lock each
+        # a stale copy, so that every worker begins by replacing it
+        (root / ship.digest).mkdir(parents=True)
+        (root / ship.digest / ship.entry).write_text("print('an old copy')\n")
+        threads = [threading.Thread(target=worker, args=(cache,)) for cache in caches]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+
+
 # Worker preloads that make the worker named 0 (lab-0) a dishonest or an outdated machine.
 FORGER = """\
 import dataclasses
