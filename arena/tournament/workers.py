@@ -28,7 +28,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,14 +99,16 @@ class Cache:
         """The bot of `ship` as this machine runs it, its cached files hashing to `ship.digest`; a cached
         copy that does not is replaced first. Refused if the shipped files do not hash to it either."""
         path = self.root / ship.digest / ship.entry
+        # Every worker on this machine shares its cache: one at a time looks at a bot or replaces it, else
+        # one worker's replacing a copy removes it under another's feet while that one loads it (seen on
+        # CI: two workers caching one bot at once, one refused it as 'cannot be read').
         try:
-            machine = self._machine_lock()
+            self.root.mkdir(parents=True, exist_ok=True)
+            machine = open(self.root / ".lock", "a")  # noqa: SIM115 (closed by the with below)
         except OSError as e:
-            raise Refused(
-                f"{self.where} cannot keep bots in {self.root} ({e.strerror}): give it a writable folder "
-                f"in ${CACHE_ENV}"
-            ) from None
-        with self._lock, machine:
+            raise self._unwritable(e) from None
+        with machine, self._lock:
+            fcntl.flock(machine, fcntl.LOCK_EX)  # released when the file is closed
             if path.exists():
                 with contextlib.suppress(BotError):
                     if (bot := load_bot(path)).digest == ship.digest:
@@ -116,10 +118,7 @@ class Cache:
             try:
                 self._write(ship)
             except OSError as e:
-                raise Refused(
-                    f"{self.where} cannot keep bots in {self.root} ({e.strerror}): give it a writable folder "
-                    f"in ${CACHE_ENV}"
-                ) from None
+                raise self._unwritable(e) from None
             try:
                 bot = load_bot(path)
             except BotError as e:
@@ -132,15 +131,11 @@ class Cache:
                 )
             return bot
 
-    @contextlib.contextmanager
-    def _machine_lock(self) -> Iterator[None]:
-        """Every worker on this machine shares its cache: one at a time looks at a bot or replaces it, else
-        one worker's replacing a copy removes it under another's feet while that one loads it (seen on CI:
-        two workers caching the same bot at once, one refused it as 'cannot be read')."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
-            yield
+    def _unwritable(self, e: OSError) -> Refused:
+        return Refused(
+            f"{self.where} cannot keep bots in {self.root} ({e.strerror}): give it a writable folder in "
+            f"${CACHE_ENV}"
+        )
 
     def _write(self, ship: Shipment) -> None:
         """Put the shipped files in place whole: written aside, then renamed into place."""
