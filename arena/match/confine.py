@@ -741,13 +741,7 @@ class Jail:
             resource.setrlimit(resource.RLIMIT_NPROC, (self.conf.max_procs, self.conf.max_procs))
         _new_session_keyring()
         if self.cgroups is not None:
-            pid = str(os.getpid()).encode()
-            for path in self.cgroups.procs_files():
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, pid)
-                finally:
-                    os.close(fd)
+            self.cgroups.join()
 
     def freeze(self, frozen: bool) -> bool:
         """Pause (or resume) every process of the bot; False where only signals can (no freezer here)."""
