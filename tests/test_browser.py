@@ -34,7 +34,9 @@ for line in sys.stdin:
         n += 1
         b = [int(x) for x in w[2:]]
         print(f"move {n}: <b>thinking</b>", file=sys.stderr, flush=True)
-        if sum(k * v for k, v in enumerate(b)) % 13 == 0:  # by the position: reproducible
+        # By the position: against greedy (deterministic) it crashes from 2 of the 6 openings and sides;
+        # against random it may or may not (random's moves are not repeatable: CI once saw no crash)
+        if sum(k * v for k, v in enumerate(b)) % 7 == 0:
             raise SystemExit("<script>alert(1)</script> gave up")
         print(next(p for p in range(1, len(b) // 2) if b[p - 1]), flush=True)
     elif w and w[0] == "QUIT":
@@ -215,7 +217,7 @@ def test_a_forfeit_shows_where_and_why_and_how_to_reproduce_it(browser, cup):
 
     records = _records(cup)
     crashed = [g for g, (_, r) in records.items() if r.faulty == "crashy" and r.reason == "crash" and r.moves]
-    assert crashed, "crashy crashed in no game: the test tournament needs another seed"
+    assert crashed, "crashy crashed in no game against greedy: the openings changed?"
     gid = crashed[0]
     record = records[gid][1]
     browser.get((cup / "index.html").as_uri() + "#bot-crashy")
