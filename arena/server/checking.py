@@ -47,10 +47,13 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
         submission.checklist = {"items": [{"name": "load", "status": "FAIL", "summary": text}]}
         submission.verdict = f"{member.slug}: FAIL: {text}"
         submission.status = Status.FAILED
-    submission.save(update_fields=["checklist", "verdict", "status"])
-    classroom = Classroom.current()
-    if submission.status == Status.PASSED and classroom is not None and not classroom.frozen():
-        activate(classroom, member, submission)
+    # One transaction: a page never shows a version passed but not yet playing (CI's browser test once
+    # read the status between the two writes).
+    with transaction.atomic():
+        submission.save(update_fields=["checklist", "verdict", "status"])
+        classroom = Classroom.current()
+        if submission.status == Status.PASSED and classroom is not None and not classroom.frozen():
+            activate(classroom, member, submission)
     return submission
 
 
