@@ -169,14 +169,8 @@ def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path)
     assert [float(p) for _, p, _ in leaders] == sorted((float(p) for _, p, _ in leaders), reverse=True)
 
 
-def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
-    import pty
-
-    argv = [sys.executable, "-m", "arena", "run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2",
-            "--move-time", "200", "--rounds", "2"]  # fmt: skip
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
-    os.close(follower)
+def _drain(leader: int) -> bytes:
+    """All a process wrote to a pty, read until it closes (arena exited)."""
     seen = b""
     while True:
         try:
@@ -186,6 +180,18 @@ def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
         if not chunk:
             break
         seen += chunk
+    return seen
+
+
+def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
+    import pty
+
+    argv = [sys.executable, "-m", "arena", "run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2",
+            "--move-time", "200", "--rounds", "2"]  # fmt: skip
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    seen = _drain(leader)
     out = proc.communicate(timeout=120)[0]
     os.close(leader)
     assert proc.returncode == 0, seen
@@ -210,15 +216,7 @@ def test_run_quiet_prints_only_the_reports_path(tmp_path: Path, terminal: bool):
         leader, follower = pty.openpty()
         proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
         os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the pty closed: arena exited
-                break
-            if not chunk:
-                break
-            seen += chunk
+        seen = _drain(leader)
         proc.wait(timeout=120)
         os.close(leader)
         out, err = seen.decode().replace("\r\n", "\n"), ""

@@ -381,7 +381,9 @@ raise SystemExit("done looking")
 """
 
 
-def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
+def victim_and_attacker(server: Server, db: str | None) -> tuple[dict[str, Any], Path]:
+    """A class with vic, whose private bot has passed its check, and mal, still without a bot; and the
+    class folder. Skips where there is no sandbox, and on PostgreSQL (the sandbox is the same)."""
     from arena.match.confine import sandbox_problem
 
     if db is not None:
@@ -389,10 +391,13 @@ def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None)
     if sandbox_problem() is not None:
         pytest.skip(f"no sandbox here: {sandbox_problem()}")
     people = make_class(server, server.start(), ["vic", "mal"])
-    secret = b"# VIC-PRIVATE-STRATEGY\n" + RANDOM
-    people["vic"].upload("vic.py", secret)
+    people["vic"].upload("vic.py", b"# VIC-PRIVATE-STRATEGY\n" + RANDOM)
     until("vic's check", lambda: people["vic"].versions() == ["passed"], 240)
-    root = server.class_dir.absolute()
+    return people, server.class_dir.absolute()
+
+
+def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
+    people, root = victim_and_attacker(server, db)
     targets = [
         str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
         str(root / "bots" / "vic" / "vic.py"),
@@ -463,16 +468,7 @@ def ladder_stderr(class_dir: Path, bot: str) -> list[str]:
 
 def test_a_hostile_bot_on_the_ladder_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
     """Confined in its ladder games as in its check, as `arena run` confines: not only when checked."""
-    from arena.match.confine import sandbox_problem
-
-    if db is not None:
-        pytest.skip("the sandbox does not depend on the database: once, on SQLite")
-    if sandbox_problem() is not None:
-        pytest.skip(f"no sandbox here: {sandbox_problem()}")
-    people = make_class(server, server.start(), ["vic", "mal"])
-    people["vic"].upload("vic.py", b"# VIC-PRIVATE-STRATEGY\n" + RANDOM)
-    until("vic's check", lambda: people["vic"].versions() == ["passed"], 240)
-    root = server.class_dir.absolute()
+    people, root = victim_and_attacker(server, db)
     targets = [
         str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
         str(root / "bots" / "vic" / "vic.py"),
