@@ -129,13 +129,34 @@ def fill(driver: Any, **fields: str) -> None:
 
 def click(driver: Any, ident: str, navigates: bool = True) -> None:
     """Click; for a form's button, wait until the next page has replaced this one."""
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     page = driver.find_element(_by().TAG_NAME, "html")
     driver.find_element(_by().ID, ident).click()
     if navigates:
-        WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+        replaced(driver, page)
+
+
+def replaced(driver: Any, page: Any) -> None:
+    """Wait until a navigation has replaced `page` (the old document's html element).
+
+    chromedriver may say so in two ways: a stale element, or, when the old node is asked mid-way
+    through the swap, an "unknown error" that the node "does not belong to the document" (CI met it).
+    """
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def gone(_: Any) -> bool:
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, 60).until(gone)
 
 
 def text(driver: Any, ident: str) -> str:
@@ -191,8 +212,6 @@ def c_bot_zip(folder: Path) -> Path:
 
 
 def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Path) -> None:
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = browser
     link = server.start().split()[2]
@@ -232,7 +251,7 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
         assert "carol" not in rows, "a failing version does not enter"
     page = driver.find_element(_by().TAG_NAME, "html")
     driver.find_element(_by().CSS_SELECTOR, "#recent a").click()  # alice opens a game: her stderr only
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+    replaced(driver, page)
     assert (
         "<h2>stderr of alice</h2>" in driver.page_source
         and "<h2>stderr of bob</h2>" not in driver.page_source
