@@ -355,7 +355,10 @@ def test_kill_9_during_games_loses_nothing_and_the_ladder_goes_on(server: Server
     )
     people["ann"].upload("ann2.py", RANDOM.replace(b"Random Kalah bot", b"Random Kalah bot, v2"))
     server.kill9()
-    assert not any(_children_of(server)), "arena serve's children die with it"
+    left = _children_of(server)
+    assert not left, (
+        f"arena serve's children die with it: {_described(left)}; {server.log.read_text()[-3000:]}"
+    )
     before, distinct = store_games(server.class_dir)
     assert before == distinct
     assert (server.class_dir / "submissions" / "ann" / "2" / "ann" / "ann2.py").is_file()
@@ -381,6 +384,19 @@ def _children_of(server: Server) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def _described(pids: list[int]) -> str:
+    """Each process as `ps` would show it: which of arena serve's children outlived it, and in what state."""
+    said = []
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:4]
+        except OSError:
+            argv, state = "(gone)", []
+        said.append(f"{pid} {' '.join(state)} {argv.strip()}")
+    return "; ".join(said)
 
 
 HOSTILE = """\
