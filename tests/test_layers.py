@@ -19,6 +19,7 @@ LAYERS = {
     "arena.game": 0,
     "arena.match": 1,
     "arena.botkit": 1,
+    "arena.stops": 0,  # how a process stops on a signal: the CLI, the game workers, the server's workers
     "arena.tournament": 2,
     "arena.report": 3,
     "arena.student": 4,

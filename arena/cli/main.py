@@ -21,6 +21,7 @@ from arena.game.rules import RulesError
 from arena.match.bots import BotError, BuildError
 from arena.match.confine import GrantError
 from arena.match.printable import printable
+from arena.stops import Stop
 from arena.tournament.cluster import ClusterError
 from arena.tournament.store import StoreError
 
@@ -67,23 +68,21 @@ for command in (
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _stop(signum: int, frame: object) -> None:
-    """Ctrl-C, `kill PID` and a closed terminal all stop arena as Ctrl-C does: a KeyboardInterrupt that
-    unwinds through every clean-up, which ends the bots (one left frozen would stay frozen for good)."""
-    if signum == signal.SIGHUP:  # the terminal is gone: what is still printed must not fail the clean-up
+def _quiet_terminal(signum: int) -> None:
+    """The terminal is gone (SIGHUP): what is still printed must not fail the clean-up."""
+    if signum == signal.SIGHUP:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             if os.isatty(fd):
                 os.dup2(null, fd)
         os.close(null)
-    raise KeyboardInterrupt
 
 
-def _stop_on_signals() -> None:
-    """`_stop` for each stopping signal that arena was not started ignoring (`nohup arena run` goes on)."""
-    for stop in _STOPS:
-        if signal.getsignal(stop) is not signal.SIG_IGN:
-            signal.signal(stop, _stop)
+def _stop_on_signals() -> Stop:
+    """Ctrl-C, `kill PID` and a closed terminal all stop arena as Ctrl-C does: a KeyboardInterrupt that
+    unwinds through every clean-up, which ends the bots (one left frozen would stay frozen for good). A
+    signal arena was started ignoring is left so (`nohup arena run` goes on)."""
+    return Stop(_STOPS, lambda _: KeyboardInterrupt(), repeat=True, on_signal=_quiet_terminal)
 
 
 # The ratings' small matrices gain nothing from BLAS threads, which fight the games' workers over the cores:

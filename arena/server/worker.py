@@ -25,6 +25,8 @@ from typing import Any
 
 import django
 
+from arena.stops import Stop
+
 STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 IDLE_S = 1.0  # how often an idle worker looks for work
 SNAPSHOT_S = 3.0  # how often a playing ladder rewrites its snapshot
@@ -42,8 +44,11 @@ class FieldChanged(KeyboardInterrupt):
     the field changed, or the deadline came."""
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def stops() -> Stop:
+    """The worker's stop: KeyboardInterrupt, which ends a run cleanly. The ladder forks its game workers and
+    a check its bots: a stop Python drops there is sent again (arena/stops.py), so that no worker outlives a
+    killed arena serve (CI's kill -9 test once found its ladder playing on)."""
+    return Stop(STOPS, lambda _: KeyboardInterrupt())
 
 
 def settings_here() -> Any:
@@ -62,7 +67,7 @@ def class_dir() -> Any:
     return ClassDir(settings.CLASS.root)
 
 
-def checks() -> None:
+def checks(stop: Stop) -> None:
     """Check queued versions until stopped."""
     from arena.server.checking import claim_next, run_check
     from arena.server.submitting import requeue_interrupted
@@ -70,6 +75,7 @@ def checks() -> None:
     where, settings = class_dir(), settings_here()
     requeue_interrupted()
     while True:
+        stop.check()
         found = claim_next()
         if found is None:
             time.sleep(IDLE_S)
@@ -122,7 +128,7 @@ def backend(address: str | None) -> Any:
     return Cluster(address, certs=Path(certs) if certs else None)
 
 
-def ladder_loop(cluster: str | None) -> None:
+def ladder_loop(cluster: str | None, stop: Stop) -> None:
     """Play the ladder until stopped; at the deadline, the final. A cluster that cannot play is said on
     the class page and tried again, as a final that cannot be played is."""
     from arena.api import Tournament
@@ -135,6 +141,7 @@ def ladder_loop(cluster: str | None) -> None:
     with Tournament(where.ladder, settings) as cup:
         seen = -1
         while True:
+            stop.check()
             classroom = Classroom.current()
             if classroom is None:
                 time.sleep(IDLE_S)
@@ -174,6 +181,7 @@ def ladder_loop(cluster: str | None) -> None:
                 seen = -1
                 time.sleep(30 * IDLE_S)
                 continue
+            stop.check()  # a stop that landed while the run ended for a field change
             if result.interrupted and not watch.changed:
                 raise KeyboardInterrupt
             if watch.changed:
@@ -194,17 +202,16 @@ def _note(classroom: Any, text: str) -> None:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.server.settings")
-    for stop in STOPS:
-        signal.signal(stop, _stop)
+    stop = stops()
     logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
     django.setup()
     role = argv[0] if argv else ""
     os.nice(NICE.get(role, 0))
     try:
         if role == "checks":
-            checks()
+            checks(stop)
         elif role == "ladder":
-            ladder_loop(os.environ.get("ARENA_CLUSTER") or None)
+            ladder_loop(os.environ.get("ARENA_CLUSTER") or None, stop)
         else:
             print("usage: python -m arena.server.worker checks|ladder", file=sys.stderr)
             return 2

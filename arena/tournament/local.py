@@ -13,9 +13,7 @@ import os
 import pickle
 import queue
 import signal
-import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import multiprocess
 
@@ -24,6 +22,7 @@ from arena.match.clock import Limits
 from arena.match.confine import Confinement, Warden
 from arena.match.pool import Pool
 from arena.match.referee import play_game
+from arena.stops import Stop
 from arena.tournament.backend import Conditions, Instead, Machine, OnGame
 from arena.tournament.schedule import Slot
 
@@ -34,45 +33,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-class _Stop:
+def _stops() -> Stop:
     """A worker's stop signals: SIGTERM (the tournament stops, or died: PR_SET_PDEATHSIG) and SIGHUP (the
-    terminal closed, which reaches the whole foreground group). The first raises SystemExit, which unwinds
-    through the worker's finally that ends its (maybe frozen) bots. Python drops an exception raised while
-    it runs an at-fork callback or a __del__ (a bot's start forks), so `check` raises it again between
-    games. Later signals do nothing: they must not cut the clean-up short."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.signum = 0
-        for stop in self.SIGNALS:
-            if signal.getsignal(stop) is not signal.SIG_IGN:  # nohup arena run: a closed terminal is no stop
-                signal.signal(stop, self)
-        self._unraisable = sys.unraisablehook
-        sys.unraisablehook = self._dropped
-
-    def _dropped(self, unraisable: Any) -> None:
-        """Python printed a dropped SystemExit of ours as 'Exception ignored ... Traceback' on the teacher's
-        terminal (after Ctrl-C); `check` raises it again, so it is nothing to report."""
-        if self.signum and isinstance(unraisable.exc_value, SystemExit):
-            return
-        self._unraisable(unraisable)
-
-    def __call__(self, signum: int, frame: object) -> None:
-        if not self.signum:
-            self.signum = signum
-            raise SystemExit(128 + signum)
-
-    def check(self) -> None:
-        if self.signum:
-            raise SystemExit(128 + self.signum)
+    terminal closed, which reaches the whole foreground group) raise SystemExit, which unwinds through the
+    worker's finally that ends its (maybe frozen) bots."""
+    return Stop((signal.SIGTERM, signal.SIGHUP), lambda signum: SystemExit(128 + signum))
 
 
 def _worker(tasks, results, conditions: Conditions) -> None:  # type: ignore[no-untyped-def]
     """Play games from `tasks` until a None arrives; every exit path ends this worker's bot processes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the main process's handler: this process's own
-    stop = _Stop()
+    stop = _stops()
     _die_with_parent()
     rules = parse_rules(conditions.spec)
     warden = Warden(conditions.conf) if conditions.conf else None
@@ -94,7 +66,7 @@ def _worker(tasks, results, conditions: Conditions) -> None:  # type: ignore[no-
             pool.give(north, keep=not conditions.fresh)
             results.put(pickle.dumps((index, record)))
     finally:
-        stop.signum = stop.signum or signal.SIGTERM  # from here on, no signal raises
+        stop.hold()  # from here on, no signal raises
         pool.kill()
         if warden:
             warden.close()
