@@ -1,0 +1,75 @@
+"""The bubblewrap command around a bot: namespaces, mounts, its pipes, and leaving root before it runs."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Sequence
+
+from arena.match import bwrap
+from arena.match.confine.environment import _arena_paths, _ro_bind, _system_binds, environment
+from arena.match.confine.values import MiB
+
+_SETPRIV = "setpriv"
+
+
+def _bwrap_base(
+    memory_mb: int, as_root: bool, made: set[str] | None = None, read_only: Sequence[str] = ()
+) -> list[str]:
+    """bubblewrap's part of every sandbox: namespaces, a clean environment, the teacher's `read_only`
+    paths, the private /tmp, /dev and /proc over them (whatever a path holds, those stay private), and the
+    allowlisted folders (bound after /tmp, so that arena's Python may live under /tmp)."""
+    made = made if made is not None else set()
+    tmp, shm = str(memory_mb * MiB // 2), str(memory_mb * MiB // 4)  # files count as memory: a share
+    # Found on arena's PATH, not the bot's: the bot's environment is the clean one.
+    args = [bwrap.find().path or "bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in environment(memory_mb).items():
+        args += ["--setenv", key, value]
+    # Root keeps no user namespace: bubblewrap mounts as root, then setpriv takes a real unprivileged uid
+    # (a uid mapped in a user namespace would still be root outside it, and read what root reads).
+    args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    if not as_root:
+        args += ["--unshare-user", "--cap-drop", "ALL"]
+        if "--disable-userns" in _bwrap_options(args[0]):  # bubblewrap 0.8 on
+            args += ["--disable-userns"]  # no user namespace inside (seccomp denies them too)
+    for path in read_only:
+        args += _ro_bind(path, made)
+    # /tmp and /dev/shm as on any system, writable by all and sticky, bounded by shares of the memory limit
+    # (with cgroups their pages count against it too; without, these bounds are all that holds them).
+    args += ["--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", shm, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    args += _system_binds()
+    made |= {"/tmp", "/dev", "/proc"}  # mounted above: not to be made again (or their modes changed)
+    for path in _arena_paths():
+        args += _ro_bind(path, made)
+    return args
+
+
+@functools.cache
+def _bwrap_options(path: str) -> str:
+    """What this bubblewrap's --help lists (its options), '' if it does not answer."""
+    try:
+        return subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _drop_to(uid: int) -> list[str]:
+    """The command prefix that leaves root for good before the bot's program runs."""
+    return [
+        _SETPRIV,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+# The sandbox hands the bot its pipes as extra descriptors, and this moves them to 0, 1 and 2 inside: so no
+# process of bubblewrap's holds the bot's stdout, and a bot that closes it is seen to close it at once.
+# bash, not sh: dash takes no descriptor above 9 in a redirection.
+_STDIO = 'exec 0<&{0} 1>&{1} 2>&{2} {0}<&- {1}>&- {2}>&-; exec "$@"'
+_SHELL = "/bin/bash"
