@@ -8,6 +8,12 @@ keyrings (a session keyring shared with arena would hand a bot its keys), io_uri
 bpf, ptrace and process_vm_*, mounting, kexec and modules, and the machine's clock, swap, accounting and
 reboot. A bot of another architecture's calling convention (i386 `int 0x80` on x86_64, x32) is killed.
 
+Beyond Docker's list, two narrowings no bot needs more than: a socket of any family but AF_UNIX answers
+EAFNOSUPPORT, as from a kernel without that family (the sandbox has no network; vsock, netlink, packet,
+AF_ALG and the rest are kernel surface, and vsock's ports are shared by every sandbox and the hypervisor),
+and `personality` takes only the values Docker's profile allows (Linux, UNAME26, PER_LINUX32, the query):
+no READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE or MMAP_PAGE_ZERO for the program a bot starts next.
+
 Built with libseccomp (through pyseccomp's ctypes binding): the library Docker, podman, systemd and
 bubblewrap's own users build their filters with, which knows every architecture's syscall numbers and its
 ABI quirks (x32 on x86_64), where a hand-assembled BPF program would carry its own tables. A machine
@@ -20,6 +26,7 @@ import contextlib
 import errno
 import functools
 import os
+import socket
 
 # Every flag of clone() that makes a new namespace (linux/sched.h): a bot stays in the sandbox's.
 _CLONE_NEW = {
@@ -95,6 +102,27 @@ DENIED = (
 )
 
 
+# The one socket family a bot may make (socket() and socketpair()): pipes between its own processes.
+ALLOWED_FAMILY = socket.AF_UNIX
+# personality()'s values Docker's default profile allows: PER_LINUX, UNAME26, PER_LINUX32 (with UNAME26),
+# and 0xffffffff, which only asks for the current one.
+PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
+_PERSONALITY_BITS = 0x20008  # the bits of the values above, the query aside
+
+
+def personality_denials() -> list[tuple[str, int, int]]:
+    """Rules (each one comparison of the argument: "GT", value, 0 or "MASKED_EQ", mask, datum) that together
+    match every personality() argument but `PERSONALITIES`: libseccomp takes one comparison per argument in a
+    rule, so "none of these five" is written as a union. Past 32 bits: GT 0xffffffff. Below: a value is
+    refused when it sets a bit outside `_PERSONALITY_BITS` (b) and clears some bit (c), which the query does
+    not: a rule "b set, c clear" for each b and the next free bit in a ring (every split of the free bits
+    into set and clear has a rule across it), and two more for a value whose only clear bits are 3 and 17."""
+    free = [bit for bit in range(32) if not _PERSONALITY_BITS >> bit & 1]
+    pairs = [(b, free[(i + 1) % len(free)]) for i, b in enumerate(free)]
+    pairs += [(free[0], bit) for bit in range(32) if _PERSONALITY_BITS >> bit & 1]
+    return [("GT", 0xFFFFFFFF, 0)] + [("MASKED_EQ", 1 << b | 1 << c, 1 << b) for b, c in pairs]
+
+
 @functools.cache
 def _built() -> tuple[bytes, str]:
     """The filter as a BPF program for this machine's architecture, or b"" and why there is none."""
@@ -118,6 +146,10 @@ def _built() -> tuple[bytes, str]:
         bpf.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     except (OSError, ValueError):
         pass
+    for name in ("socket", "socketpair"):  # compared as 64 bits: junk above a family's int is refused too
+        bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
+    for op, value, datum in personality_denials():
+        bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "wb") as out:

@@ -1,0 +1,175 @@
+"""The seccomp filter's narrowings beyond Docker's list (issue 28, items 9 and 11), in arena's real sandbox as
+root and as an ordinary user: no socket family but AF_UNIX, and personality() only with Docker's values.
+
+One driver per mode starts the probe twice in a Warden's sandbox, with the filter and without it (as on a
+machine without libseccomp): the second run shows that each refused call works here when nothing refuses it,
+so every assertion below could fail.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_redteam import as_nobody
+
+from arena.match import seccomp
+from arena.match.confine import sandbox_problem
+from arena.report import page
+
+# name: (family, type, protocol); each made with socket.socket() in the sandbox.
+FAMILIES = {
+    "AF_INET": (2, 2, 0),  # SOCK_DGRAM
+    "AF_INET6": (10, 2, 0),
+    "AF_VSOCK": (40, 1, 0),  # SOCK_STREAM: a port the machine, every sandbox and the hypervisor share
+    "AF_NETLINK": (16, 3, 0),  # SOCK_RAW, NETLINK_ROUTE
+    "AF_PACKET": (17, 2, 0),
+    "AF_ALG": (38, 5, 0),  # SOCK_SEQPACKET: the kernel's crypto API
+    "AF_KEY": (15, 3, 2),  # PF_KEY_V2
+}
+READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO = 0x0400000, 0x0040000, 0x0100000
+REFUSED = {"READ_IMPLIES_EXEC": READ_IMPLIES_EXEC, "ADDR_NO_RANDOMIZE": ADDR_NO_RANDOMIZE}
+REFUSED |= {"MMAP_PAGE_ZERO": MMAP_PAGE_ZERO, "UNAME26|ADDR_NO_RANDOMIZE": 0x8 | ADDR_NO_RANDOMIZE}
+
+PROBE = """import ctypes, json, socket
+def made(make):
+    try:
+        got = make()
+    except OSError as e:
+        return e.errno
+    for one in got if isinstance(got, tuple) else (got,):
+        one.close()
+    return 0
+found = {{"socket": {{}}, "socketpair": {{}}, "personality": {{}}}}
+for name, (family, kind, proto) in {families!r}.items():
+    found["socket"][name] = made(lambda: socket.socket(family, kind, proto))
+found["socket"]["AF_UNIX"] = made(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+found["socketpair"]["AF_UNIX"] = made(lambda: socket.socketpair(socket.AF_UNIX))
+found["socketpair"]["AF_INET"] = made(lambda: socket.socketpair(socket.AF_INET))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.personality.argtypes, libc.personality.restype = [ctypes.c_ulong], ctypes.c_int
+for value in {values!r}:
+    ctypes.set_errno(0)
+    answer = libc.personality(value)
+    found["personality"][hex(value)] = ctypes.get_errno() if answer == -1 else 0
+    libc.personality(0)
+print(json.dumps(found), flush=True)
+"""
+# Runs the probe in arena's sandbox (resolved as arena run resolves it), then again without the filter.
+DRIVER = """import sys, time
+from pathlib import Path
+from arena.match import seccomp
+from arena.match.confine import Confinement, Warden, capabilities
+from arena.match.process import BotProcess
+conf, _ = capabilities(Confinement(memory_mb=512), want_sandbox=True)
+assert conf.sandbox, "no sandbox"
+warden = Warden(conf)
+for _ in range(2):
+    jail = warden.jail(Path(sys.argv[1]))
+    bot = BotProcess.start([sys.executable, sys.argv[1]], cwd=Path(sys.argv[1]).parent, jail=jail)
+    print(bot.read_line(time.monotonic() + 20), flush=True)
+    bot.kill()
+    seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
+warden.close()
+"""
+
+
+def values() -> list[int]:
+    return [*seccomp.PERSONALITIES, *REFUSED.values()]
+
+
+@pytest.fixture(scope="module", params=["root", "user"])
+def probed(request: pytest.FixtureRequest) -> Iterator[dict[str, dict]]:
+    """What the probe found in the sandbox, 'filtered' and 'unfiltered', as root or as uid 65534."""
+    if os.geteuid() != 0:
+        pytest.skip("run as root: the test runs the sandbox as root and, dropping privileges, as a user")
+    if sandbox_problem() is not None:
+        pytest.skip(f"no sandbox here: {sandbox_problem()}")
+    if seccomp.problem():
+        pytest.skip(seccomp.problem())
+    folder = Path(tempfile.mkdtemp(prefix="arena-calls-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        probe, driver = folder / "probe.py", folder / "driver.py"
+        probe.write_text(PROBE.format(families=FAMILIES, values=values()), encoding="utf-8")
+        driver.write_text(DRIVER, encoding="utf-8")
+        for path in (probe, driver):
+            path.chmod(0o644)
+        command = [sys.executable, str(driver), str(probe)]
+        if request.param == "user":
+            command = as_nobody(
+                command, [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]]
+            )
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=folder)
+        lines = done.stdout.splitlines()
+        assert done.returncode == 0 and len(lines) == 2, (done.stdout, done.stderr)
+        yield {"filtered": json.loads(lines[0]), "unfiltered": json.loads(lines[1])}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_bot_makes_no_socket_but_a_unix_one(probed: dict[str, dict], family: str) -> None:
+    """socket() of any family but AF_UNIX answers EAFNOSUPPORT, as a kernel without the family would; without
+    the filter the same call is made, or refused otherwise (EPERM for a raw family: no capability)."""
+    assert probed["filtered"]["socket"][family] == errno.EAFNOSUPPORT, probed
+    if family in ("AF_ALG", "AF_KEY") and probed["unfiltered"]["socket"][family] == errno.EAFNOSUPPORT:
+        pytest.skip(f"this kernel has no {family}: the filter's answer is the kernel's own")
+    assert probed["unfiltered"]["socket"][family] != errno.EAFNOSUPPORT, probed
+
+
+def test_a_bot_still_makes_unix_sockets_and_pairs(probed: dict[str, dict]) -> None:
+    """Pipes between a bot's own processes (multiprocessing, a JVM's attach socket) keep working."""
+    assert probed["filtered"]["socket"]["AF_UNIX"] == 0, probed
+    assert probed["filtered"]["socketpair"]["AF_UNIX"] == 0, probed
+    assert probed["filtered"]["socketpair"]["AF_INET"] == errno.EAFNOSUPPORT, probed
+    assert probed["unfiltered"]["socketpair"]["AF_INET"] != errno.EAFNOSUPPORT, probed
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_personality_refuses_what_docker_refuses(probed: dict[str, dict], name: str) -> None:
+    """READ_IMPLIES_EXEC (every readable page executable), ADDR_NO_RANDOMIZE (no ASLR for what the bot
+    starts next) and MMAP_PAGE_ZERO are refused with EPERM; without the filter the kernel takes them."""
+    value = hex(REFUSED[name])
+    assert probed["filtered"]["personality"][value] == errno.EPERM, probed
+    assert probed["unfiltered"]["personality"][value] == 0, probed
+
+
+def test_personality_takes_dockers_values(probed: dict[str, dict]) -> None:
+    """Linux, UNAME26, PER_LINUX32 (alone and with UNAME26) and the query still work."""
+    for value in seccomp.PERSONALITIES:
+        assert probed["filtered"]["personality"][hex(value)] == 0, (hex(value), probed)
+
+
+def denied(value: int) -> bool:
+    """Whether `seccomp.personality_denials` matches `value`, evaluated as the kernel's filter would."""
+    rules = seccomp.personality_denials()
+    return any(value > a if op == "GT" else value & a == b for op, a, b in rules)
+
+
+def test_the_personality_rules_match_everything_but_dockers_values() -> None:
+    """The union of one-comparison rules is exactly "not one of the five": checked on every value with at most
+    two bits set or two bits clear, values past 32 bits, and a sample of the rest."""
+    allowed = set(seccomp.PERSONALITIES)
+    ones = [(1 << i) | (1 << j) for i in range(32) for j in range(32)]
+    sample = random.Random(28).sample(range(1 << 32), 20_000)
+    cases = [
+        *allowed,
+        *ones,
+        *(0xFFFFFFFF ^ v for v in ones),
+        *sample,
+        1 << 32,
+        (1 << 32) | 0x8,
+        (1 << 64) - 1,
+    ]
+    wrong = [hex(v) for v in cases if denied(v) == (v in allowed)]
+    assert not wrong, wrong[:10]
