@@ -14,6 +14,12 @@ AF_ALG and the rest are kernel surface, and vsock's ports are shared by every sa
 and `personality` takes only the values Docker's profile allows (Linux, UNAME26, PER_LINUX32, the query):
 no READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE or MMAP_PAGE_ZERO for the program a bot starts next.
 
+Where no cgroup holds a bot's memory (an ordinary user's arena), RLIMIT_DATA counts only private memory, and
+a bot held gigabytes of shared memory past it. There the filter also answers ENOMEM (as when memory runs
+out) to the ways of making shared memory outside a sized tmpfs: memfd_create, SysV shmget, and mmap with
+MAP_SHARED|MAP_ANONYMOUS. POSIX shared memory (/dev/shm, as Python's multiprocessing uses it) stays, in its
+tmpfs of a set size.
+
 Built with libseccomp (through pyseccomp's ctypes binding): the library Docker, podman, systemd and
 bubblewrap's own users build their filters with, which knows every architecture's syscall numbers and its
 ABI quirks (x32 on x86_64), where a hand-assembled BPF program would carry its own tables. A machine
@@ -123,9 +129,24 @@ def personality_denials() -> list[tuple[str, int, int]]:
     return [("GT", 0xFFFFFFFF, 0)] + [("MASKED_EQ", 1 << b | 1 << c, 1 << b) for b, c in pairs]
 
 
+# mmap's flags that make anonymous shared memory (MAP_SHARED_VALIDATE, 0x03, holds MAP_SHARED's bit too).
+_MAP_SHARED_ANONYMOUS = 0x01 | 0x20
+UNSHARED = ("memfd_create", "shmget")  # and mmap with _MAP_SHARED_ANONYMOUS
+
+
 @functools.cache
 def _built() -> tuple[bytes, str]:
     """The filter as a BPF program for this machine's architecture, or b"" and why there is none."""
+    return _build(shared_memory=True)
+
+
+@functools.cache
+def _built_unshared() -> tuple[bytes, str]:
+    """The filter for a bot whose memory no cgroup holds: also no shared memory outside a sized tmpfs."""
+    return _build(shared_memory=False)
+
+
+def _build(shared_memory: bool) -> tuple[bytes, str]:
     try:
         import pyseccomp as sc
     except (ImportError, RuntimeError, OSError) as e:  # RuntimeError: pyseccomp finds no libseccomp
@@ -150,6 +171,11 @@ def _built() -> tuple[bytes, str]:
         bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
+    if not shared_memory:
+        for name in UNSHARED:
+            bpf.add_rule(sc.ERRNO(errno.ENOMEM), name)
+        flags = sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, _MAP_SHARED_ANONYMOUS)
+        bpf.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", flags)
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "wb") as out:
@@ -164,12 +190,15 @@ def problem() -> str:
     return _built()[1]
 
 
-def program_fd() -> int | None:
+def program_fd(shared_memory: bool = True) -> int | None:
     """A new descriptor holding the filter from its start, for bubblewrap's --seccomp (the caller passes
-    it to the child and closes it); None where there is no filter."""
+    it to the child and closes it); None where there is no filter. `shared_memory` False: the filter for a
+    bot no cgroup holds."""
     program, _ = _built()
     if not program:
         return None
+    if not shared_memory:
+        program = _built_unshared()[0] or program
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)

@@ -14,8 +14,10 @@ Each layer is used where the machine offers it, and what is missing is said, so 
   while it is frozen), and a list of all of them, so that all of them can be ended.
 - bubblewrap (`bwrap`), where installed and working: the bot's filesystem is an allowlist (the system's
   program and library folders, arena's Python, its own file or folder, the read-only paths the teacher
-  grants with --read-only, a private size-bounded /tmp, a minimal /dev, its own /proc), no network, its
-  own PID namespace. A bot's bot.toml `paths` only asks: a bot is entered only if the teacher granted them.
+  grants with --read-only, a private size-bounded /tmp and /dev/shm, a minimal /dev, its own /proc; all
+  else read-only, its root too), no network, its own PID namespace; where no cgroup counts its memory,
+  seccomp refuses it shared memory outside those two sized tmpfs (arena/match/seccomp.py). A bot's
+  bot.toml `paths` only asks: a bot is entered only if the teacher granted them.
 - no privilege: started by root, a bot runs as an unprivileged user id of its own (bubblewrap sets up the
   sandbox as root, then `setpriv` drops every capability, sets no-new-privileges and changes to that uid
   before the bot's program runs); started by an ordinary user, it is that user with no capabilities.

@@ -37,12 +37,19 @@ def _bwrap_base(
     # /tmp and /dev/shm as on any system, writable by all and sticky, bounded by shares of the memory limit
     # (with cgroups their pages count against it too; without, these bounds are all that holds them).
     args += ["--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--dev", "/dev"]
-    args += ["--perms", "1777", "--size", shm, "--tmpfs", "/dev/shm", "--proc", "/proc"]
+    args += ["--perms", "1777", "--size", shm, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += ["--proc", "/proc"]  # /dev read-only once its /dev/shm is made: device nodes still work
     args += _system_binds()
     made |= {"/tmp", "/dev", "/proc"}  # mounted above: not to be made again (or their modes changed)
     for path in _arena_paths():
         args += _ro_bind(path, made)
     return args
+
+
+# Last of a sandbox's options, once every mount point is made: its root, the tmpfs bubblewrap makes and
+# /bot's parent, read-only. A user's bot is that tmpfs's owner, and wrote gigabytes there (a tmpfs of no
+# size, in memory no limit held); the writable places left are /tmp and /dev/shm, each of a set size.
+SEALED = ("--remount-ro", "/")
 
 
 @functools.cache

@@ -24,6 +24,15 @@ def _reachable_by_others(path: str) -> bool:
     return all(os.stat(p).st_mode & 0o001 for p in target.parents) and bool(os.stat(target).st_mode & 0o005)
 
 
+# What holds shared memory (memfd, SysV, anonymous shared mappings: not RLIMIT_DATA's) where no cgroup does.
+_SHARED_IN_SANDBOX = (
+    "; shared memory is only files in the sandbox's /tmp (half the limit) and /dev/shm (a quarter): memfd, "
+    "SysV and anonymous shared memory are refused, but a shared mapping of /dev/zero and a process's stack "
+    "are not counted"
+)
+_SHARED_WITHOUT_SANDBOX = "; shared memory (memfd, SysV, shared mappings, /dev/shm) is not bounded at all"
+
+
 def _shared_user_note() -> str:
     """What an ordinary user's bots share without the sandbox: they are that user. A fresh session keyring
     each does not part them: the user keyring (keyctl @u) belongs to the uid (in the sandbox, to the uid in
@@ -85,6 +94,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
                 else "; processes are not bounded per bot (--max-procs is not enforced: it needs a pids "
                 "cgroup, or bots that run as user ids of their own, as under root)"
             )
+            + (_SHARED_IN_SANDBOX if sandbox else _SHARED_WITHOUT_SANDBOX)
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from arena.match import seccomp, stage
 from arena.match.confine.cgroups import Cgroups
-from arena.match.confine.command import _SHELL, _STDIO, _bwrap_base, _drop_to
+from arena.match.confine.command import _SHELL, _STDIO, SEALED, _bwrap_base, _drop_to
 from arena.match.confine.environment import environment
 from arena.match.confine.values import UID_BASE, Confinement, MiB
 
@@ -84,7 +84,7 @@ class Jail:
 
     def _seccomp(self) -> list[str]:
         """bubblewrap's option that loads the seccomp filter (arena/match/seccomp.py), if there is one."""
-        fd = seccomp.program_fd()
+        fd = seccomp.program_fd(shared_memory=self.cgroups is not None)
         if fd is None:
             return []
         self.passed.append(fd)
@@ -106,7 +106,7 @@ class Jail:
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
         if self.staged is None:
             self.staged = stage.copy(self.own)
-        args += [*stage.binds(self.own, self.staged), *self._seccomp()]
+        args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp()]
         shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
         inside = [stage.inside(self.own, word) for word in argv]
         return [*args, "--chdir", stage.INSIDE, "--", *prefix, *shim, *inside]
@@ -119,7 +119,7 @@ class Jail:
         if not self.conf.sandbox:
             return [*prefix, *argv]
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
-        args += ["--bind", str(copy), stage.INSIDE, *self._seccomp()]
+        args += ["--bind", str(copy), stage.INSIDE, *SEALED, *self._seccomp()]
         return [*args, "--chdir", stage.INSIDE, "--", *prefix, *argv]
 
     def environment(self) -> dict[str, str]:

@@ -6,7 +6,7 @@ import os
 import subprocess
 
 from arena.match import bwrap
-from arena.match.confine.command import _SHELL, _bwrap_base, _drop_to
+from arena.match.confine.command import _SHELL, SEALED, _bwrap_base, _drop_to
 from arena.match.confine.environment import environment
 from arena.match.confine.values import UID_BASE
 
@@ -22,7 +22,7 @@ def sandbox_problem() -> str | None:
         return f"{_SHELL} is not installed: bots run without a sandbox (it hands a sandboxed bot its pipes)"
     try:
         root = os.geteuid() == 0
-        probe = [*_bwrap_base(PROBE_MB, root), *(_drop_to(UID_BASE) if root else []), "true"]
+        probe = [*_bwrap_base(PROBE_MB, root), *SEALED, *(_drop_to(UID_BASE) if root else []), "true"]
         done = subprocess.run(probe, capture_output=True, timeout=10, env=environment(PROBE_MB))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap does not run here ({e}): bots run without a sandbox"
