@@ -17,6 +17,8 @@ from test_mankalah import java_missing
 from test_redteam import LOOP, PRELUDE, as_nobody
 from test_redteam_sandbox import FIRST, clean, keep, place, tail, tournament
 
+from arena.match.confine.command import counts_processes_per_namespace
+
 mode, workdir = test_redteam.mode, test_redteam.workdir  # its fixtures: root and the ordinary user
 MEMORY_MB = 256
 
@@ -166,3 +168,41 @@ def test_a_jvm_and_node_start_where_no_cgroup_counts_memory(mode: str, workdir: 
     heaps = [line.split()[0] for line in done.stdout.splitlines()]
     assert len(heaps) == len(commands) and all(h.isdigit() for h in heaps), done.stdout
     assert all(0.6 * 512 <= int(h) <= 512 for h in heaps), done.stdout
+
+
+FORKER = """
+def attack():
+    children, error = [], 0
+    for _ in range(200):
+        try:
+            child = os.fork()
+        except OSError as e:
+            error = e.errno
+            break
+        if child == 0:
+            time.sleep(30)
+            os._exit(0)
+        children.append(child)
+    log("FORKED", len(children), error)
+    for child in children:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+"""
+
+
+def test_a_users_bot_is_held_to_its_processes(mode: str, workdir: Path) -> None:
+    """As the user (no pids cgroup, no uid of its own), a bot forking 200 children gets --max-procs
+    processes in all: RLIMIT_NPROC, set inside the sandbox, counts the processes of its own user namespace
+    alone (Linux 5.14 on), so no other process of the user keeps it from starting. As root, a pids cgroup
+    holds it (test_confine's fork bomb)."""
+    if mode == "root":
+        pytest.skip("root's bots are held by a pids cgroup or a uid of their own (test_confine)")
+    if not counts_processes_per_namespace():
+        pytest.skip("this kernel counts RLIMIT_NPROC per user, not per user namespace (before Linux 5.14)")
+    place(workdir / "bots", {"forker": PRELUDE + FORKER + LOOP, "first": FIRST})
+    done, games = tournament(mode, workdir, ["--max-procs", "16"])
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    forked = [line.split() for line in tail(games, "forker").splitlines() if line.startswith("FORKED ")]
+    assert forked and all(int(n) < 16 and error == "11" for _, n, error in forked), forked  # EAGAIN
+    assert "processes are not bounded per bot" not in done.stderr, done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import platform
 import subprocess
 from collections.abc import Sequence
 
@@ -80,3 +81,23 @@ def _drop_to(uid: int) -> list[str]:
 # bash, not sh: dash takes no descriptor above 9 in a redirection.
 _STDIO = 'exec 0<&{0} 1>&{1} 2>&{2} {0}<&- {1}>&- {2}>&-; exec "$@"'
 _SHELL = "/bin/bash"
+
+
+def counts_processes_per_namespace() -> bool:
+    """Whether this kernel counts RLIMIT_NPROC per user namespace (Linux 5.14 on, its ucounts): then a bot in
+    a user namespace of its own (an ordinary user's sandbox) can be held to --max-procs by the limit alone,
+    as its processes are all that count there. Before, the limit counted every process of the user."""
+    try:
+        major, minor = (int(part) for part in platform.release().split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
+def shim(stdio: tuple[int, int, int], max_procs: int | None) -> list[str]:
+    """The shell that hands the bot its pipes, first holding it to `max_procs` processes and threads (both
+    the soft and the hard limit, so the bot cannot lift it) where that is to be set inside the sandbox."""
+    script = _STDIO.format(*stdio)
+    if max_procs is not None:
+        script = f"ulimit -u {max_procs} 2>/dev/null; {script}"  # a lower limit already set holds too
+    return [_SHELL, "-c", script, "arena-bot"]

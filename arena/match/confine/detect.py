@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from arena.match import seccomp
-from arena.match.confine.command import _SETPRIV
+from arena.match.confine.command import _SETPRIV, counts_processes_per_namespace
 from arena.match.confine.grants import GrantError, grant
 from arena.match.confine.jail import Warden
 from arena.match.confine.probe import sandbox_problem
@@ -90,7 +90,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
             "outlive it"
             + (
                 ""
-                if drop_root
+                if drop_root or (sandbox and counts_processes_per_namespace())
                 else "; processes are not bounded per bot (--max-procs is not enforced: it needs a pids "
                 "cgroup, or bots that run as user ids of their own, as under root)"
             )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from arena.match import seccomp, stage
 from arena.match.confine.cgroups import Cgroups
-from arena.match.confine.command import _SHELL, _STDIO, SEALED, _bwrap_base, _drop_to
+from arena.match.confine.command import SEALED, _bwrap_base, _drop_to, counts_processes_per_namespace, shim
 from arena.match.confine.environment import environment
 from arena.match.confine.values import UID_BASE, Confinement, MiB
 
@@ -107,9 +107,11 @@ class Jail:
         if self.staged is None:
             self.staged = stage.copy(self.own)
         args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp()]
-        shim = [_SHELL, "-c", _STDIO.format(*stdio), "arena-bot"]
+        # A uid of its own counts the bot's processes (preexec); else a user namespace of its own does.
+        own_namespace = self.uid is None and counts_processes_per_namespace()
+        start = shim(stdio, self.conf.max_procs if own_namespace else None)
         inside = [stage.inside(self.own, word) for word in argv]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *shim, *inside]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *start, *inside]
 
     def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
         """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
