@@ -146,6 +146,7 @@ class Bot:
     paths: tuple[str, ...] = ()  # read-only paths the sandbox shows it beside its own (bot.toml `paths`)
     memory_mb: int | None = None  # its own memory allowance (bot.toml `memory`, MiB); None: the tournament's
     build: tuple[tuple[str, ...], ...] = ()  # bot.toml `build`: commands run in order before it plays
+    anytime: bool = False  # bot.toml `anytime`: a v1 bot writes several moves per MOVE, the last legal counts
 
 
 class BuildError(BotError):
@@ -372,11 +373,11 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build"}
+    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build", "anytime"}
     if unknown:
         raise BotError(
             f"{manifest}: unknown key {sorted(unknown)[0]!r}; "
-            "known: command, build, author, protocol, paths, memory"
+            "known: command, build, author, protocol, paths, memory, anytime"
         )
     memory = data.get("memory")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 16):
@@ -411,11 +412,18 @@ def _from_folder(path: Path) -> Bot:
     protocol = data.get("protocol", "v1")
     if protocol not in PROTOCOLS:
         raise BotError(f"{manifest}: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    anytime = data.get("anytime", False)
+    if not isinstance(anytime, bool):
+        raise BotError(f"{manifest}: 'anytime' is true or false")
+    if anytime and protocol != "v1":
+        raise BotError(
+            f"{manifest}: 'anytime' is for protocol v1 bots (a KGP agent is anytime by its protocol)"
+        )
     # A program the build makes is looked for once it has run (check_command), the others now.
     argv[0] = _program(manifest, "command", argv[0], path, present=not build)
     name = check_name(path.name, path)
     digest = _digest(path, built=bool(build))
-    return Bot(name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build)
+    return Bot(name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build, anytime)
 
 
 def _split(manifest: Path, key: str, line: str) -> list[str]:

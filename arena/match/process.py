@@ -181,7 +181,7 @@ class BotProcess:
         # A bot that never wrote to stderr costs nothing. One that logs has read what it was sent (its stdin
         # is empty: END is read), then until its stderr is quiet a moment.
         deadline, quiet = time.monotonic() + (settle if self._stderr_total else 0.0), 0.05
-        while self._unread_input() and time.monotonic() < deadline and self.returncode() is None:
+        while self.unread_input() and time.monotonic() < deadline and self.returncode() is None:
             time.sleep(0.002)
         while self._err is not None and time.monotonic() < deadline:
             before = self._stderr_total
@@ -191,8 +191,9 @@ class BotProcess:
                 break
         return self._stderr_total
 
-    def _unread_input(self) -> int:
-        """Bytes sent to the bot that it has not read yet (Linux counts a pipe's bytes from either end)."""
+    def unread_input(self) -> int:
+        """Bytes sent to the bot that it has not read yet (Linux counts a pipe's bytes from either end):
+        while a line is unread, what the bot writes it wrote before it read that line."""
         try:
             return struct.unpack("i", fcntl.ioctl(self._in, termios.FIONREAD, b"\0\0\0\0"))[0]
         except OSError:

@@ -94,6 +94,7 @@ class Player:
             self._wire = WIRES[self.bot.protocol](self.spawn())
             if isinstance(self._wire, V1):
                 self._wire.python = python_kind(self.bot.argv)  # its timeout hint speaks of Python
+                self._wire.anytime = self.bot.anytime
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -164,7 +165,7 @@ class Player:
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
         try:
-            move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow)
+            move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow, clock.deadline(start))
         except Fault as fault:
             if fault.reason == Reason.TIMEOUT and banked:
                 fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"

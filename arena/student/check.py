@@ -28,7 +28,7 @@ from arena.match.build import ensure_built
 from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import Fault
-from arena.match.protocol import lines_sent
+from arena.match.protocol import V1, lines_sent
 from arena.match.record import GameRecord
 from arena.match.referee import Player, check_rules, play_game, starts_anywhere
 from arena.report.replay import marks, replay
@@ -347,6 +347,8 @@ def check(
             for number, trial in enumerate(trials(bot, rules), 1):
                 items.append(_game(number, trial, me, opponents[trial.opponent], limits, tally))
                 sampler.look()
+            if bot.anytime:
+                items.append(_anytime(me))
             items.append(_quit(me, limits, tally))
             sampler.look()
         items += _figures(bot, settings, limits, caps, tally, sampler, bounded=conf.drop_root)
@@ -439,6 +441,37 @@ def _game(
     )
 
 
+def _anytime(me: Player) -> Item:
+    """bot.toml `anytime`: how many answers the bot's last process wrote per MOVE, and how many came late."""
+    name = "anytime: several answers per MOVE, the last legal one played"
+    wire = me.wire() if me.running else None
+    if not isinstance(wire, V1) or not wire.answers:
+        return Item(name, SKIP, "its last process answered no MOVE")
+    counts, late = wire.answers, wire.late
+    several = sum(count > 1 for count in counts)
+    summary = (
+        f"{statistics.mean(counts):.1f} answers per MOVE, several in {several} of {len(counts)} MOVEs; "
+        f"{late} late line{'s' * (late != 1)} dropped"
+    )
+    if late:
+        return Item(
+            name,
+            WARN,
+            summary,
+            "answers written after the MOVE's time, or before the bot read the next MOVE, are dropped: "
+            "check the clock before each answer",
+        )
+    if not several:
+        return Item(
+            name,
+            WARN,
+            summary,
+            "it writes one answer per MOVE, yet anytime = true makes every MOVE take its whole time: print "
+            "each better move as the search finds it, or remove anytime from bot.toml",
+        )
+    return Item(name, OK, summary)
+
+
 def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
     within the referee's grace, or be killed."""
@@ -499,7 +532,7 @@ def _figures(
     if think:
         median, worst = statistics.median(think), max(think)
         summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {limits.move_ms} ms ({len(think)} moves)"
-        near = worst > NEAR * limits.move_ms
+        near = worst > NEAR * limits.move_ms and not bot.anytime  # an anytime bot's MOVE takes it all
         problem = ""
         if near:
             problem = (
