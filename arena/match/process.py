@@ -251,12 +251,14 @@ class BotProcess:
         on_slow: Callable[[], None] | None = None,
         slow_after: float = 0.005,
         keep_cr: bool = False,
+        limit: int = MAX_LINE,
     ) -> str | None:
         """The next line from stdout (without its end of line), or None at the deadline.
 
         Raises Fault('crash') when stdout closes or the process dies, Fault('garbled') for a line over
-        MAX_LINE bytes. A deadline in the past still returns a line that is already waiting. `on_slow` is
-        called once if no line has come after `slow_after` seconds (the referee pauses the opponent then).
+        `limit` bytes (MAX_LINE unless the protocol allows more). A deadline in the past still returns a
+        line that is already waiting. `on_slow` is called once if no line has come after `slow_after`
+        seconds (the referee pauses the opponent then).
         A carriage return before the newline is dropped unless `keep_cr` (for a protocol that forbids it).
         """
         # The referee's hot path, run for every move: few calls, and the slow-bot bookkeeping only when asked.
@@ -266,15 +268,13 @@ class BotProcess:
             if buffer:
                 newline = buffer.find(b"\n")
                 if newline >= 0:
-                    if newline > MAX_LINE:
-                        raise Fault(
-                            Reason.GARBLED, f"wrote a line of {newline} bytes; the limit is {MAX_LINE}"
-                        )
+                    if newline > limit:
+                        raise Fault(Reason.GARBLED, f"wrote a line of {newline} bytes; the limit is {limit}")
                     raw = bytes(buffer[:newline])
                     del buffer[: newline + 1]
                     return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
-                if len(buffer) > MAX_LINE:
-                    raise Fault(Reason.GARBLED, f"wrote more than {MAX_LINE} bytes without an end of line")
+                if len(buffer) > limit:
+                    raise Fault(Reason.GARBLED, f"wrote more than {limit} bytes without an end of line")
             if self._eof:
                 raise self._crash("stdout")
             now = time.monotonic()

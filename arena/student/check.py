@@ -166,7 +166,7 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
     extra = opening_offering(rules, SOUTH, "extra")
     capture = opening_offering(rules, NORTH, "capture")
     pie = with_pie(rules)
-    return (
+    games = (
         Trial(
             "South, a move that earns an extra turn on offer" if extra is not None else "South",
             SOUTH,
@@ -183,6 +183,7 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
         ),
         Trial(f"North under the pie rule ({pie.spec}), SWAP on offer", NORTH, "greedy", pie, (), rules.pie),
     )
+    return games[:2] if bot.protocol == "kgp" else games  # KGP has no swap move
 
 
 def reference_bots(folders: tuple[Path, ...]) -> dict[str, Bot] | None:
@@ -390,7 +391,7 @@ def _game(
             f"in a new process (game {number - 1}'s forfeit ended the last: NEWGAME after END untested)"
         )
     name = f"game {number}: {trial.name.format(process=process_is)}, vs {trial.opponent}"
-    v1 = starts_anywhere(me.bot)
+    v1 = me.bot.protocol == "v1"  # the reproduce lines are v1's
     if not me.running:
         tally.started, tally.history, tally.answered = time.monotonic(), [], False
         with contextlib.suppress(Fault):  # here, not in play_game: its startup is timed from now
@@ -476,7 +477,8 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
     within the referee's grace, or be killed."""
     grace = limits.quit_grace_ms
-    name = f"QUIT: exits within {grace} ms"
+    word = "goodbye" if me.bot.protocol == "kgp" else "QUIT"  # KGP's end of a connection
+    name = f"{word}: exits within {grace} ms"
     if not starts_anywhere(me.bot):
         return Item(name, SKIP, "the Manchester protocol has no QUIT: an agent exits after END")
     if not me.running:
