@@ -6,7 +6,9 @@ sandbox, the real CLI."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +159,73 @@ def test_arena_check_plays_a_kgp_agent_without_the_pie_game_and_says_goodbye(tmp
     assert not any("pie" in name for name in names), names  # KGP has no swap move
     assert all(item["status"] == "ok" for item in report["items"] if item["name"].startswith("game")), report
     assert any(name.startswith("goodbye: exits") for name in names), names
+
+
+# A scripted client: it logs every line arena sends, and answers its first state with one of each thing the
+# referee must sort out (an illegal move, a legal one, a move for a state that is not this one, a ping, a
+# line that is not KGP, then yield); later states with its first legal pit.
+SCRIPTED = r"""
+import socket, sys
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+stream = sock.makefile("rw", newline="")
+log = open("received.log", "w")
+def send(line):
+    stream.write(line + "\r\n"); stream.flush()
+first = True
+for line in stream:
+    log.write(line); log.flush()
+    words = line.split()
+    if words[0] == "kgp":
+        send('1 set info:name "scripted"'); send("3 mode freeplay")
+    elif words[1] == "state":
+        sid = words[0]
+        pits = [int(n) for n in words[2].strip("<>").split(",")]
+        legal = [p for p in range(1, pits[0] + 1) if pits[2 + p]]
+        if first:
+            send(f"5@{sid} move 9"); send(f"@{sid} move {legal[-1]}"); send(f"7@999 move {legal[0]}")
+            send("9 ping"); send("garbage!!"); send(f"11@{sid} yield")
+            first = False
+        else:
+            send(f"@{sid} move {legal[0]}"); send(f"@{sid} yield")
+    elif words[-1] == "goodbye":
+        break
+"""
+
+
+def test_the_wire_answers_a_scripted_client_line_by_line(tmp_path):
+    """Without the sandbox the relay listens on the machine's loopback, here on a free port (bot.toml
+    `port`): the lines arena writes, and what it makes of each of the client's, exactly."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path / "scripted"
+    folder.mkdir()
+    (folder / "client.py").write_text(SCRIPTED)
+    (folder / "bot.toml").write_text(
+        f'command = "python3 client.py {port}"\nprotocol = "kgp"\nport = {port}\n'
+    )
+    rules = parse_rules("kalah,pits=3,seeds=2")
+    me, other = Player(load_bot(folder)), Player(load_bot(first_legal(tmp_path)))
+    try:
+        record = play_game(rules, me, other, LIMITS)
+        wire = me.wire()
+    finally:
+        me.close()
+        other.close()
+    assert record.faulty is None, record.detail
+    assert record.plies[0] == 3  # its last legal move, not the illegal 9 after it nor the one for state 999
+    assert (wire.agent, wire.errors) == ("scripted", 1)  # type: ignore[attr-defined]
+    got = (folder / "received.log").read_text().splitlines()
+    assert got[0] == "kgp 1 0 1"
+    raw = (folder / "received.log").read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n")  # every line ends in CRLF, as the grammar says
+    ids = [int(line.split()[0].split("@")[0]) for line in got[1:] if line[0].isdigit()]
+    assert ids == sorted(ids) and all(i % 2 == 0 for i in ids)  # arena's ids: even and rising
+    text = "\n".join(got)
+    assert re.search(r"^\d+@3 ok freeplay$", text, re.M)
+    state = re.search(r"^(\d+) state <3,0,0,2,2,2,2,2,2>$", text, re.M)
+    assert state, text
+    assert re.search(r"^\d+@9 pong$", text, re.M)
+    assert re.search(r'^\d+ error "not a KGP command: .garbage!!."$', text, re.M)
+    assert re.search(rf"^\d+@{state.group(1)} stop$", text, re.M)
+    assert got[-1] == "goodbye"
