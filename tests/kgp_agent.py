@@ -7,6 +7,8 @@ pit by a one-move look-ahead, then `yield`. The tests give it a style that break
     illegal-last  a legal best, then an empty pit last
     silent        reads the states and answers none
     noisy         writes lines that are not KGP before each answer
+    garbage       writes nothing but lines that are not KGP
+    elsewhere     connects to a port where nothing listens, and waits
     deepen        answers its first state, then goes on thinking past `stop` and sends a late move after it
 """
 
@@ -67,6 +69,11 @@ def main(argv):
     style = argv[argv.index("--style") + 1] if "--style" in argv else "greedy"
     args = [a for a in argv[1:] if not a.startswith("--") and a != style]
     host, port = (args + ["localhost"])[0], int((args + ["", "2671"])[1] or 2671)
+    if style == "elsewhere":
+        try:
+            socket.create_connection((host, port + 1))
+        except OSError:
+            time.sleep(60)
     sock = socket.create_connection((host, port))
     stream = sock.makefile("rw", newline="")
     ident = [1]
@@ -93,6 +100,10 @@ def main(argv):
             store, _theirs, south, north = board_of(args[0])
             legal = [p for p in range(1, len(south) + 1) if south[p - 1]]
             if style == "silent":
+                continue
+            if style == "garbage":
+                stream.write("not KGP!\r\n" * 100)
+                stream.flush()
                 continue
             if style == "noisy":
                 stream.write("this is not KGP!\r\n")

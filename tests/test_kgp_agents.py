@@ -101,6 +101,20 @@ def test_an_agent_that_never_moves_forfeits_on_time(tmp_path, jailer):
 
 
 @needs_sandbox
+def test_an_agent_of_nothing_but_lines_that_are_not_kgp_forfeits_as_garbled(tmp_path, jailer):
+    record, agent = play(tmp_path, jailer, "garbage")
+    assert (record.faulty, record.reason) == ("agent", "garbled")
+    assert record.detail.startswith("wrote 17 lines that are not KGP, the last not an integer")
+
+
+@needs_sandbox
+def test_an_agent_that_never_connects_is_told_so(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "elsewhere")
+    assert (record.faulty, record.reason) == ("agent", "timeout")
+    assert "never connected to the KGP port (localhost:2671" in record.detail
+
+
+@needs_sandbox
 def test_lines_that_are_not_kgp_are_answered_with_error_and_counted(tmp_path, jailer):
     record, agent = play(tmp_path, jailer, "noisy")
     assert record.faulty is None, record.detail

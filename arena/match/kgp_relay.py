@@ -20,6 +20,7 @@ import sys
 import threading
 
 _WAIT = 0.05  # seconds between looks at an agent that has not connected yet
+CONNECTED = "kgp relay: the agent connected"  # on stderr: the referee tells "never connected" from "silent"
 
 
 def _listen(port: int) -> list[socket.socket]:
@@ -71,6 +72,7 @@ def main(argv: list[str]) -> int:
             return agent.returncode or 1
     for sock in listeners:  # one connection: the agent's
         sock.close()
+    print(CONNECTED, file=sys.stderr, flush=True)
     threading.Thread(target=_to_agent, args=(conn,), daemon=True).start()
     while True:
         try:

@@ -22,6 +22,7 @@ from arena.match.process import BotProcess, Fault
 from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("kgp_relay.py")
+CONNECTED = "kgp relay: the agent connected"  # what the relay writes to stderr once the agent is connected
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 
@@ -93,6 +94,11 @@ class Kgp:
         self._send("kgp", *VERSION, deadline=deadline, ident=False)
         while True:
             command = self._read(deadline)
+            if command is None and CONNECTED not in self.proc.stderr_tail():
+                raise Fault(
+                    Reason.TIMEOUT,
+                    f"never connected to the KGP port (localhost:{PORT}, or bot.toml's port) in its sandbox",
+                )
             if command is None:
                 raise Fault(
                     Reason.TIMEOUT, "did not ask for a mode (`mode freeplay`) after the greeting `kgp 1 0 1`"
