@@ -2,12 +2,16 @@
 the lines the course's server and client libraries write, and a fuzzer: any text is a command or a KgpError,
 never another exception, and every command arena writes reads back as itself."""
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.game.rules import NORTH, SOUTH, parse_rules
 from arena.match.kgp import LINE_LIMIT, Board, Command, KgpError, parse
+from arena.match.kgp_wire import CONNECTED, Kgp
+from arena.match.process import Fault
 
 # The freeplay example of spec/021, both parties' lines: (line, id, ref, name, args).
 FREEPLAY = [
@@ -165,3 +169,69 @@ _args = (
 def test_every_command_arena_writes_reads_back_as_itself(name, args, ident, ref):
     command = Command(name, args, ident, ref)
     assert parse(command.line() + "\r\n") == command
+
+
+# --- the wire, fuzzed: whatever an agent writes, the referee answers in KGP and decides (a move or a Fault)
+
+
+class _Agent:
+    """A process whose agent has written `lines` (then nothing more): what the Kgp wire reads and sends."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+        self.sent: list[str] = []
+
+    def send(self, line: str, deadline: float) -> None:
+        self.sent.append(line)
+
+    def read_line(self, until, on_slow=None, slow_after=0.005, keep_cr=False, limit=0):  # type: ignore[no-untyped-def]
+        return self.lines.pop(0) if self.lines else None
+
+    def stderr_tail(self, since: int = 0) -> str:
+        return CONNECTED
+
+
+_lines = st.lists(
+    st.text(max_size=40)
+    | st.sampled_from(
+        [
+            "mode freeplay",
+            "3 mode freeplay",
+            "@2 move 1",
+            "move 2",
+            "@2 move 9",
+            "1 ping",
+            "yield",
+            "@2 yield",
+        ]
+        + [
+            'set info:name "x"',
+            "set info:comment 7",
+            "goodbye",
+            "ok",
+            'error "e"',
+            "@4 move 3",
+            "mode simple",
+        ]
+    ),
+    max_size=12,
+)
+
+
+@given(_lines)
+def test_whatever_an_agent_writes_the_wire_answers_in_kgp_and_decides(lines):
+    rules = parse_rules("kalah,pits=3,seeds=2")
+    agent = _Agent(lines)
+    wire = Kgp(agent)  # type: ignore[arg-type]
+    wire.new_game(rules, SOUTH, 0.0)
+    pos = rules.initial()
+    try:
+        move = wire.move(pos, SOUTH, 100, time.monotonic() + 5, None, time.monotonic() + 1)
+    except Fault as fault:
+        assert fault.reason in ("timeout", "garbled", "crash")
+        assert "\n" not in fault.detail
+    else:
+        assert isinstance(move, int)  # legal, or the last illegal one for the referee to judge
+    for line in agent.sent:
+        assert line.endswith("\r")
+        parse(line)  # arena writes only KGP
