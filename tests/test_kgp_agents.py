@@ -236,7 +236,7 @@ def test_the_wire_answers_a_scripted_client_line_by_line(tmp_path):
     ids = [int(line.split()[0].split("@")[0]) for line in got[1:] if line[0].isdigit()]
     assert ids == sorted(ids) and all(i % 2 == 0 for i in ids)  # arena's ids: even and rising
     text = "\n".join(got)
-    assert re.search(r"^\d+@3 ok freeplay$", text, re.M)
+    assert got[1:3] == ["2@3 ok freeplay", "4 state <3,0,0,2,2,2,2,2,2>"]  # as the spec's example
     state = re.search(r"^(\d+) state <3,0,0,2,2,2,2,2,2>$", text, re.M)
     assert state, text
     assert re.search(r"^\d+@9 pong$", text, re.M)

@@ -62,7 +62,7 @@ class Kgp:
     def _send(
         self, name: str, *args: Arg, ref: int | None = None, deadline: float, ident: bool = True
     ) -> int:
-        self._id += 2
+        self._id += 2 if ident else 0
         command = Command(name, args, self._id if ident else None, ref)
         self.proc.send(command.line() + "\r", deadline)  # the pipe adds "\n": lines end in CRLF
         return self._id
