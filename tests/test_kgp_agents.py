@@ -243,3 +243,31 @@ def test_the_wire_answers_a_scripted_client_line_by_line(tmp_path):
     assert re.search(r'^\d+ error "not a KGP command: .garbage!!."$', text, re.M)
     assert re.search(rf"^\d+@{state.group(1)} stop$", text, re.M)
     assert got[-1] == "goodbye"
+
+
+@needs_sandbox
+def test_an_agent_connects_when_arena_runs_as_an_ordinary_user(tmp_path):
+    """Run by an ordinary user, the sandbox is a user namespace of that user's: its private loopback is up
+    all the same (bubblewrap raises lo in the new network namespace before it drops its capabilities)."""
+    import os
+    import tempfile
+
+    from test_redteam import as_nobody
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("run as root: the test drops to an ordinary user with setpriv")
+    work = Path(tempfile.mkdtemp(prefix="arena-kgp-", dir="/tmp"))
+    try:
+        bots = work / "bots"
+        agent_folder(bots, "agent")
+        shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
+        subprocess.run(["chmod", "-R", "a+rwX", str(work)], check=True)
+        play = [sys.executable, "-m", "arena", "play", "agent", "random", "--bots", str(bots), "--json"]
+        play += ["--rules", "kalah,pits=4,seeds=3", "--move-time", "200", "--games", "2"]
+        keep = [ROOT, Path(sys.executable).resolve().parent]
+        run = subprocess.run(as_nobody(play, keep), capture_output=True, text=True, timeout=180, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+        records = [json.loads(line) for line in run.stdout.splitlines()]
+        assert [r["faulty"] for r in records] == [None, None], [r["detail"] for r in records]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
