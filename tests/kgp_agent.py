@@ -7,6 +7,7 @@ pit by a one-move look-ahead, then `yield`. The tests give it a style that break
     illegal-last  a legal best, then an empty pit last
     silent        reads the states and answers none
     noisy         writes lines that are not KGP before each answer
+    to-the-end    reads on after `goodbye`, until the connection closes (as the course's Python library)
     garbage       writes nothing but lines that are not KGP
     elsewhere     connects to a port where nothing listens, and waits
     deepen        answers its first state, then goes on thinking past `stop` and sends a late move after it
@@ -122,7 +123,7 @@ def main(argv):
                 send("yield", cid)
         elif name == "ping":
             send("pong", cid)
-        elif name == "goodbye":
+        elif name == "goodbye" and style != "to-the-end":
             break
     sock.close()
 

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,15 @@ def test_an_agent_connects_when_arena_runs_as_an_ordinary_user(tmp_path):
         assert [r["faulty"] for r in records] == [None, None], [r["detail"] for r in records]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@needs_sandbox
+def test_after_goodbye_the_connection_closes_so_an_agent_that_reads_on_exits(tmp_path, jailer):
+    """The course's Python library reads on after `goodbye` until the server closes the connection: arena
+    closes it after its goodbye, as the course server does, so such an agent exits in time (not killed)."""
+    record, agent = play(tmp_path, jailer, "to-the-end")
+    assert record.faulty is None, record.detail
+    proc = agent.wire().proc
+    began = time.monotonic()
+    agent.close(LIMITS.quit_grace_ms)
+    assert proc.returncode() == 0 and time.monotonic() - began < LIMITS.quit_grace_ms / 1000

@@ -20,6 +20,7 @@ import sys
 import threading
 
 _WAIT = 0.05  # seconds between looks at an agent that has not connected yet
+GOODBYE = b"goodbye\r\n"  # the referee's last line to an agent
 CONNECTED = "kgp relay: the agent connected"  # on stderr: the referee tells "never connected" from "silent"
 
 
@@ -42,14 +43,17 @@ def _listen(port: int) -> list[socket.socket]:
 
 
 def _to_agent(conn: socket.socket) -> None:
-    """The referee's lines to the agent, until the referee closes the pipe (then the agent hears the end)."""
+    """The referee's lines to the agent, until the referee says goodbye or closes the pipe: then the
+    connection is closed, as a KGP server closes it after its goodbye (an agent may wait for that)."""
     while chunk := os.read(0, 65536):
         try:
             conn.sendall(chunk)
         except OSError:
             return
+        if chunk == GOODBYE or chunk.endswith(b"\n" + GOODBYE):
+            break
     try:
-        conn.shutdown(socket.SHUT_WR)
+        conn.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
 

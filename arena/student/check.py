@@ -494,14 +494,15 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     code = proc.returncode()
     lines = (*tally.history, "QUIT")
     if code == -signal.SIGKILL or took >= grace:
+        v1 = me.bot.protocol == "v1"
         return Item(
             name,
             FAIL,
-            f"still running {grace} ms after QUIT: killed",
-            "exit when QUIT comes (the referee kills a bot that stays, and every game's end waits for it)",
+            f"still running {grace} ms after {word}: killed",
+            f"exit when {word} comes (the referee kills a bot that stays, and every game's end waits for it)",
             _tail(me.stderr_tail()),
-            lines,
-            command_line(me.bot, lines, wait_s=1),
+            lines if v1 else (),
+            command_line(me.bot, lines, wait_s=1) if v1 else "",
         )
     said = f" with code {code}" if code else ""
     return Item(name, OK, f"exited{said} in {took:.0f} ms")
