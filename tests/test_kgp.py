@@ -115,12 +115,13 @@ def test_a_line_at_the_limit_is_read():
 
 
 def test_arena_quotes_a_string_that_would_read_as_another_type():
-    for value in ("12", "-5", "", "two words", 'a"b', "tab\there", "<1,0,0,1,1>"):
+    for value in ("12", "-5", "", "two words", 'a"b', "tab\there", "<1,0,0,1,1>", "~"):
         line = Command("set", ("info:comment", value)).line()
         assert parse(line).args[1] == value
     assert Command("set", ("info:name", "bare-word")).line() == "set info:name bare-word"
-    with pytest.raises(ValueError):
-        Command("set", ("x", "bell\a")).line()
+    for bad in ("bell\a", "caf\u00e9", "\x7f"):  # arena writes printable ASCII only
+        with pytest.raises(ValueError):
+            Command("set", ("x", bad)).line()
 
 
 def test_arena_will_not_write_a_line_over_the_limit():
@@ -140,7 +141,7 @@ def test_any_text_is_a_command_or_a_kgp_error(text):
 
 _words = st.from_regex(r"[A-Za-z0-9:-]{1,12}", fullmatch=True)
 _strings = st.text(
-    st.characters(min_codepoint=32, max_codepoint=0x2FF) | st.sampled_from("\n\t\r"), max_size=30
+    st.characters(min_codepoint=32, max_codepoint=126) | st.sampled_from("\n\t\r"), max_size=30
 )
 _boards = st.integers(1, 8).flatmap(
     lambda n: st.builds(
@@ -182,6 +183,7 @@ class _Agent:
         self.sent: list[str] = []
 
     def send(self, line: str, deadline: float) -> None:
+        line.encode("ascii")  # as BotProcess.send writes it
         self.sent.append(line)
 
     def read_line(self, until, on_slow=None, slow_after=0.005, keep_cr=False, limit=0):  # type: ignore[no-untyped-def]
@@ -212,6 +214,13 @@ _lines = st.lists(
             'error "e"',
             "@4 move 3",
             "mode simple",
+            "@4 bad!",
+            "7@ x",
+            "5 ping \ufffd",
+            "ping <1,0,0,1,1>",
+            "bad\ufffd!",
+            'move "3"',
+            "@2 move -1",
         ]
     ),
     max_size=12,

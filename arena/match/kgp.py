@@ -178,11 +178,12 @@ def _format(arg: Arg) -> str:
         return repr(arg) if "e" not in repr(arg) else f"{arg:f}"
     if _WORD.fullmatch(arg) and not _INTEGER.fullmatch(arg):
         return arg
-    bad = next((c for c in arg if ord(c) < 32 and c not in _ESCAPED or ord(c) == 127), None)
+    bad = next((c for c in arg if ord(c) < 32 and c not in _ESCAPED or ord(c) >= 127), None)
     if bad is not None:
-        raise ValueError(f"a KGP string cannot carry the control character {bad!r}")
+        raise ValueError(f"arena writes KGP strings in printable ASCII, not {bad!r}")
     return '"' + "".join(_ESCAPED.get(c, c) for c in arg) + '"'
 
 
 def _shown(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    """A piece of a bad line for an error message, in ASCII: the message may be sent back in `error`."""
+    return ascii(text if len(text) <= limit else text[:limit] + "...")

@@ -10,6 +10,7 @@ spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by a
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +26,9 @@ RELAY = Path(__file__).with_name("kgp_relay.py")
 CONNECTED = "kgp relay: the agent connected"  # what the relay writes to stderr once the agent is connected
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
+_LEADING_ID = re.compile(
+    r"[ \t]*([0-9]+)"
+)  # the id of a line that is not KGP, for the `error` that answers it
 
 
 def relay_argv(bot: Bot) -> tuple[str, ...]:
@@ -85,8 +89,8 @@ class Kgp:
                     raise Fault(
                         Reason.GARBLED, f"wrote {self.errors} lines that are not KGP, the last {e}"
                     ) from None
-                head = line.strip().split("@")[0].split()[0] if line.strip() else ""
-                ref = int(head) if head.isdigit() else None
+                ident = _LEADING_ID.match(line)
+                ref = int(ident.group(1)) if ident else None
                 self._send("error", str(e), ref=ref, deadline=time.monotonic() + 1.0)
 
     def _greet(self, deadline: float) -> None:
@@ -116,8 +120,8 @@ class Kgp:
 
     def _aside(self, command: Command, deadline: float) -> None:
         """What may come at any time: `set`, `ping`, replies; `goodbye` ends the agent's part."""
-        if command.name == "ping":
-            self._send("pong", *command.args[:1], ref=command.id, deadline=deadline)
+        if command.name == "ping":  # answered, not echoed: what an agent sends is not written back
+            self._send("pong", ref=command.id, deadline=deadline)
         elif command.name == "set" and len(command.args) >= 2:
             key, value = command.args[0], command.args[1]
             if key == "info:name":
@@ -187,7 +191,8 @@ class Kgp:
                 return best
             if illegal is not None:
                 return illegal
-            said = "yielded without a legal move" if command is not None else f"no move within {ms} ms"
+            yielded = command is not None and command.name == "yield"
+            said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
             raise Fault(
                 Reason.TIMEOUT, f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}"
             )
