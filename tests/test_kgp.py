@@ -99,6 +99,9 @@ def test_what_the_course_software_writes_parses():
         ("state <0,0,0>", "a board of size 0"),
         ("state <3,0,0,a>", "not a board literal"),
         ("x" * (LINE_LIMIT + 1), f"longer than {LINE_LIMIT}"),
+        ("move " + "9" * 5000, "more than 18 digits"),  # Python reads no int of 4300 digits and more
+        ("9" * 19 + " move 1", "more than 18 digits"),
+        ("state <3," + "1" * 19 + ",0,3,3,3,3,3,3>", "more than 18 digits"),
     ],
 )
 def test_broken_lines_say_what_is_wrong_in_one_line(line, words):

@@ -32,6 +32,15 @@ class KgpError(ValueError):
     """A line that breaks the grammar; the message is one line, fit to send back in `error "..."`."""
 
 
+_DIGITS = 18  # a number of more digits is no id, pit or count (and Python will not read one of 4300 and more)
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("+-")) > _DIGITS:
+        raise KgpError(f"a number of more than {_DIGITS} digits: {_shown(text)}")
+    return int(text)
+
+
 @dataclass(frozen=True, slots=True)
 class Board:
     """A KGP board literal: `<n,south store,north store,south pits...,north pits...>`, each row numbered
@@ -59,7 +68,7 @@ class Board:
     def parse(cls, text: str) -> Board:
         if not _BOARD.fullmatch(text):
             raise KgpError(f"not a board literal: {_shown(text)}")
-        size, south, north, *pits = (int(word) for word in text[1:-1].split(","))
+        size, south, north, *pits = (_int(word) for word in text[1:-1].split(","))
         if size < 1 or len(pits) != 2 * size:
             raise KgpError(f"a board of size {size} has {2 * size + 3} numbers, this one {len(pits) + 3}")
         return cls(tuple(pits[:size]), tuple(pits[size:]), south, north)
@@ -111,7 +120,7 @@ def parse(line: str) -> Command:
         raise KgpError(f"not a KGP command: {_shown(line)}")
     ident, ref, name, rest = match.groups()
     args = tuple(_arguments(rest or ""))
-    return Command(name, args, int(ident) if ident else None, int(ref) if ref else None)
+    return Command(name, args, _int(ident) if ident else None, _int(ref) if ref else None)
 
 
 def _arguments(text: str) -> list[Arg]:
@@ -157,7 +166,7 @@ def _string(text: str, k: int) -> tuple[str, int]:
 
 def _token(word: str) -> Arg:
     if _INTEGER.fullmatch(word):
-        return int(word)
+        return _int(word)
     if _REAL.fullmatch(word):
         return float(word)
     if _WORD.fullmatch(word):
