@@ -391,3 +391,19 @@ def test_a_forfeit_after_one_move_says_one_move(tmp_path):
     report = checked(second, status=1)
     failed = item(report, "game 1")
     assert failed["summary"] == "forfeits after 1 move", failed
+
+
+def test_an_anytime_bot_is_checked_with_its_answers_per_move(tmp_path):
+    """bot.toml `anytime = true`: the check plays it so (several answers per MOVE are no fault), says how
+    many it wrote, and warns a bot that writes one only (anytime then costs every MOVE its whole time)."""
+    for name, extra, status in (("deep", "print(move, flush=True)", "ok"), ("once", "pass", "warn")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "bot.py").write_text(variant(on_move=extra))
+        (folder / "bot.toml").write_text('command = "python3 bot.py"\nanytime = true\n')
+        report = checked(folder, status=0)
+        anytime = item(report, "anytime")
+        assert anytime["status"] == status, anytime
+        assert ("2.0 answers per MOVE" if name == "deep" else "1.0 answers per MOVE") in anytime["summary"]
+        assert all(s == "ok" for n, s in statuses(report).items() if n.startswith("game")), report
+        assert item(report, "think time")["status"] == "ok"

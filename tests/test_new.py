@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error
 
-from arena.student.new import LANGUAGES, PLACEHOLDER
+from arena.student.new import LANGUAGES, PLACEHOLDER, PROTOCOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTERS = ROOT / "arena" / "student" / "starters"
@@ -164,7 +164,12 @@ def test_a_missing_bots_folder_is_made(tmp_path: Path):
 def test_every_starter_ships_with_the_package():
     """A non-editable install has the starters: pyproject's package-data globs cover every starter file,
     and there is one starter folder per language."""
-    assert sorted(p.name for p in STARTERS.iterdir() if p.is_dir()) == sorted(LANGUAGES)
+    wanted = [
+        lang if protocol == "v1" else f"{lang}-{protocol}"
+        for protocol, langs in PROTOCOLS.items()
+        for lang in langs
+    ]
+    assert sorted(p.name for p in STARTERS.iterdir() if p.is_dir()) == sorted(wanted)
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     globs = config["tool"]["setuptools"]["package-data"]["arena.student"]
     package = ROOT / "arena" / "student"
@@ -182,3 +187,30 @@ def test_a_new_bot_passes_arena_check_as_written(lang: str, bots: Path):
     run = arena("check", "fresh", "--bots", str(bots), "--move-time", "200")
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines()[-1] == "fresh: ready to play: nothing the referee would hold against it"
+
+
+def test_a_new_kgp_agent_connects_and_passes_arena_check(bots: Path):
+    """`arena new --protocol kgp`: an agent that connects to the relay on localhost:2671 from its sandbox,
+    plays clean games against greedy and passes the check as written."""
+    from arena.match.confine import Confinement, capabilities
+
+    if not capabilities(Confinement(), want_sandbox=True)[0].sandbox:
+        pytest.skip("a KGP agent's private loopback is the sandbox's")
+    made = arena("new", "agent", "--protocol", "kgp", "--bots", str(bots))
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith(f"made {bots / 'agent'}: a greedy python KGP agent")
+    assert 'protocol = "kgp"' in (bots / "agent" / "bot.toml").read_text()
+    for source in (bots / "agent").iterdir():
+        assert PLACEHOLDER not in source.read_text(), source
+    play = ["play", "agent", "greedy", "--bots", str(bots), "--json", "--move-time", "200"]
+    records = games(arena(*play, "--games", "2", "--rules", "kalah,pits=4,seeds=3"))
+    assert [r["reason"] for r in records] == ["normal"] * 2, [r["detail"] for r in records]
+    run = arena("check", "agent", "--bots", str(bots), "--move-time", "200")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].startswith("agent: ready to play"), run.stdout  # a warning under load
+
+
+def test_there_is_no_kgp_starter_in_other_languages_yet(bots: Path):
+    made = arena("new", "agent", "--lang", "c", "--protocol", "kgp", "--bots", str(bots))
+    assert made.returncode == 2, made.stdout + made.stderr
+    assert "no kgp starter for language 'c'; known: python" in made.stderr

@@ -211,8 +211,15 @@ def solve_cmd(rules, as_json, seconds):  # type: ignore[no-untyped-def]
 @click.option(
     "--lang", type=click.Choice(LANGUAGES), default="python", show_default=True, help="The bot's language."
 )
+@click.option(
+    "--protocol",
+    type=click.Choice(("v1", "kgp")),
+    default="v1",
+    show_default=True,
+    help="v1: arena's own (stdin and stdout); kgp: an agent that connects (the Kalah Game Protocol).",
+)
 @bots_option("Folder to put the bot in (made if missing).")
-def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
+def new_cmd(name, lang, protocol, bots_dir):  # type: ignore[no-untyped-def]
     """Write a starter bot NAME into the bots folder: it plays greedily, watches its clock, and its
     comments say what each line of the protocol means and where your own strategy goes."""
     import tomllib
@@ -220,9 +227,10 @@ def new_cmd(name, lang, bots_dir):  # type: ignore[no-untyped-def]
     from arena.match.bots import MANIFEST
     from arena.student.new import new_bot
 
-    path = new_bot(name, lang, bots_dir)
+    path = new_bot(name, lang, bots_dir, protocol)
     files = sorted((f.name for f in path.iterdir()), key=lambda f: (f != MANIFEST, f))
-    echo(f"made {path}: a greedy {lang} bot for you to improve ({', '.join(files)})")
+    kind = "KGP agent" if protocol == "kgp" else "bot"
+    echo(f"made {path}: a greedy {lang} {kind} for you to improve ({', '.join(files)})")
     build = tomllib.loads((path / MANIFEST).read_text(encoding="utf-8")).get("build")
     if build:
         echo(f"arena builds it ({build}) before its first game, and again when you change it")

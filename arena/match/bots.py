@@ -31,7 +31,8 @@ MANIFEST = "bot.toml"
 # What arena/match/build.py knows of a bot folder's last build: the digest of its sources and the files the
 # build made. Hidden, so that the bots folder passes it over, and kept out of the bot's digest with them.
 STAMP = ".arena-build.json"
-PROTOCOLS = ("v1", "mankalah")  # bot.toml `protocol`: arena's own (protocol.md), Manchester agents'
+# bot.toml `protocol`: arena's own (protocol.md), Manchester agents', KGP agents' (Kalah Game Protocol)
+PROTOCOLS = ("v1", "mankalah", "kgp")
 # A bot's name: what a file system and a Python module name accept (letters of any script, digits, _), and
 # . + - inside; no spaces, no slashes.
 _NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
@@ -146,6 +147,8 @@ class Bot:
     paths: tuple[str, ...] = ()  # read-only paths the sandbox shows it beside its own (bot.toml `paths`)
     memory_mb: int | None = None  # its own memory allowance (bot.toml `memory`, MiB); None: the tournament's
     build: tuple[tuple[str, ...], ...] = ()  # bot.toml `build`: commands run in order before it plays
+    anytime: bool = False  # bot.toml `anytime`: a v1 bot writes several moves per MOVE, the last legal counts
+    port: int | None = None  # bot.toml `port`: where a KGP agent connects in its sandbox (None: KGP's 2671)
 
 
 class BuildError(BotError):
@@ -372,11 +375,11 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build"}
+    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build", "anytime", "port"}
     if unknown:
         raise BotError(
             f"{manifest}: unknown key {sorted(unknown)[0]!r}; "
-            "known: command, build, author, protocol, paths, memory"
+            "known: command, build, author, protocol, paths, memory, anytime, port"
         )
     memory = data.get("memory")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 16):
@@ -411,11 +414,25 @@ def _from_folder(path: Path) -> Bot:
     protocol = data.get("protocol", "v1")
     if protocol not in PROTOCOLS:
         raise BotError(f"{manifest}: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    anytime = data.get("anytime", False)
+    if not isinstance(anytime, bool):
+        raise BotError(f"{manifest}: 'anytime' is true or false")
+    if anytime and protocol != "v1":
+        raise BotError(
+            f"{manifest}: 'anytime' is for protocol v1 bots (a KGP agent is anytime by its protocol)"
+        )
+    port = data.get("port")
+    if port is not None and (protocol != "kgp" or not isinstance(port, int) or not 1 <= port <= 65535):
+        raise BotError(
+            f"{manifest}: 'port' is the port a KGP agent connects to, 1..65535, with protocol = \"kgp\""
+        )
     # A program the build makes is looked for once it has run (check_command), the others now.
     argv[0] = _program(manifest, "command", argv[0], path, present=not build)
     name = check_name(path.name, path)
     digest = _digest(path, built=bool(build))
-    return Bot(name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build)
+    return Bot(
+        name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build, anytime, port
+    )
 
 
 def _split(manifest: Path, key: str, line: str) -> list[str]:

@@ -98,7 +98,13 @@ class Mankalah:
             self.proc.send(start_line(NORTH), deadline)
 
     def move(
-        self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
+        self,
+        pos: Position,
+        side: int,
+        ms: int,
+        deadline: float,
+        on_slow: Callable[[], None] | None = None,
+        soon: float | None = None,
     ) -> Move:
         """Send the held-back request and read the answer (legality is checked by the referee). A line the
         agent wrote before it was asked is its answer, as in their engine, which reads an agent's lines only

@@ -181,7 +181,7 @@ class BotProcess:
         # A bot that never wrote to stderr costs nothing. One that logs has read what it was sent (its stdin
         # is empty: END is read), then until its stderr is quiet a moment.
         deadline, quiet = time.monotonic() + (settle if self._stderr_total else 0.0), 0.05
-        while self._unread_input() and time.monotonic() < deadline and self.returncode() is None:
+        while self.unread_input() and time.monotonic() < deadline and self.returncode() is None:
             time.sleep(0.002)
         while self._err is not None and time.monotonic() < deadline:
             before = self._stderr_total
@@ -191,8 +191,9 @@ class BotProcess:
                 break
         return self._stderr_total
 
-    def _unread_input(self) -> int:
-        """Bytes sent to the bot that it has not read yet (Linux counts a pipe's bytes from either end)."""
+    def unread_input(self) -> int:
+        """Bytes sent to the bot that it has not read yet (Linux counts a pipe's bytes from either end):
+        while a line is unread, what the bot writes it wrote before it read that line."""
         try:
             return struct.unpack("i", fcntl.ioctl(self._in, termios.FIONREAD, b"\0\0\0\0"))[0]
         except OSError:
@@ -250,12 +251,14 @@ class BotProcess:
         on_slow: Callable[[], None] | None = None,
         slow_after: float = 0.005,
         keep_cr: bool = False,
+        limit: int = MAX_LINE,
     ) -> str | None:
         """The next line from stdout (without its end of line), or None at the deadline.
 
         Raises Fault('crash') when stdout closes or the process dies, Fault('garbled') for a line over
-        MAX_LINE bytes. A deadline in the past still returns a line that is already waiting. `on_slow` is
-        called once if no line has come after `slow_after` seconds (the referee pauses the opponent then).
+        `limit` bytes (MAX_LINE unless the protocol allows more). A deadline in the past still returns a
+        line that is already waiting. `on_slow` is called once if no line has come after `slow_after`
+        seconds (the referee pauses the opponent then).
         A carriage return before the newline is dropped unless `keep_cr` (for a protocol that forbids it).
         """
         # The referee's hot path, run for every move: few calls, and the slow-bot bookkeeping only when asked.
@@ -265,15 +268,13 @@ class BotProcess:
             if buffer:
                 newline = buffer.find(b"\n")
                 if newline >= 0:
-                    if newline > MAX_LINE:
-                        raise Fault(
-                            Reason.GARBLED, f"wrote a line of {newline} bytes; the limit is {MAX_LINE}"
-                        )
+                    if newline > limit:
+                        raise Fault(Reason.GARBLED, f"wrote a line of {newline} bytes; the limit is {limit}")
                     raw = bytes(buffer[:newline])
                     del buffer[: newline + 1]
                     return (raw if keep_cr else raw.removesuffix(b"\r")).decode("ascii", errors="replace")
-                if len(buffer) > MAX_LINE:
-                    raise Fault(Reason.GARBLED, f"wrote more than {MAX_LINE} bytes without an end of line")
+                if len(buffer) > limit:
+                    raise Fault(Reason.GARBLED, f"wrote more than {limit} bytes without an end of line")
             if self._eof:
                 raise self._crash("stdout")
             now = time.monotonic()

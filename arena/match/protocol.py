@@ -48,6 +48,14 @@ def is_comment(line: str) -> bool:
     return line.startswith("#")
 
 
+def _is_move(line: str) -> bool:
+    try:
+        parse_move(line)
+    except Fault:
+        return False
+    return True
+
+
 def newgame_line(rules: Rules, side: int) -> str:
     return f"NEWGAME {rules.pits} {rules.seeds} {SIDE_NAMES[side]} {rules.spec}"
 
@@ -71,7 +79,13 @@ class Wire(Protocol):
     def rules_problem(self, rules: Rules) -> str | None: ...
     def new_game(self, rules: Rules, side: int, deadline: float) -> None: ...
     def move(
-        self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
+        self,
+        pos: Position,
+        side: int,
+        ms: int,
+        deadline: float,
+        on_slow: Callable[[], None] | None = None,
+        soon: float | None = None,
     ) -> Move: ...
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None: ...
     def end(self, result: str, mine: int, theirs: int, reason: str) -> None: ...
@@ -87,12 +101,20 @@ class V1:
 
     python = ""  # bots.python_kind: the timeout hint speaks of Python's buffers, or of none, not of C's
 
-    def __init__(self, proc: BotProcess) -> None:
+    def __init__(self, proc: BotProcess, anytime: bool = False) -> None:
         self.proc = proc
+        self.anytime = anytime  # bot.toml `anytime`: several answers per MOVE, the last legal one counts
+        self._rules: Rules | None = None  # this game's, for an anytime answer's legality
+        self.answers: list[int] = []  # an anytime bot's answers per MOVE, for `arena check`
+        self.late = 0  # an anytime bot's lines that came after their MOVE's deadline, dropped
 
     def _expect_silence(self) -> None:
-        """A non-comment line written when nobody asked is a fault: it would be taken for the next move."""
+        """A non-comment line written when nobody asked is a fault: it would be taken for the next move.
+        An anytime bot's move lines waiting here came after their MOVE's deadline: they are dropped."""
         while self.proc.has_output() and (line := self.proc.read_line(0.0)) is not None:
+            if self.anytime and not is_comment(line) and _is_move(line):
+                self.late += 1
+                continue
             if not is_comment(line):
                 shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
                 raise Fault(
@@ -108,16 +130,28 @@ class V1:
 
     def new_game(self, rules: Rules, side: int, deadline: float) -> None:
         self._expect_silence()
+        self._rules = rules
         self.proc.send(newgame_line(rules, side), deadline)
 
     def move(
-        self, pos: Position, side: int, ms: int, deadline: float, on_slow: Callable[[], None] | None = None
+        self,
+        pos: Position,
+        side: int,
+        ms: int,
+        deadline: float,
+        on_slow: Callable[[], None] | None = None,
+        soon: float | None = None,
     ) -> Move:
         """Ask for a move; returns the parsed answer (legality is checked by the referee). `on_slow` is
-        called once the bot has thought for a few milliseconds."""
+        called once the bot has thought for a few milliseconds. `soon`: when the MOVE's own time is up,
+        before `deadline` if that adds a startup allowance (an anytime bot's answer is taken then)."""
         self._expect_silence()
         sent = time.monotonic()
         self.proc.send(move_line(pos, side, ms), deadline)
+        if self.anytime and self._rules is not None:
+            return self._last_legal(
+                self._rules.legal_moves(pos), ms, sent, deadline, soon or deadline, on_slow
+            )
         while True:
             line = self.proc.read_line(deadline, on_slow)
             on_slow = None
@@ -127,6 +161,47 @@ class V1:
                 return parse_move(line)
             if time.monotonic() > deadline:  # a stream of comments must not hold the clock
                 raise Fault(Reason.TIMEOUT, f"no reply within {ms} ms (only # comment lines)")
+
+    def _last_legal(
+        self,
+        legal: tuple[Move, ...],
+        ms: int,
+        sent: float,
+        deadline: float,
+        soon: float,
+        on_slow: Callable[[], None] | None,
+    ) -> Move:
+        """An anytime bot's answer: the last legal move it wrote by `soon`; with none by then, the first
+        that comes by `deadline` (a new process's startup allowance); with none at all, the last illegal one
+        (for the referee to find illegal), else Fault('timeout'). A garbled line is a fault at once."""
+        best: Move | None = None
+        illegal: Move | None = None
+        answers = 0
+        until = soon
+        while True:
+            line = self.proc.read_line(until, on_slow)
+            on_slow = None
+            if line is not None and not is_comment(line) and self.proc.unread_input():
+                self.late += 1  # written before it read this MOVE: a late answer to the last one
+            elif line is not None and not is_comment(line):
+                move = parse_move(line)
+                answers += 1
+                if move in legal:
+                    best = move
+                else:
+                    illegal = move
+            if line is None or time.monotonic() > until:  # the window closed (a stream of lines too)
+                if until < deadline and best is None:
+                    until = deadline
+                    continue
+                chosen = best if best is not None else illegal
+                if chosen is None:
+                    raise Fault(Reason.TIMEOUT, self._why_late(ms, sent))
+                self.answers.append(answers)
+                return chosen
+            if best is not None and until > soon:  # the startup allowance's first legal answer
+                self.answers.append(answers)
+                return best
 
     def _why_late(self, ms: int, sent: float) -> str:
         """A timeout's detail, with what its author can act on: watching a little past the deadline, how

@@ -19,6 +19,7 @@ from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesErr
 from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
 from arena.match.confine import Warden
+from arena.match.kgp_wire import Kgp, relay_argv
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire
@@ -28,7 +29,7 @@ _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists i
 END_SETTLE = (
     0.5  # seconds a reused bot that logs may take to read END and write about it before the next game
 )
-WIRES: dict[str, type[V1] | type[Mankalah]] = {"v1": V1, "mankalah": Mankalah}  # by bot.toml `protocol`
+WIRES: dict[str, type[V1] | type[Mankalah] | type[Kgp]] = {"v1": V1, "mankalah": Mankalah, "kgp": Kgp}
 
 
 def starts_anywhere(bot: Bot) -> bool:
@@ -94,6 +95,7 @@ class Player:
             self._wire = WIRES[self.bot.protocol](self.spawn())
             if isinstance(self._wire, V1):
                 self._wire.python = python_kind(self.bot.argv)  # its timeout hint speaks of Python
+                self._wire.anytime = self.bot.anytime
             self._fresh = True
             self._mark = 0
         return self._wire
@@ -102,7 +104,8 @@ class Player:
         """A new process of the bot, confined by the warden (a test puts a scripted one in its place)."""
         bot = self.bot
         jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
-        return BotProcess.start(bot.argv, cwd=bot.cwd, jail=jail)
+        argv = relay_argv(bot) if bot.protocol == "kgp" else bot.argv  # a KGP agent connects to the relay
+        return BotProcess.start(argv, cwd=bot.cwd, jail=jail)
 
     def wire(self) -> Wire:
         """The running process's wire protocol; starting it is `start`'s job, not a side effect of this."""
@@ -164,7 +167,7 @@ class Player:
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
         try:
-            move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow)
+            move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow, clock.deadline(start))
         except Fault as fault:
             if fault.reason == Reason.TIMEOUT and banked:
                 fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"

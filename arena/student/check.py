@@ -28,7 +28,7 @@ from arena.match.build import ensure_built
 from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import Fault
-from arena.match.protocol import lines_sent
+from arena.match.protocol import V1, lines_sent
 from arena.match.record import GameRecord
 from arena.match.referee import Player, check_rules, play_game, starts_anywhere
 from arena.report.replay import marks, replay
@@ -166,7 +166,7 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
     extra = opening_offering(rules, SOUTH, "extra")
     capture = opening_offering(rules, NORTH, "capture")
     pie = with_pie(rules)
-    return (
+    games = (
         Trial(
             "South, a move that earns an extra turn on offer" if extra is not None else "South",
             SOUTH,
@@ -183,6 +183,7 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
         ),
         Trial(f"North under the pie rule ({pie.spec}), SWAP on offer", NORTH, "greedy", pie, (), rules.pie),
     )
+    return games[:2] if bot.protocol == "kgp" else games  # KGP has no swap move
 
 
 def reference_bots(folders: tuple[Path, ...]) -> dict[str, Bot] | None:
@@ -347,6 +348,8 @@ def check(
             for number, trial in enumerate(trials(bot, rules), 1):
                 items.append(_game(number, trial, me, opponents[trial.opponent], limits, tally))
                 sampler.look()
+            if bot.anytime:
+                items.append(_anytime(me))
             items.append(_quit(me, limits, tally))
             sampler.look()
         items += _figures(bot, settings, limits, caps, tally, sampler, bounded=conf.drop_root)
@@ -388,7 +391,7 @@ def _game(
             f"in a new process (game {number - 1}'s forfeit ended the last: NEWGAME after END untested)"
         )
     name = f"game {number}: {trial.name.format(process=process_is)}, vs {trial.opponent}"
-    v1 = starts_anywhere(me.bot)
+    v1 = me.bot.protocol == "v1"  # the reproduce lines are v1's
     if not me.running:
         tally.started, tally.history, tally.answered = time.monotonic(), [], False
         with contextlib.suppress(Fault):  # here, not in play_game: its startup is timed from now
@@ -439,11 +442,43 @@ def _game(
     )
 
 
+def _anytime(me: Player) -> Item:
+    """bot.toml `anytime`: how many answers the bot's last process wrote per MOVE, and how many came late."""
+    name = "anytime: several answers per MOVE, the last legal one played"
+    wire = me.wire() if me.running else None
+    if not isinstance(wire, V1) or not wire.answers:
+        return Item(name, SKIP, "its last process answered no MOVE")
+    counts, late = wire.answers, wire.late
+    several = sum(count > 1 for count in counts)
+    summary = (
+        f"{statistics.mean(counts):.1f} answers per MOVE, several in {several} of {len(counts)} MOVEs; "
+        f"{late} late line{'s' * (late != 1)} dropped"
+    )
+    if late:
+        return Item(
+            name,
+            WARN,
+            summary,
+            "answers written after the MOVE's time, or before the bot read the next MOVE, are dropped: "
+            "check the clock before each answer",
+        )
+    if not several:
+        return Item(
+            name,
+            WARN,
+            summary,
+            "it writes one answer per MOVE, yet anytime = true makes every MOVE take its whole time: print "
+            "each better move as the search finds it, or remove anytime from bot.toml",
+        )
+    return Item(name, OK, summary)
+
+
 def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
     within the referee's grace, or be killed."""
     grace = limits.quit_grace_ms
-    name = f"QUIT: exits within {grace} ms"
+    word = "goodbye" if me.bot.protocol == "kgp" else "QUIT"  # KGP's end of a connection
+    name = f"{word}: exits within {grace} ms"
     if not starts_anywhere(me.bot):
         return Item(name, SKIP, "the Manchester protocol has no QUIT: an agent exits after END")
     if not me.running:
@@ -459,14 +494,15 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
     code = proc.returncode()
     lines = (*tally.history, "QUIT")
     if code == -signal.SIGKILL or took >= grace:
+        v1 = me.bot.protocol == "v1"
         return Item(
             name,
             FAIL,
-            f"still running {grace} ms after QUIT: killed",
-            "exit when QUIT comes (the referee kills a bot that stays, and every game's end waits for it)",
+            f"still running {grace} ms after {word}: killed",
+            f"exit when {word} comes (the referee kills a bot that stays, and every game's end waits for it)",
             _tail(me.stderr_tail()),
-            lines,
-            command_line(me.bot, lines, wait_s=1),
+            lines if v1 else (),
+            command_line(me.bot, lines, wait_s=1) if v1 else "",
         )
     said = f" with code {code}" if code else ""
     return Item(name, OK, f"exited{said} in {took:.0f} ms")
@@ -499,7 +535,7 @@ def _figures(
     if think:
         median, worst = statistics.median(think), max(think)
         summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {limits.move_ms} ms ({len(think)} moves)"
-        near = worst > NEAR * limits.move_ms
+        near = worst > NEAR * limits.move_ms and not bot.anytime  # an anytime bot's MOVE takes it all
         problem = ""
         if near:
             problem = (

@@ -72,6 +72,9 @@ def choose(board: list[int], deadline: float) -> int:
         after, extra_turn = sow(board, pit)
         if not best_pit or score(after, extra_turn) > best_score:  # ties keep the lowest pit
             best_pit, best_score = pit, score(after, extra_turn)
+            # With `anytime = true` in bot.toml, the referee plays the last legal answer written within
+            # the MOVE's time, so a deepening search may print each depth's best as it finds it:
+            # print(best_pit, flush=True)   (main prints the last once more: one more answer, no harm)
     return best_pit
 
 

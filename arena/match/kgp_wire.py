@@ -1,0 +1,215 @@
+"""KGP agents as bots: the referee's `Wire` spoken in the Kalah Game Protocol's freeplay mode.
+
+The agent runs in its sandbox behind arena's relay (arena/match/kgp_relay.py), which listens on the KGP port
+of the sandbox's private loopback and joins the agent's connection to the process's pipes; this class speaks
+KGP over those pipes as the course server does over TCP: the greeting `kgp 1 0 1`, the agent's `mode
+freeplay`, then for every position a `state` that the agent answers with `move`s until arena says `stop` (or
+the agent says `yield`). The last legal `move` counts, as for an anytime v1 bot; what arena chooses where the
+spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by arena/match/kgp.py.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from arena.game.rules import Move, Position, Rules, parse_rules
+from arena.match.bots import Bot
+from arena.match.kgp import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
+from arena.match.process import BotProcess, Fault
+from arena.match.record import Reason
+
+RELAY = Path(__file__).with_name("kgp_relay.py")
+CONNECTED = "kgp relay: the agent connected"  # what the relay writes to stderr once the agent is connected
+MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
+_SHOWN = 40
+_LEADING_ID = re.compile(
+    r"[ \t]*([0-9]+)"
+)  # the id of a line that is not KGP, for the `error` that answers it
+
+
+def relay_argv(bot: Bot) -> tuple[str, ...]:
+    """The command that starts a KGP agent: arena's relay on the agent's port, the agent's command after it.
+    Isolated Python (-I): the relay imports nothing of arena nor of the agent's folder."""
+    return (sys.executable, "-I", str(RELAY), str(bot.port or PORT), *bot.argv)
+
+
+class Kgp:
+    """A KGP agent spoken to over one process (the relay and the agent behind it)."""
+
+    name = "kgp"
+    one_game = False  # one connection plays game after game, as on the course server
+    from_position = True  # every `state` carries the whole board
+
+    def __init__(self, proc: BotProcess) -> None:
+        self.proc = proc
+        self._rules: Rules | None = None
+        self._ready = False  # greeted, and the agent chose freeplay
+        self._id = 0  # arena's ids are even, as the course server's
+        self.errors = 0  # lines that were not KGP, each answered with `error`
+        self.agent = ""  # its `set info:name`, if it said one
+        self.comment = ""  # its last `set info:comment`
+
+    @staticmethod
+    def rules_problem(rules: Rules) -> str | None:
+        """KGP has no swap move and no word for rules: its agents play standard Kalah, any board size."""
+        if rules.spec == parse_rules(f"kalah,pits={rules.pits},seeds={rules.seeds}").spec:
+            return None
+        return (
+            "speaks KGP, whose agents know standard Kalah only (no pie rule, no other options): play it "
+            f"under the rules 'kalah,pits={rules.pits},seeds={rules.seeds}' or another board size"
+        )
+
+    def _send(
+        self, name: str, *args: Arg, ref: int | None = None, deadline: float, ident: bool = True
+    ) -> int:
+        self._id += 2 if ident else 0
+        command = Command(name, args, self._id if ident else None, ref)
+        self.proc.send(command.line() + "\r", deadline)  # the pipe adds "\n": lines end in CRLF
+        return self._id
+
+    def _read(self, until: float, on_slow: Callable[[], None] | None = None) -> Command | None:
+        """The agent's next command by `until` (None: none came), answering what is not KGP with `error`
+        and forfeiting an agent that writes too many such lines."""
+        while True:
+            line = self.proc.read_line(until, on_slow, limit=LINE_LIMIT)
+            on_slow = None
+            if line is None:
+                return None
+            if not line.strip():
+                continue  # an empty line, as the course server, is no command
+            try:
+                return parse(line)
+            except KgpError as e:
+                self.errors += 1
+                if self.errors > MAX_ERRORS:
+                    raise Fault(
+                        Reason.GARBLED, f"wrote {self.errors} lines that are not KGP, the last {e}"
+                    ) from None
+                ident = _LEADING_ID.match(line)
+                ref = int(ident.group(1)) if ident else None
+                self._send("error", str(e), ref=ref, deadline=time.monotonic() + 1.0)
+
+    def _greet(self, deadline: float) -> None:
+        """The greeting, once per connection: `kgp 1 0 1`, then the agent's `set`s and its `mode`."""
+        self._send("kgp", *VERSION, deadline=deadline, ident=False)
+        while True:
+            command = self._read(deadline)
+            if command is None and CONNECTED not in self.proc.stderr_tail():
+                raise Fault(
+                    Reason.TIMEOUT,
+                    f"never connected to the KGP port (localhost:{PORT}, or bot.toml's port) in its sandbox",
+                )
+            if command is None:
+                raise Fault(
+                    Reason.TIMEOUT, "did not ask for a mode (`mode freeplay`) after the greeting `kgp 1 0 1`"
+                )
+            if command.name == "mode":
+                if command.args[:1] != ("freeplay",):
+                    self._send("error", "Unsupported activity", ref=command.id, deadline=deadline)
+                    self._send("goodbye", deadline=deadline, ident=False)
+                    mode = _shown(str(command.arg(0)))
+                    raise Fault(Reason.GARBLED, f"asked for mode {mode}; arena plays `mode freeplay` only")
+                self._send("ok", "freeplay", ref=command.id, deadline=deadline)
+                self._ready = True
+                return
+            self._aside(command, deadline)
+
+    def _aside(self, command: Command, deadline: float) -> None:
+        """What may come at any time: `set`, `ping`, replies; `goodbye` ends the agent's part."""
+        if command.name == "ping":  # answered, not echoed: what an agent sends is not written back
+            self._send("pong", ref=command.id, deadline=deadline)
+        elif command.name == "set" and len(command.args) >= 2:
+            key, value = command.args[0], command.args[1]
+            if key == "info:name":
+                self.agent = str(value)[:100]
+            elif key == "info:comment":
+                self.comment = str(value)[:200]
+        elif command.name == "goodbye":
+            raise Fault(Reason.CRASH, "said goodbye during the game")
+        elif command.name == "mode":
+            self._send("error", "Duplicate mode request", ref=command.id, deadline=deadline)
+        # ok, error, pong, an unknown set option or command: nothing to do (the spec: never end for them)
+
+    def new_game(self, rules: Rules, side: int, deadline: float) -> None:
+        """Nothing on the wire: freeplay has no game start (the first `state` is the game's)."""
+        self._rules = rules
+
+    def move(
+        self,
+        pos: Position,
+        side: int,
+        ms: int,
+        deadline: float,
+        on_slow: Callable[[], None] | None = None,
+        soon: float | None = None,
+    ) -> Move:
+        """Send `state`, take `move`s until the time is up (or `yield`), then `stop`: the last legal move.
+        A new connection's greeting comes first, on the first move's startup allowance."""
+        sent = time.monotonic()
+        if not self._ready:
+            self._greet(deadline)
+        assert self._rules is not None, "new_game comes first"
+        legal = self._rules.legal_moves(pos)
+        state = self._send("state", Board.seen_by(pos, side), deadline=deadline)
+        best: Move | None = None
+        illegal: Move | None = None
+        soon = soon or deadline
+        soon = min(deadline, max(soon, time.monotonic() + soon - sent))  # after a greeting: the whole time
+        until = soon
+        while True:
+            command = self._read(until, on_slow)
+            on_slow = None
+            done = command is None or time.monotonic() > until
+            if command is not None and command.ref in (state, None):
+                if command.name == "move":
+                    pit = command.arg(0)
+                    if not isinstance(pit, int) or isinstance(pit, bool):
+                        self._send("error", "move takes a pit number", ref=command.id, deadline=deadline)
+                    elif pit in legal:
+                        best = pit
+                    else:
+                        illegal = pit
+                elif command.name == "yield":
+                    done = True
+                elif command.ref is None:
+                    self._aside(command, deadline)
+            elif command is not None and command.name not in ("move", "yield"):
+                self._aside(command, deadline)  # a move for an older state is ignored, as the spec asks
+            if best is not None and until > soon:  # the startup allowance's first answer
+                done = True
+            if not done:
+                continue
+            if best is None and illegal is None and command is None and until < deadline:
+                until = deadline  # a new connection's first answer may take the startup allowance
+                continue
+            self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+            if best is not None:
+                return best
+            if illegal is not None:
+                return illegal
+            yielded = command is not None and command.name == "yield"
+            said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
+            raise Fault(
+                Reason.TIMEOUT, f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}"
+            )
+
+    def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
+        """Nothing: the agent sees the board in its next `state`."""
+
+    def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
+        """Nothing: freeplay has no game end; the next game's `state`s simply follow."""
+
+    def quit(self, grace: float) -> None:
+        self.proc.quit("goodbye\r", grace)
+
+
+def _late(sent: float) -> str:
+    return f", {(time.monotonic() - sent) * 1000:.0f} ms after `state`"
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")

@@ -1,0 +1,286 @@
+"""KGP agents as bots (bot.toml `protocol = "kgp"`): an agent written from the spec alone (tests/kgp_agent.py)
+starts in its sandbox, connects over the sandbox's private loopback to arena's relay on port 2671, and is
+refereed as the course server would: the last legal `move` before `stop` counts. Real processes, the real
+sandbox, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from botsrc import FIRST_LEGAL
+
+from arena.game.rules import SOUTH, RulesError, parse_rules
+from arena.match.bots import BotError, load_bot
+from arena.match.clock import Limits
+from arena.match.confine import Confinement, capabilities
+from arena.match.referee import Player, play_game
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = ROOT / "tests" / "kgp_agent.py"
+RULES = parse_rules("kalah,pits=4,seeds=3")
+LIMITS = Limits(move_ms=300, startup_ms=5000)
+CONF, _ = capabilities(Confinement(), want_sandbox=True)
+needs_sandbox = pytest.mark.skipif(not CONF.sandbox, reason="a KGP agent's private loopback is the sandbox's")
+
+
+def agent_folder(bots: Path, name: str, style: str = "greedy", extra: str = "") -> Path:
+    folder = bots / name
+    folder.mkdir(parents=True)
+    shutil.copy(AGENT, folder / "kgp_agent.py")
+    (folder / "bot.toml").write_text(
+        f'command = "python3 kgp_agent.py localhost 2671 --style {style}"\nprotocol = "kgp"\n{extra}'
+    )
+    return folder
+
+
+def first_legal(bots: Path) -> Path:
+    bots.mkdir(parents=True, exist_ok=True)
+    (bots / "first.py").write_text(FIRST_LEGAL)
+    return bots / "first.py"
+
+
+def play(tmp_path: Path, jailer, style: str, south: bool = True, rules=RULES):
+    bots = tmp_path / "bots"
+    warden = jailer.warden(CONF)
+    agent = jailer.player(load_bot(agent_folder(bots, "agent", style)), warden)
+    other = jailer.player(load_bot(first_legal(bots)), warden)
+    pair = (agent, other) if south else (other, agent)
+    record = play_game(rules, *pair, LIMITS)
+    return record, agent
+
+
+def best(pos, rules) -> int:
+    """The agent's best pit by its own measure (tests/kgp_agent.py `gain`), from the mover's view."""
+    sys.path.insert(0, str(AGENT.parent))
+    import kgp_agent
+
+    view = pos.view(pos.to_move)
+    n = rules.pits
+    legal = [p for p in range(1, n + 1) if view[p - 1]]
+    return max(legal, key=lambda p: kgp_agent.gain(view[n], list(view[:n]), list(view[n + 1 : 2 * n + 1]), p))
+
+
+@needs_sandbox
+@pytest.mark.parametrize("south", [True, False])
+def test_an_agent_from_the_spec_plays_its_last_legal_move_on_both_sides(tmp_path, jailer, south):
+    record, agent = play(tmp_path, jailer, "greedy", south)
+    assert record.faulty is None, (record.detail, record.stderr)
+    pos = RULES.initial()
+    mine = SOUTH if south else 1 - SOUTH
+    for ply in record.plies:
+        if pos.to_move == mine:
+            assert ply == best(pos, RULES)  # its second answer, not its first
+        pos = RULES.play(pos, ply)
+    assert agent.wire().agent == "spec agent"  # type: ignore[attr-defined]
+
+
+@needs_sandbox
+def test_an_illegal_move_written_last_does_not_replace_the_last_legal_one(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "illegal-last")
+    assert record.faulty is None, record.detail
+
+
+@needs_sandbox
+def test_a_late_move_after_stop_is_ignored(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "deepen")
+    assert record.faulty is None, record.detail
+
+
+@needs_sandbox
+def test_an_agent_that_never_moves_forfeits_on_time(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "silent")
+    assert (record.faulty, record.reason) == ("agent", "timeout")
+    assert "the last legal `move` before `stop` counts" in record.detail
+
+
+@needs_sandbox
+def test_an_agent_of_nothing_but_lines_that_are_not_kgp_forfeits_as_garbled(tmp_path, jailer):
+    record, agent = play(tmp_path, jailer, "garbage")
+    assert (record.faulty, record.reason) == ("agent", "garbled")
+    assert record.detail.startswith("wrote 17 lines that are not KGP, the last not an integer")
+
+
+@needs_sandbox
+def test_an_agent_that_never_connects_is_told_so(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "elsewhere")
+    assert (record.faulty, record.reason) == ("agent", "timeout")
+    assert "never connected to the KGP port (localhost:2671" in record.detail
+
+
+@needs_sandbox
+def test_lines_that_are_not_kgp_are_answered_with_error_and_counted(tmp_path, jailer):
+    record, agent = play(tmp_path, jailer, "noisy")
+    assert record.faulty is None, record.detail
+    assert agent.wire().errors == record.moves_made["agent"]  # type: ignore[attr-defined]
+
+
+def test_kgp_agents_play_standard_kalah_only(tmp_path):
+    bot = load_bot(agent_folder(tmp_path, "agent"))
+    south, north = Player(bot), Player(load_bot(first_legal(tmp_path)))
+    with pytest.raises(RulesError, match="speaks KGP"):
+        play_game(parse_rules("kalah,pits=4,seeds=3,pie"), south, north, LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ('command = "python3 a.py"\nprotocol = "kgp"\nport = 0\n', "'port' is the port"),
+        ('command = "python3 a.py"\nport = 2671\n', "'port' is the port"),
+        ('command = "python3 a.py"\nprotocol = "kgp"\nanytime = true\n', "anytime by its protocol"),
+    ],
+)
+def test_bad_kgp_settings_say_what_is_wrong(tmp_path, toml, words):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "a.py").write_text("")
+    (tmp_path / "b" / "bot.toml").write_text(toml)
+    with pytest.raises(BotError, match=words):
+        load_bot(tmp_path / "b")
+
+
+@needs_sandbox
+def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
+    bots = tmp_path / "bots"
+    agent_folder(bots, "agent")
+    shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
+    out = tmp_path / "reports"
+    argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rounds", "1"]
+    argv += ["--rules", "kalah,pits=4,seeds=3", "--move-time", "200", "--openings", "0", "--quiet"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    export = subprocess.run(
+        [sys.executable, "-m", "arena", "export", "--out", str(out)], capture_output=True, text=True, cwd=ROOT
+    )
+    games = [json.loads(line) for line in export.stdout.splitlines()]
+    assert len(games) == 2 and {g["south"] for g in games} == {"agent", "random"}
+    assert all(g["faulty"] is None for g in games), games
+
+
+@needs_sandbox
+def test_arena_check_plays_a_kgp_agent_without_the_pie_game_and_says_goodbye(tmp_path):
+    folder = agent_folder(tmp_path, "agent")
+    argv = [sys.executable, "-m", "arena", "check", str(folder), "--json", "--move-time", "200"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    names = [item["name"] for item in report["items"]]
+    assert not any("pie" in name for name in names), names  # KGP has no swap move
+    assert all(item["status"] == "ok" for item in report["items"] if item["name"].startswith("game")), report
+    assert any(name.startswith("goodbye: exits") for name in names), names
+
+
+# A scripted client: it logs every line arena sends, and answers its first state with one of each thing the
+# referee must sort out (an illegal move, a legal one, a move for a state that is not this one, a ping, a
+# line that is not KGP, then yield); later states with its first legal pit.
+SCRIPTED = r"""
+import socket, sys
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+stream = sock.makefile("rw", newline="")
+log = open("received.log", "w")
+def send(line):
+    stream.write(line + "\r\n"); stream.flush()
+first = True
+for line in stream:
+    log.write(line); log.flush()
+    words = line.split()
+    if words[0] == "kgp":
+        send('1 set info:name "scripted"'); send("3 mode freeplay")
+    elif words[1] == "state":
+        sid = words[0]
+        pits = [int(n) for n in words[2].strip("<>").split(",")]
+        legal = [p for p in range(1, pits[0] + 1) if pits[2 + p]]
+        if first:
+            send(f"5@{sid} move 9"); send(f"@{sid} move {legal[-1]}"); send(f"7@999 move {legal[0]}")
+            send("9 ping"); send("garbage!!"); send(f"11@{sid} yield")
+            first = False
+        else:
+            send(f"@{sid} move {legal[0]}"); send(f"@{sid} yield")
+    elif words[-1] == "goodbye":
+        break
+"""
+
+
+def test_the_wire_answers_a_scripted_client_line_by_line(tmp_path):
+    """Without the sandbox the relay listens on the machine's loopback, here on a free port (bot.toml
+    `port`): the lines arena writes, and what it makes of each of the client's, exactly."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder = tmp_path / "scripted"
+    folder.mkdir()
+    (folder / "client.py").write_text(SCRIPTED)
+    (folder / "bot.toml").write_text(
+        f'command = "python3 client.py {port}"\nprotocol = "kgp"\nport = {port}\n'
+    )
+    rules = parse_rules("kalah,pits=3,seeds=2")
+    me, other = Player(load_bot(folder)), Player(load_bot(first_legal(tmp_path)))
+    try:
+        record = play_game(rules, me, other, LIMITS)
+        wire = me.wire()
+    finally:
+        me.close()
+        other.close()
+    assert record.faulty is None, record.detail
+    assert record.plies[0] == 3  # its last legal move, not the illegal 9 after it nor the one for state 999
+    assert (wire.agent, wire.errors) == ("scripted", 1)  # type: ignore[attr-defined]
+    got = (folder / "received.log").read_text().splitlines()
+    assert got[0] == "kgp 1 0 1"
+    raw = (folder / "received.log").read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n")  # every line ends in CRLF, as the grammar says
+    ids = [int(line.split()[0].split("@")[0]) for line in got[1:] if line[0].isdigit()]
+    assert ids == sorted(ids) and all(i % 2 == 0 for i in ids)  # arena's ids: even and rising
+    text = "\n".join(got)
+    assert got[1:3] == ["2@3 ok freeplay", "4 state <3,0,0,2,2,2,2,2,2>"]  # as the spec's example
+    state = re.search(r"^(\d+) state <3,0,0,2,2,2,2,2,2>$", text, re.M)
+    assert state, text
+    assert re.search(r"^\d+@9 pong$", text, re.M)
+    assert re.search(r'^\d+ error "not a KGP command: .garbage!!."$', text, re.M)
+    assert re.search(rf"^\d+@{state.group(1)} stop$", text, re.M)
+    assert got[-1] == "goodbye"
+
+
+@needs_sandbox
+def test_an_agent_connects_when_arena_runs_as_an_ordinary_user(tmp_path):
+    """Run by an ordinary user, the sandbox is a user namespace of that user's: its private loopback is up
+    all the same (bubblewrap raises lo in the new network namespace before it drops its capabilities)."""
+    import os
+    import tempfile
+
+    from test_redteam import as_nobody
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("run as root: the test drops to an ordinary user with setpriv")
+    work = Path(tempfile.mkdtemp(prefix="arena-kgp-", dir="/tmp"))
+    try:
+        bots = work / "bots"
+        agent_folder(bots, "agent")
+        shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
+        subprocess.run(["chmod", "-R", "a+rwX", str(work)], check=True)
+        play = [sys.executable, "-m", "arena", "play", "agent", "random", "--bots", str(bots), "--json"]
+        play += ["--rules", "kalah,pits=4,seeds=3", "--move-time", "200", "--games", "2"]
+        keep = [ROOT, Path(sys.executable).resolve().parent]
+        run = subprocess.run(as_nobody(play, keep), capture_output=True, text=True, timeout=180, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+        records = [json.loads(line) for line in run.stdout.splitlines()]
+        assert [r["faulty"] for r in records] == [None, None], [r["detail"] for r in records]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@needs_sandbox
+def test_after_goodbye_the_connection_closes_so_an_agent_that_reads_on_exits(tmp_path, jailer):
+    """The course's Python library reads on after `goodbye` until the server closes the connection: arena
+    closes it after its goodbye, as the course server does, so such an agent exits in time (not killed)."""
+    record, agent = play(tmp_path, jailer, "to-the-end")
+    assert record.faulty is None, record.detail
+    proc = agent.wire().proc
+    began = time.monotonic()
+    agent.close(LIMITS.quit_grace_ms)
+    assert proc.returncode() == 0 and time.monotonic() - began < LIMITS.quit_grace_ms / 1000
