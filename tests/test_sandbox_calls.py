@@ -64,7 +64,8 @@ for value in {values!r}:
     libc.personality(0)
 print(json.dumps(found), flush=True)
 """
-# Runs the probe in arena's sandbox (resolved as arena run resolves it), then again without the filter.
+# Runs the probe in arena's sandbox (resolved as arena run resolves it), then in a KGP agent's (TCP on its
+# private loopback), then again without the filter.
 DRIVER = """import sys, time
 from pathlib import Path
 from arena.match import seccomp
@@ -73,12 +74,13 @@ from arena.match.process import BotProcess
 conf, _ = capabilities(Confinement(memory_mb=512), want_sandbox=True)
 assert conf.sandbox, "no sandbox"
 warden = Warden(conf)
-for _ in range(2):
-    jail = warden.jail(Path(sys.argv[1]))
+for run in ("filtered", "loopback", "unfiltered"):
+    if run == "unfiltered":
+        seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
+    jail = warden.jail(Path(sys.argv[1]), loopback=run == "loopback")
     bot = BotProcess.start([sys.executable, sys.argv[1]], cwd=Path(sys.argv[1]).parent, jail=jail)
     print(bot.read_line(time.monotonic() + 20), flush=True)
     bot.kill()
-    seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
 warden.close()
 """
 
@@ -89,7 +91,8 @@ def values() -> list[int]:
 
 @pytest.fixture(scope="module", params=["root", "user"])
 def probed(request: pytest.FixtureRequest) -> Iterator[dict[str, dict]]:
-    """What the probe found in the sandbox, 'filtered' and 'unfiltered', as root or as uid 65534."""
+    """What the probe found in the sandbox, 'filtered', 'loopback' (a KGP agent's) and 'unfiltered', as root
+    or as uid 65534."""
     if os.geteuid() != 0:
         pytest.skip("run as root: the test runs the sandbox as root and, dropping privileges, as a user")
     if sandbox_problem() is not None:
@@ -111,8 +114,8 @@ def probed(request: pytest.FixtureRequest) -> Iterator[dict[str, dict]]:
             )
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=folder)
         lines = done.stdout.splitlines()
-        assert done.returncode == 0 and len(lines) == 2, (done.stdout, done.stderr)
-        yield {"filtered": json.loads(lines[0]), "unfiltered": json.loads(lines[1])}
+        assert done.returncode == 0 and len(lines) == 3, (done.stdout, done.stderr)
+        yield dict(zip(("filtered", "loopback", "unfiltered"), map(json.loads, lines), strict=True))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -133,6 +136,29 @@ def test_a_bot_still_makes_unix_sockets_and_pairs(probed: dict[str, dict]) -> No
     assert probed["filtered"]["socketpair"]["AF_UNIX"] == 0, probed
     assert probed["filtered"]["socketpair"]["AF_INET"] == errno.EAFNOSUPPORT, probed
     assert probed["unfiltered"]["socketpair"]["AF_INET"] != errno.EAFNOSUPPORT, probed
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_kgp_agent_makes_tcp_on_its_loopback_and_nothing_else(probed: dict[str, dict], family: str) -> None:
+    """A KGP agent and arena's relay speak TCP inside the sandbox's own network namespace (its one interface
+    a private loopback), so AF_INET and AF_INET6 are theirs; every other family but AF_UNIX stays refused,
+    vsock's ports (shared with every sandbox and the hypervisor) first."""
+    got = probed["loopback"]["socket"][family]
+    if family in ("AF_INET", "AF_INET6"):
+        assert got == 0, probed
+        assert probed["filtered"]["socket"][family] == errno.EAFNOSUPPORT, probed
+    else:
+        assert got == errno.EAFNOSUPPORT, probed
+    assert probed["loopback"]["socket"]["AF_UNIX"] == 0, probed
+
+
+def test_the_family_rules_match_everything_but_the_allowed() -> None:
+    """The union of one-comparison rules for a KGP agent is exactly "not AF_UNIX, AF_INET or AF_INET6"."""
+    allowed = set(seccomp.LOOPBACK_FAMILIES)
+    rules = seccomp.family_denials(seccomp.LOOPBACK_FAMILIES)
+    cases = [*range(64), 1 << 32, (1 << 32) | 2, (1 << 64) - 1]
+    wrong = [v for v in cases if any(v > a if op == "GT" else v == a for op, a in rules) == (v in allowed)]
+    assert not wrong, wrong
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

@@ -103,8 +103,9 @@ class Player:
     def spawn(self) -> BotProcess:
         """A new process of the bot, confined by the warden (a test puts a scripted one in its place)."""
         bot = self.bot
-        jail = self.warden.jail(bot.path, bot.memory_mb) if self.warden else None
-        argv = relay_argv(bot) if bot.protocol == "kgp" else bot.argv  # a KGP agent connects to the relay
+        kgp = bot.protocol == "kgp"  # a KGP agent connects to arena's relay by TCP on its private loopback
+        jail = self.warden.jail(bot.path, bot.memory_mb, loopback=kgp) if self.warden else None
+        argv = relay_argv(bot) if kgp else bot.argv
         return BotProcess.start(argv, cwd=bot.cwd, jail=jail)
 
     def wire(self) -> Wire:

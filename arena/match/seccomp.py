@@ -10,7 +10,8 @@ reboot. A bot of another architecture's calling convention (i386 `int 0x80` on x
 
 Beyond Docker's list, two narrowings no bot needs more than: a socket of any family but AF_UNIX answers
 EAFNOSUPPORT, as from a kernel without that family (the sandbox has no network; vsock, netlink, packet,
-AF_ALG and the rest are kernel surface, and vsock's ports are shared by every sandbox and the hypervisor),
+AF_ALG and the rest are kernel surface, and vsock's ports are shared by every sandbox and the hypervisor;
+a KGP agent also makes TCP sockets, which reach only its sandbox's own loopback, where arena's relay is),
 and `personality` takes only the values Docker's profile allows (Linux, UNAME26, PER_LINUX32, the query):
 no READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE or MMAP_PAGE_ZERO for the program a bot starts next.
 
@@ -110,6 +111,9 @@ DENIED = (
 
 # The one socket family a bot may make (socket() and socketpair()): pipes between its own processes.
 ALLOWED_FAMILY = socket.AF_UNIX
+# What a KGP agent may make besides: TCP to arena's relay, inside the sandbox's own network namespace, whose
+# one interface is its private loopback (bubblewrap's --unshare-net), so nothing leaves the sandbox by it.
+LOOPBACK_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 # personality()'s values Docker's default profile allows: PER_LINUX, UNAME26, PER_LINUX32 (with UNAME26),
 # and 0xffffffff, which only asks for the current one.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
@@ -134,6 +138,14 @@ _MAP_SHARED_ANONYMOUS = 0x01 | 0x20
 UNSHARED = ("memfd_create", "shmget")  # and mmap with _MAP_SHARED_ANONYMOUS
 
 
+def family_denials(allowed: tuple[int, ...]) -> list[tuple[str, int]]:
+    """Rules (each one comparison of socket()'s family: "GT" or "EQ", value) that together match every
+    family but `allowed`: libseccomp takes one comparison per argument in a rule, so "none of these" is
+    everything above the largest and each value below it that is not allowed."""
+    top = max(allowed)
+    return [("GT", top)] + [("EQ", family) for family in range(top) if family not in allowed]
+
+
 @functools.cache
 def _built() -> tuple[bytes, str]:
     """The filter as a BPF program for this machine's architecture, or b"" and why there is none."""
@@ -141,12 +153,13 @@ def _built() -> tuple[bytes, str]:
 
 
 @functools.cache
-def _built_unshared() -> tuple[bytes, str]:
-    """The filter for a bot whose memory no cgroup holds: also no shared memory outside a sized tmpfs."""
-    return _build(shared_memory=False)
+def _built_for(shared_memory: bool, loopback: bool) -> tuple[bytes, str]:
+    """The filter for a bot whose memory no cgroup holds (`shared_memory` False: no shared memory outside
+    a sized tmpfs either), or for a KGP agent (`loopback`: TCP on its own private loopback too)."""
+    return _build(shared_memory=shared_memory, loopback=loopback)
 
 
-def _build(shared_memory: bool) -> tuple[bytes, str]:
+def _build(shared_memory: bool, loopback: bool = False) -> tuple[bytes, str]:
     try:
         import pyseccomp as sc
     except (ImportError, RuntimeError, OSError) as e:  # RuntimeError: pyseccomp finds no libseccomp
@@ -168,7 +181,11 @@ def _build(shared_memory: bool) -> tuple[bytes, str]:
     except (OSError, ValueError):
         pass
     for name in ("socket", "socketpair"):  # compared as 64 bits: junk above a family's int is refused too
-        bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
+        if loopback:
+            for op, family in family_denials(LOOPBACK_FAMILIES):
+                bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, getattr(sc, op), family))
+        else:
+            bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
     if not shared_memory:
@@ -190,15 +207,16 @@ def problem() -> str:
     return _built()[1]
 
 
-def program_fd(shared_memory: bool = True) -> int | None:
+def program_fd(shared_memory: bool = True, loopback: bool = False) -> int | None:
     """A new descriptor holding the filter from its start, for bubblewrap's --seccomp (the caller passes
     it to the child and closes it); None where there is no filter. `shared_memory` False: the filter for a
-    bot no cgroup holds."""
+    bot no cgroup holds; `loopback`: for a KGP agent, which reaches arena's relay by TCP on the sandbox's
+    private loopback."""
     program, _ = _built()
     if not program:
         return None
-    if not shared_memory:
-        program = _built_unshared()[0] or program
+    if loopback or not shared_memory:
+        program = _built_for(shared_memory, loopback)[0] or program
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)

@@ -68,8 +68,10 @@ class Jail:
         cgroups: Cgroups | None,
         own: Path,
         limit: str = "--memory",
+        loopback: bool = False,
     ) -> None:
         self.conf = conf
+        self.loopback = loopback  # a KGP agent: TCP on the sandbox's private loopback, to arena's relay
         self.cgroups = cgroups
         self.own = own  # the bot's file or folder: the one part of the bots folder it sees
         self.limit = limit  # what set conf.memory_mb: --memory, its bot.toml's memory, --max-memory
@@ -84,7 +86,7 @@ class Jail:
 
     def _seccomp(self) -> list[str]:
         """bubblewrap's option that loads the seccomp filter (arena/match/seccomp.py), if there is one."""
-        fd = seccomp.program_fd(shared_memory=self.cgroups is not None)
+        fd = seccomp.program_fd(shared_memory=self.cgroups is not None, loopback=self.loopback)
         if fd is None:
             return []
         self.passed.append(fd)
@@ -209,16 +211,17 @@ class Warden:
     def has_cgroups(self) -> bool:
         return self._parent is not None
 
-    def jail(self, own: Path, memory_mb: int | None = None) -> Jail:
+    def jail(self, own: Path, memory_mb: int | None = None, loopback: bool = False) -> Jail:
         """A jail for one process of the bot at `own`, which may also read the teacher's read-only paths,
         with the bot's own memory allowance `memory_mb` (bot.toml `memory`, up to the teacher's cap)
-        instead of the tournament's."""
+        instead of the tournament's; `loopback` for a KGP agent and arena's relay, which speak TCP on the
+        sandbox's own loopback."""
         mb, limit = self.conf.memory_of(memory_mb)
         conf = replace(self.conf, memory_mb=mb)
         cgroups = None
         if self._parent is not None:
             cgroups = self._parent.child(f"bot-{next(self._names)}", conf.memory_mb * MiB, conf.max_procs)
-        return Jail(conf, cgroups, own, limit)
+        return Jail(conf, cgroups, own, limit, loopback)
 
     @property
     def can_freeze(self) -> bool:
