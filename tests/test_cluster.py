@@ -918,21 +918,16 @@ def test_workers_dying_while_others_play_on_never_end_the_run_a_game_that_takes_
     """A lab's churn (a worker killed, a machine switched off) costs the games it had, never the run: a death
     counts against a game only when no game was played anywhere since its last one. A game whose every try
     takes its worker down, with nothing played in between, stops the run after `tries`."""
-    from collections import Counter
+    from arena.tournament.cluster.retry import Tries
 
-    from arena.tournament import cluster as back
-
-    run = object.__new__(back._Run)  # the bookkeeping alone: no Dask client
     first = SimpleNamespace(
         round=1, south=SimpleNamespace(name="first"), north=SimpleNamespace(name="greedy")
     )
-    run.cluster, run.slots = Cluster("tls://127.0.0.1:9", tries=3), [first]
-    run.deaths, run.played, run.played_at = Counter(), 0, {}
-    task = back._Task((0,), 0.0, ())
+    tries = Tries([first], 3)  # the bookkeeping alone: no Dask client
     for _ in range(10):  # each death with a game played elsewhere since the last one: churn
-        run.died(task, "its workers left")
-        run.played += 1
-    run.died(task, "its workers left")
-    run.died(task, "its workers left")  # twice more, nothing played: 3 in a row
+        tries.died((0,), "its workers left")
+        tries.played += 1
+    tries.died((0,), "its workers left")
+    tries.died((0,), "its workers left")  # twice more, nothing played: 3 in a row
     with pytest.raises(ClusterError, match=r"failed on 3 workers \(its workers left\)"):
-        run.died(task, "its workers left")
+        tries.died((0,), "its workers left")
