@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from arena.tournament.cluster.blame import Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.membership import Membership
 from arena.tournament.cluster.plumbing import ClusterError, distributed, line, processing
@@ -66,10 +67,13 @@ class Task:
 class Dispatch:
     """The run's games still to play (`waiting`) and its tasks out on the cluster (`futures`)."""
 
-    def __init__(self, ctx: Context, members: Membership, tries: Tries, serial: itertools.count[int]) -> None:
+    def __init__(
+        self, ctx: Context, members: Membership, tries: Tries, blame: Blame, serial: itertools.count[int]
+    ) -> None:
         self.ctx = ctx
         self.members = members
         self.tries = tries
+        self.blame = blame
         self.serial = serial
         self.futures: dict[Any, Task] = {}
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
@@ -92,12 +96,16 @@ class Dispatch:
             self.submit(batch)
 
     def draw(self, count: int) -> tuple[int, ...]:
-        """The next `count` games to play, after recording those that `instead` says need no play."""
+        """The next `count` games to play, after recording those that `instead` says need no play (and
+        the forfeits of a bot charged with its failures)."""
         batch: list[int] = []
         slots, instead = self.ctx.slots, self.ctx.instead
         while len(batch) < count and self.waiting:
             i = self.waiting.popleft()
-            if instead is not None and (record := instead(slots[i])) is not None:
+            record = self.blame.instead(slots[i])
+            if record is None and instead is not None:
+                record = instead(slots[i])
+            if record is not None:
                 self.ctx.on_game(slots[i], record)
             else:
                 batch.append(i)
@@ -193,21 +201,33 @@ class Dispatch:
         self.shipped.clear()
 
     def late(self) -> None:
-        """A task far slower than its games' pace taken back and sent again, to another worker."""
+        """A task far slower than its games' pace taken back and sent again, to another worker; the
+        worker that keeps it is dropped and named (a machine that holds its tasks would be waited on and
+        sent them again for ever)."""
         now = time.monotonic()
         late = [
-            (future, task)
+            (future, task, self.pace.deadline(len(task.games), self.ctx.patience.result_s))
             for future, task in self.futures.items()
             if now - task.sent > self.pace.deadline(len(task.games), self.ctx.patience.result_s)
         ]
         where = processing(self.ctx.client) if late else {}
-        for future, task in late:
-            log.warning(f"{future.key}: no answer in {now - task.sent:.0f} s; its games are sent again")
-            if future.key in where:
-                for i in task.games:
-                    self.avoid.setdefault(i, set()).add(where[future.key])
+        for future, task, deadline in late:
+            if future not in self.futures:  # taken back with a worker dropped just before
+                continue
+            seconds = now - task.sent
+            log.warning(f"{future.key}: no answer in {seconds:.0f} s; its games are sent again")
             self.withdraw(future)
-            self.tries.died(task.games, f"no answer in {now - task.sent:.0f} s")
+            if (at := where.get(future.key)) is not None:
+                for i in task.games:
+                    self.avoid.setdefault(i, set()).add(at)
+                if at in self.members.accepted:
+                    self.members.drop(
+                        at,
+                        self.ctx.machines.get(at) or self.members.known.get(at),
+                        f"it kept a task of {len(task.games)} games for {seconds:.0f} s without an answer "
+                        f"(its deadline {deadline:.0f} s): is the machine stopped or overloaded?",
+                    )
+            self.tries.died(task.games, f"no answer in {seconds:.0f} s")
 
 
 def unchanged(bot: Bot) -> None:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from arena.tournament.cluster.blame import BOT, MACHINE, Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.dispatch import Dispatch, Task
 from arena.tournament.cluster.membership import Membership, greeted
@@ -60,11 +61,14 @@ def accept(
 class Intake:
     """The tasks that came back, settled: stored, or their games played again elsewhere."""
 
-    def __init__(self, ctx: Context, members: Membership, dispatch: Dispatch, tries: Tries) -> None:
+    def __init__(
+        self, ctx: Context, members: Membership, dispatch: Dispatch, tries: Tries, blame: Blame
+    ) -> None:
         self.ctx = ctx
         self.members = members
         self.dispatch = dispatch
         self.tries = tries
+        self.blame = blame
 
     def settle(self, future: Any, task: Task) -> None:
         """A task that came back: its games stored, or played again elsewhere."""
@@ -89,18 +93,27 @@ class Intake:
             dispatch.again(task.games)
         elif failure := said.get("refused") or said.get("error"):
             found, _ = greeted(said, address, self.members.slots(address))
-            self.failed_there(address, found, task, line(str(failure)), bool(said.get("refused")))
+            bot = said.get("bot") if said.get("bot") in self.blame.names else None
+            self.failed_there(address, found, task, line(str(failure)), bool(said.get("refused")), bot)
         else:
             self.store(address, said, task)
 
     def failed_there(
-        self, address: str, found: Machine | None, task: Task, failure: str, refused: bool
+        self, address: str, found: Machine | None, task: Task, failure: str, refused: bool, bot: str | None
     ) -> None:
         """A task whose worker answered that its games failed (an error) or that it will not play them
-        (refused): the worker is dropped and named, and the games are played elsewhere, unless one of
-        them has now failed on `tries` workers."""
-        self.members.drop(address, found, failure if refused else f"its games fail there: {failure}")
-        self.tries.failed_on(task.games, address, failure)
+        (refused), setting up `bot` if it said so: charged to the bot once the failure follows it to a
+        second machine (its games forfeited), to the machine once it stays there (dropped and named);
+        meanwhile its games go to another worker. A game that has failed on `tries` workers ends the run."""
+        why = failure if refused else f"its games fail there: {failure}"
+        verdict = self.blame.failed(address, found, task.games, bot, failure, why)
+        if verdict == MACHINE:
+            self.members.drop(address, found, why)
+        elif verdict is None:
+            for i in task.games:
+                self.dispatch.avoid.setdefault(i, set()).add(address)
+        if verdict != BOT:
+            self.tries.failed_on(task.games, address, failure)
         self.dispatch.again(task.games)
 
     def store(self, address: str, said: dict[str, Any], task: Task) -> None:
@@ -118,6 +131,9 @@ class Intake:
                 ctx.on_machine(found)
         for k, record in records:
             ctx.on_game(ctx.slots[task.games[k]], record)
+        for other, strike in self.blame.played(address, tuple(task.games[k] for k, _ in records)):
+            if other in self.members.accepted:  # a game it failed is played here: the failure was its own
+                self.members.drop(other, strike.found, strike.why)
         self.tries.played += len(records)
         unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
         self.dispatch.again(tuple(task.games[k] for k in unplayed))

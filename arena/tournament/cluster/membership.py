@@ -92,6 +92,7 @@ class Membership:
         self.accepted: dict[str, str] = {}  # greeted and fit to play: address -> Dask id
         self.greeting: dict[str, tuple[Any, str]] = {}  # address -> its greeting's future, Dask id
         self.joined: set[str] = set()  # where this run's plugin was set up: ended with the run
+        self.known: dict[str, Machine] = {}  # accepted workers' machines, as their greetings said
         self.looked = 0.0
 
     @property
@@ -166,6 +167,7 @@ class Membership:
             self.drop(address, found, f"its machine was dropped from this run: {self.dropped[found.host]}")
         else:
             self.accepted[address] = id_
+            self.known[address] = found
 
     def drop(self, address: str, found: Machine | None, why: str) -> None:
         """Play no more games on this worker (nor on its machine), and name it. It is not retired (Dask's

@@ -22,7 +22,8 @@ class Tries:
         self.deaths: Counter[int] = Counter()  # game -> its tasks that died, were lost or never answered
         self.played = 0  # games the workers returned in this run
         self.played_at: dict[int, int] = {}  # game -> `played` when its task last died
-        self.failed: dict[int, set[str]] = {}  # game -> workers its tasks failed on (dropped for it)
+        self.failed: dict[int, set[str]] = {}  # game -> workers its tasks failed on
+        self.failures: Counter[int] = Counter()  # game -> times its tasks failed (again on one worker too)
 
     def died(self, games: tuple[int, ...], how: str) -> None:
         """A task lost with its worker, given up by Dask or never answered: counted against its games (the
@@ -46,11 +47,13 @@ class Tries:
 
     def failed_on(self, games: tuple[int, ...], address: str, failure: str) -> None:
         """A task whose worker answered that its games failed or that it will not play them: counted
-        against each of its games, of which one that has failed on `tries` workers ends the run."""
+        against each of its games, of which one that has failed `tries` times ends the run (on every
+        worker there is, it is sent to one it failed on again)."""
         for i in games:
             self.failed.setdefault(i, set()).add(address)
-        worst = max(games, key=lambda i: len(self.failed[i]))
-        if len(self.failed[worst]) >= self.tries:
+            self.failures[i] += 1
+        worst = max(games, key=lambda i: self.failures[i])
+        if self.failures[worst] >= self.tries:
             slot = self.slots[worst]
             raise ClusterError(
                 f"the game of round {slot.round}, {slot.south.name} (south) against {slot.north.name}, "

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import time
 
+from arena.tournament.cluster.blame import Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.dispatch import Dispatch
 from arena.tournament.cluster.intake import Intake
@@ -26,9 +27,10 @@ class Run:
         serial = itertools.count(1)
         self.ctx = ctx
         self.tries = Tries(ctx.slots, ctx.patience.tries)
+        self.blame = Blame(ctx.slots, ctx.conditions.spec)
         self.members = Membership(ctx, serial, self.withdraw_from)
-        self.dispatch = Dispatch(ctx, self.members, self.tries, serial)
-        self.intake = Intake(ctx, self.members, self.dispatch, self.tries)
+        self.dispatch = Dispatch(ctx, self.members, self.tries, self.blame, serial)
+        self.intake = Intake(ctx, self.members, self.dispatch, self.tries, self.blame)
 
     def withdraw_from(self, address: str) -> None:
         self.dispatch.withdraw_from(address)
