@@ -12,7 +12,9 @@
 2. Setup after a kill: a process starts `--frozen` confined bots, freezes them (as between games) and is
    killed with SIGKILL, as a worker is; the bots survive it, frozen. Then a new `Warden` (what a worker's
    setup makes) sweeps them: timed, against the sweep as it was (each bot released in turn, with 2 s of
-   patience per folder), on a second batch killed the same way. Needs cgroups (root); said if not.
+   patience per folder), on a second batch killed the same way. The frozen processes are counted in the
+   killed process's cgroups before and after each sweep (a sweep of nothing is said, not timed). Needs
+   cgroups (root); said if not.
 """
 
 from __future__ import annotations
@@ -155,8 +157,8 @@ def throughput(folder: Path, games: int, repeats: int) -> None:
         print(line)
 
 
-def frozen_bots(folder: Path, count: int) -> None:
-    """Start `count` confined bots in a process, freeze them, and SIGKILL that process."""
+def frozen_bots(folder: Path, count: int) -> int:
+    """Start `count` confined bots in a process, freeze them, and SIGKILL that process (its pid)."""
     script = folder / "freezer.py"
     script.write_text(FREEZER, encoding="utf-8")
     proc = subprocess.Popen(
@@ -168,6 +170,7 @@ def frozen_bots(folder: Path, count: int) -> None:
     assert proc.stdout is not None and proc.stdout.readline().strip() == "frozen"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    return proc.pid
 
 
 def setup_after_kill(folder: Path, count: int) -> None:
@@ -176,19 +179,24 @@ def setup_after_kill(folder: Path, count: int) -> None:
     if not caps.cgroups:
         print(f"setup after a kill: skipped, no cgroups here ({'; '.join(caps.notes)})")
         return
-    frozen_bots(folder, count)
-    survivors = len(_bot_processes(folder))
+    killed = frozen_bots(folder, count)
+    survivors = _frozen(killed)
+    if not survivors:
+        print("setup after a kill: skipped, no frozen process outlived the killed one (nothing to sweep)")
+        return
     start = time.perf_counter()
     Warden(conf).close()
     new = time.perf_counter() - start
-    left = len(_bot_processes(folder))
+    left = _frozen(killed)
     # The baseline in the same run: the same kill, swept one bot after the other as before.
-    frozen_bots(folder, count)
+    killed = frozen_bots(folder, count)
+    before = _frozen(killed)
     start = time.perf_counter()
     _sweep_one_by_one()
     old = time.perf_counter() - start
     print(
-        f"{survivors} frozen processes (bots and their sandboxes) outlived the killed process; {left} after"
+        f"{survivors} frozen processes (bots and their sandboxes) outlived the killed process; {left} after "
+        f"the new sweep; {before} before the old one, {_frozen(killed)} after it"
     )
     print(
         f"setup after a kill with {count} frozen bots: {new:.2f} s (a new Warden: all thawed and killed at "
@@ -196,9 +204,19 @@ def setup_after_kill(folder: Path, count: int) -> None:
     )
 
 
-def _bot_processes(folder: Path) -> list[str]:
-    found = subprocess.run(["pgrep", "-f", str(folder / "random_a.py")], capture_output=True, text=True)
-    return found.stdout.split()
+def _frozen(killed: int) -> int:
+    """The processes left in the bots' cgroups of the process `killed` (by its pid), frozen: counted in
+    the cgroups, as a bot's command line inside the sandbox names its file by the sandbox's own path."""
+    parent = Cgroups.parent(f"arena-{os.getpid()}-count")
+    assert parent is not None
+    pids: set[str] = set()
+    for top in parent.folders:
+        for old in top.parent.glob(f"arena-{killed}-*"):
+            for procs in old.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids.update(procs.read_text().split())
+    parent.remove()
+    return len(pids)
 
 
 def _sweep_one_by_one() -> None:
