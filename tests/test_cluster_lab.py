@@ -87,7 +87,8 @@ def scheduler_args(certs: Path, port: int) -> list[str]:
 
 def worker_args(address: str, certs: Path, role: str = "worker") -> list[str]:
     return [*WORKER, address, "--host", "127.0.0.1", "--nthreads", "1", "--resources", "games=1",
-            "--dashboard-address", "127.0.0.1:0", *GUARD, *tls(certs, role)]  # fmt: skip
+            "--dashboard-address", "127.0.0.1:0", *GUARD, "--preload-nanny", GUARD[1],
+            *tls(certs, role)]  # fmt: skip
 
 
 def client(address: str, certs: Path) -> Any:
