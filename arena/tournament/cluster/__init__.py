@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.tournament.cluster.confirm import Confirm
 from arena.tournament.cluster.context import Context, Patience
 from arena.tournament.cluster.plumbing import (
     INSTALL,
@@ -92,6 +93,7 @@ class Cluster:
         self.dropped: dict[str, str] = {}  # worker address or machine name -> why it was dropped
         self.named: dict[str, str] = {}  # each dropped worker once, as 'host (address)' -> why
         self._require = bool(require_sandbox)
+        self.confirm = Confirm()  # the last run's forfeits played twice, and its disputes
 
     @property
     def trust(self) -> str:
@@ -124,13 +126,14 @@ class Cluster:
             self._require = bool(conf and conf.sandbox and capabilities(conf, True)[1].sandbox)
         else:
             self._require = self.require_sandbox
+        self.confirm = Confirm()
         with dask_quiet():
             client = self._connect()
             try:
                 self._slots(client)
                 context = Context(
                     self._patience(), client, ours, slots, conditions, on_game, instead, on_machine,
-                    self._require, self.idle_s, self.machines, self.dropped, self.named,
+                    self._require, self.idle_s, self.machines, self.dropped, self.named, self.confirm,
                 )  # fmt: skip
                 run = Run(context)
             except BaseException:

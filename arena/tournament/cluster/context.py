@@ -12,6 +12,7 @@ from arena.tournament.cluster.plumbing import ClusterError, line
 
 if TYPE_CHECKING:
     from arena.tournament.backend import Conditions, Instead, Machine, OnGame
+    from arena.tournament.cluster.confirm import Confirm
     from arena.tournament.schedule import Slot
 
 
@@ -57,8 +58,8 @@ class Patience:
 @dataclass(frozen=True)
 class Context:
     """One run's context: `machines` (every worker that reported a game, by address), `dropped` (worker
-    address or machine name -> why) and `named` (each dropped worker once, 'host (address)' -> why) are
-    the Cluster's own, filled in as the run goes."""
+    address or machine name -> why), `named` (each dropped worker once, 'host (address)' -> why) and
+    `confirm` are the Cluster's own, filled in as the run goes."""
 
     patience: Patience
     client: Any
@@ -73,6 +74,7 @@ class Context:
     machines: dict[str, Machine]
     dropped: dict[str, str]
     named: dict[str, str]
+    confirm: Confirm  # the run's forfeits held until another machine confirms them
 
     def unfit(self, machine: Machine) -> str:
         """Why a worker may not play this run's games ("": it may): checked when it joins, and again with

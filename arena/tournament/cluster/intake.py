@@ -5,6 +5,7 @@ arena's, whose games fail or that forges one is dropped and named, and its games
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from arena.match.record import GameRecord
     from arena.tournament.backend import Machine
     from arena.tournament.schedule import Slot
+
+log = logging.getLogger("arena")
 
 
 def accept(
@@ -129,11 +132,27 @@ class Intake:
             ctx.machines[found.address] = found
             if ctx.on_machine:
                 ctx.on_machine(found)
+        held: list[int] = []
+        distrusted: dict[str, str] = {}
         for k, record in records:
-            ctx.on_game(ctx.slots[task.games[k]], record)
+            i = task.games[k]
+            before = len(ctx.confirm.disputes)
+            outcome = ctx.confirm.settle(i, ctx.slots[i], address, found.host, record)
+            if len(ctx.confirm.disputes) > before:
+                log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
+            if outcome.drop:
+                distrusted[outcome.drop] = outcome.why
+            if outcome.record is None:  # held: played again on another machine before it counts
+                held.append(i)
+                self.dispatch.avoid.setdefault(i, set()).add(address)
+            else:
+                ctx.on_game(ctx.slots[i], outcome.record)
         for other, strike in self.blame.played(address, tuple(task.games[k] for k, _ in records)):
             if other in self.members.accepted:  # a game it failed is played here: the failure was its own
                 self.members.drop(other, strike.found, strike.why)
+        for other, why in distrusted.items():
+            if other not in ctx.dropped:
+                self.members.drop(other, ctx.machines.get(other) or self.members.known.get(other), why)
         self.tries.played += len(records)
         unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
-        self.dispatch.again(tuple(task.games[k] for k in unplayed))
+        self.dispatch.again(tuple(held) + tuple(task.games[k] for k in unplayed))
