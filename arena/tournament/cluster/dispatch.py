@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ class Pace:
     until games have been timed, then as many as take about `seconds` (at most `most`): the cost is spread
     over them, and a bench or a failure still acts within a fraction of a second."""
 
-    def __init__(self, seconds: float = 0.25, most: int = 32) -> None:
+    def __init__(self, seconds: float = 0.25, most: int = 128) -> None:
         self.seconds = seconds
         self.most = most
         self.mean: float | None = None  # seconds a game, a moving average
@@ -81,6 +82,7 @@ class Dispatch:
         self.waiting = deque(range(len(ctx.slots)))  # not yet sent, in schedule order; put back at the front
         self.pace = Pace()
         self.done = distributed().as_completed([], loop=ctx.client.loop)
+        self.news = threading.Event()  # set as each task finishes (from the client's thread)
         self.last_news = time.monotonic()
 
     def capacity(self) -> int:
@@ -184,6 +186,7 @@ class Dispatch:
             self.last_news = time.monotonic()  # nothing was out: the wait for news starts now
         self.futures[future] = Task(batch, time.monotonic(), tuple(allowed))
         self.done.add(future)
+        future.add_done_callback(lambda _: self.news.set())
 
     def withdraw(self, future: Any) -> None:
         """Take a task back from the cluster; its games wait to be sent again."""

@@ -51,9 +51,16 @@ class Run:
                         self.intake.settle(future, dispatch.futures.pop(future))
                 else:
                     self.watch()
-                    time.sleep(0.02)
+                    self.wait()
         finally:
             self.close()
+
+    def wait(self) -> None:
+        """Until a task is done, at most 50 ms (then the loop looks and watches again): woken by the task's
+        own callback, where a sleep would let a finished task wait out its slice."""
+        news = self.dispatch.news
+        news.wait(0.05)
+        news.clear()
 
     def look(self, force: bool = False) -> None:
         """The workers as the scheduler knows them (at most once a second), and the tasks that only workers
