@@ -1,6 +1,6 @@
 """The cluster back end against the local one, on this machine in one run, and a worker's setup after a kill.
 
-    python benchmarks/cluster.py [--games 300] [--repeats 3] [--frozen 16]
+    python benchmarks/cluster.py [--games 300] [--repeats 3] [--frozen 16] [--instant 2000]
 
 1. Games/s: the same games of two copies of the random bot (Kalah(6,6), confined as by default: sandbox,
    limits, pausing), every game handed back to this process as `arena run` stores it, on `Local` with 2
@@ -9,10 +9,17 @@
    the clock runs; each cluster run pays for connecting, registering the worker plugin, shipping the bots,
    and replaying every returned game in the rules engine (audit). `--repeats` rounds, alternating; medians,
    and each as a ratio to the local baseline measured in the same round.
-2. Setup after a kill: a process starts `--frozen` confined bots, freezes them (as between games) and is
+2. The coordinator alone: a `--instant`-game tournament of 10 bots through the library (schedule, store,
+   page left out) on a 1-worker TLS cluster whose worker plays instant fake games (the rules engine's
+   first legal move for each side, no process: a preload replaces its games), so that what is timed is
+   this side's work: tasks, answers, the replay and audit of every game, the store. Target: 2,000
+   games/s (a lab of 30 machines of 4 cores, bots of a second a game, needs 120).
+3. Setup after a kill: a process starts `--frozen` confined bots, freezes them (as between games) and is
    killed with SIGKILL, as a worker is; the bots survive it, frozen. Then a new `Warden` (what a worker's
    setup makes) sweeps them: timed, against the sweep as it was (each bot released in turn, with 2 s of
-   patience per folder), on a second batch killed the same way. Needs cgroups (root); said if not.
+   patience per folder), on a second batch killed the same way. The frozen processes are counted in the
+   killed process's cgroups before and after each sweep (a sweep of nothing is said, not timed). Needs
+   cgroups (root); said if not.
 """
 
 from __future__ import annotations
@@ -155,8 +162,93 @@ def throughput(folder: Path, games: int, repeats: int) -> None:
         print(line)
 
 
-def frozen_bots(folder: Path, count: int) -> None:
-    """Start `count` confined bots in a process, freeze them, and SIGKILL that process."""
+INSTANT = """\
+import dataclasses, time
+
+from arena.game.openings import position_after
+from arena.game.rules import NORTH, SOUTH
+from arena.match.record import GameRecord, Reason
+from arena.tournament import workers
+
+
+def made(rules, opening, moves, names):
+    pos, count = position_after(rules, opening), dict.fromkeys(names, 0)
+    for move in moves:
+        count[names[pos.to_move]] += 1
+        pos = rules.play(pos, move)
+    return count
+
+
+def instant(self, bots, games):
+    start = time.monotonic()
+    played = []
+    for k, (south, north, opening) in enumerate(games):
+        pos = position_after(self.rules, opening)
+        moves = []
+        while not self.rules.is_over(pos):
+            move = self.rules.legal_moves(pos)[0]
+            pos = self.rules.play(pos, move)
+            moves.append(move)
+        out = self.rules.result(pos)
+        names = (bots[south].name, bots[north].name)
+        played.append((k, GameRecord(
+            rules=self.rules.spec, south=names[0], north=names[1], moves=tuple(moves),
+            south_store=pos.store(SOUTH), north_store=pos.store(NORTH),
+            winner=None if out.winner is None else names[out.winner], reason=Reason(out.reason), faulty=None,
+            detail="", move_ms=tuple(0.0 for _ in moves), think_ms=dict.fromkeys(names, 0.0),
+            moves_made=made(self.rules, opening, moves, names),
+            stderr=dict.fromkeys(names, ""), opening=tuple(opening), worker=self.machine.host,
+            sandboxed=self.machine.sandbox,
+        )))
+    return played, self.machine, time.monotonic() - start
+
+
+def dask_setup(worker):
+    workers.Arena._games = instant
+"""
+
+
+def coordinator_alone(folder: Path, games: int) -> None:
+    """Games/s of this side alone, the worker's games instant (INSTANT)."""
+    from distributed import LocalCluster
+
+    from arena.api import Tournament
+    from arena.tournament.settings import Settings
+
+    bots = folder / "instant-bots"
+    bots.mkdir()
+    for n in range(10):
+        shutil.copy(ROOT / "bots" / "random.py", bots / f"r{n}.py")
+    rounds = max(1, games // 90)
+    preload = folder / "instant.py"
+    preload.write_text(INSTANT, encoding="utf-8")
+    certs = folder / "certs"
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, resources={"games": 1}, dashboard_address=None, host="127.0.0.1",
+        protocol="tls://", security=security(certs), env={"ARENA_CACHE": str(folder / "cache-instant")},
+        preload=[str(preload)], silence_logs=40,
+    ) as cluster:  # fmt: skip
+        stored: list[float] = []
+
+        def progress(done: int, total: int, record: object) -> None:
+            if record is not None:
+                stored.append(time.perf_counter())
+
+        with Tournament(folder / "instant", Settings("kalah", move_ms=1000, seed=7)) as cup:
+            start = time.perf_counter()
+            back = Cluster(cluster.scheduler_address, certs=certs)
+            result = cup.run(bots, rounds, jobs=1, cluster=back, progress=progress)
+            wall = time.perf_counter() - start
+    steady = (len(stored) - 1) / max(stored[-1] - stored[0], 1e-9)
+    print(
+        f"the coordinator alone (instant games on 1 worker): {steady:7.1f} games/s from the first game "
+        f"stored to the last; {result.played / wall:.1f} with connecting and greeting ({result.played} "
+        f"games of 10 bots in {wall:.2f} s: tasks, replay, audit, store; target 2000)"
+    )
+
+
+def frozen_bots(folder: Path, count: int) -> int:
+    """Start `count` confined bots in a process, freeze them, and SIGKILL that process (its pid)."""
     script = folder / "freezer.py"
     script.write_text(FREEZER, encoding="utf-8")
     proc = subprocess.Popen(
@@ -168,6 +260,7 @@ def frozen_bots(folder: Path, count: int) -> None:
     assert proc.stdout is not None and proc.stdout.readline().strip() == "frozen"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    return proc.pid
 
 
 def setup_after_kill(folder: Path, count: int) -> None:
@@ -176,19 +269,24 @@ def setup_after_kill(folder: Path, count: int) -> None:
     if not caps.cgroups:
         print(f"setup after a kill: skipped, no cgroups here ({'; '.join(caps.notes)})")
         return
-    frozen_bots(folder, count)
-    survivors = len(_bot_processes(folder))
+    killed = frozen_bots(folder, count)
+    survivors = _frozen(killed)
+    if not survivors:
+        print("setup after a kill: skipped, no frozen process outlived the killed one (nothing to sweep)")
+        return
     start = time.perf_counter()
     Warden(conf).close()
     new = time.perf_counter() - start
-    left = len(_bot_processes(folder))
+    left = _frozen(killed)
     # The baseline in the same run: the same kill, swept one bot after the other as before.
-    frozen_bots(folder, count)
+    killed = frozen_bots(folder, count)
+    before = _frozen(killed)
     start = time.perf_counter()
     _sweep_one_by_one()
     old = time.perf_counter() - start
     print(
-        f"{survivors} frozen processes (bots and their sandboxes) outlived the killed process; {left} after"
+        f"{survivors} frozen processes (bots and their sandboxes) outlived the killed process; {left} after "
+        f"the new sweep; {before} before the old one, {_frozen(killed)} after it"
     )
     print(
         f"setup after a kill with {count} frozen bots: {new:.2f} s (a new Warden: all thawed and killed at "
@@ -196,9 +294,19 @@ def setup_after_kill(folder: Path, count: int) -> None:
     )
 
 
-def _bot_processes(folder: Path) -> list[str]:
-    found = subprocess.run(["pgrep", "-f", str(folder / "random_a.py")], capture_output=True, text=True)
-    return found.stdout.split()
+def _frozen(killed: int) -> int:
+    """The processes left in the bots' cgroups of the process `killed` (by its pid), frozen: counted in
+    the cgroups, as a bot's command line inside the sandbox names its file by the sandbox's own path."""
+    parent = Cgroups.parent(f"arena-{os.getpid()}-count")
+    assert parent is not None
+    pids: set[str] = set()
+    for top in parent.folders:
+        for old in top.parent.glob(f"arena-{killed}-*"):
+            for procs in old.rglob("cgroup.procs"):
+                with contextlib.suppress(OSError):
+                    pids.update(procs.read_text().split())
+    parent.remove()
+    return len(pids)
 
 
 def _sweep_one_by_one() -> None:
@@ -225,10 +333,12 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--frozen", type=int, default=16)
+    parser.add_argument("--instant", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         throughput(folder, args.games, args.repeats)
+        coordinator_alone(folder, args.instant)
         setup_after_kill(folder, args.frozen)
 
 

@@ -46,6 +46,7 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
+GUARD = ["--preload", "arena.tournament.guard"]  # as the README starts them
 
 
 def tls(certs: Path, role: str) -> list[str]:
@@ -81,12 +82,13 @@ def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> It
 def scheduler_args(certs: Path, port: int) -> list[str]:
     """As the README starts it, on 127.0.0.1 (the dashboard on a free port: tests run side by side)."""
     return [*DASK, "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
-            "--dashboard-address", "127.0.0.1:0", *tls(certs, "scheduler")]  # fmt: skip
+            "--dashboard-address", "127.0.0.1:0", *GUARD, *tls(certs, "scheduler")]  # fmt: skip
 
 
 def worker_args(address: str, certs: Path, role: str = "worker") -> list[str]:
     return [*WORKER, address, "--host", "127.0.0.1", "--nthreads", "1", "--resources", "games=1",
-            "--dashboard-address", "127.0.0.1:0", *tls(certs, role)]  # fmt: skip
+            "--dashboard-address", "127.0.0.1:0", *GUARD, "--preload-nanny", GUARD[1],
+            *tls(certs, role)]  # fmt: skip
 
 
 def client(address: str, certs: Path) -> Any:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from arena.report.machines import OUTLIER, MachineTally, tally
 
 BOTS = [f"b{i}" for i in range(8)]
@@ -73,3 +75,53 @@ def test_counts_and_summary() -> None:
         == "this machine: 1 games, 0 forfeits (0 on time); no residual (no pairing played elsewhere)"
     )
     assert OUTLIER == 3.0
+
+
+def deterministic_season(seed: int, openings: int, forger: bool = False) -> list[dict]:
+    """A round robin of deterministic bots: a game's outcome is a fixed function of its pairing and its
+    opening (one of `openings` per round, as `--openings` deals them), whichever machine plays it. With
+    `forger`, machine m3 forfeits b7 (the strongest) in each of its games there, as a rogue worker that
+    claims 'timed out before its first move' would."""
+    rng = random.Random(seed)
+    outcome = random.Random(seed + 10_000)
+    fixed: dict[tuple[str, str, int], str | None] = {}
+    records = []
+    for _ in range(ROUNDS):
+        opening = rng.randrange(openings)
+        for south in BOTS:
+            for north in BOTS:
+                if south == north:
+                    continue
+                key = (south, north, opening)
+                if key not in fixed:
+                    p = 1 / (1 + 10 ** ((STRENGTH[north] - STRENGTH[south]) / 1.5))
+                    u = outcome.random()
+                    fixed[key] = south if u < p * 0.9 else (None if u < p * 0.9 + 0.1 else north)
+                machine = f"m{rng.randrange(4)}"
+                winner = fixed[key]
+                if forger and machine == "m3" and "b7" in (south, north):
+                    winner = north if south == "b7" else south
+                records.append(
+                    {"south": south, "north": north, "winner": winner, "worker": machine, "reason": "normal",
+                     "faulty": None}
+                )  # fmt: skip
+    return records
+
+
+@pytest.mark.parametrize("openings", [1, 4])
+def test_identical_deterministic_copies_agree_and_are_never_flagged(openings: int) -> None:
+    """Deterministic bots give every machine the same result of a pairing: a residual far below 0 (closer
+    agreement than chance, -3.1 to -3.6 σ in two honest lab runs), which is agreement, not a fault."""
+    honest_flags = honest_total = caught = 0
+    negative = 0
+    seeds = range(100)
+    for seed in seeds:
+        fair = by_name(tally(deterministic_season(seed, openings)))
+        honest_flags += sum(t.disagrees for t in fair.values())
+        honest_total += len(fair)
+        negative += sum(t.residual is not None and t.residual < -OUTLIER for t in fair.values())
+        caught += by_name(tally(deterministic_season(seed, openings, forger=True)))["m3"].disagrees
+    assert honest_flags / honest_total < 0.02, honest_flags
+    if openings == 1:
+        assert negative == honest_total  # every honest machine below -3 σ: flagged by |z|, never by z
+    assert caught / len(seeds) > 0.9, caught

@@ -296,20 +296,32 @@ def _open_in_browser(page: Path) -> None:
 
 @click.command("cluster-certs")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
-def cluster_certs_cmd(folder):  # type: ignore[no-untyped-def]
+@click.option(
+    "--machine",
+    metavar="NAME",
+    help="Add a worker certificate of that machine alone (worker-NAME.pem/.key), signed by FOLDER's "
+    "authority; revoke it by writing NAME into the scheduler's FOLDER/revoked.",
+)
+def cluster_certs_cmd(folder, machine):  # type: ignore[no-untyped-def]
     """Make a class's certificate authority and the certificates of its cluster in FOLDER: the scheduler's,
-    the workers' and the coordinator's (the machine that runs arena run)."""
-    from arena.tournament.trust import TrustError, make
+    the workers' and the coordinator's (the machine that runs arena run); with --machine, one machine's own
+    worker certificate."""
+    from arena.tournament.trust import TrustError, make, make_machine
 
     try:
-        written = make(folder)
+        written = make_machine(folder, machine) if machine else make(folder)
     except TrustError as e:
         raise click.ClickException(str(e)) from None
     for path in written:
         click.echo(str(path))
+    if machine:
+        click.echo(
+            f"copy ca.pem and worker-{machine}.pem/.key to {machine} (as its worker.pem/.key)", err=True
+        )
+        return
     click.echo(
         f"keep {folder / 'ca.key'} to yourself; copy ca.pem and scheduler.pem/.key to the scheduler's "
-        "machine, ca.pem and worker.pem/.key to every lab machine",
+        "machine, ca.pem and worker.pem/.key to every lab machine (or one of its own: --machine NAME)",
         err=True,
     )
 

@@ -3,7 +3,9 @@
 A machine that plays a bot's moves for it, runs bots slower, or starves them of memory gives results that a
 replay cannot catch but the other machines contradict. As fishtest does for its workers, each machine gets
 a residual: how far its games' scores are from what the same pairings scored on the other machines (a
-chi-square over its pairings, as a z). Honest machines scatter around 0; one beyond 3 stands out.
+chi-square over its pairings, as a z). Honest machines scatter around 0; one beyond +3 stands out. A negative
+z is closer agreement than chance gives (deterministic bots play a pairing the same way on every machine),
+never a fault: only the side of disagreement is flagged.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from arena.match.record import Reason
 
-OUTLIER = 3.0  # |z| beyond which a machine's results disagree with the others'
+OUTLIER = 3.0  # z above which a machine's results disagree with the others'
 PRIOR = 4.0  # games' worth of the pooled spread in each pairing's own
 
 
@@ -41,7 +43,8 @@ class MachineTally:
 
     @property
     def disagrees(self) -> bool:
-        return self.residual is not None and abs(self.residual) > OUTLIER
+        """Only z > OUTLIER: a negative z is agreement closer than chance (identical deterministic copies)."""
+        return self.residual is not None and self.residual > OUTLIER
 
 
 def _score(record: Mapping[str, Any], bot: str) -> float:

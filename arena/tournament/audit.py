@@ -5,7 +5,8 @@ the record is rebuilt here and replayed: the bots and the opening must be the sl
 turn, the final stores those the moves give, and the winner, the reason and the fault consistent with how
 the game ended. What a replay cannot tell is whether the moves are the ones the bots chose: a machine that
 plays a bot's moves for it is caught only by how its games disagree with the others' (the page's residual
-per machine).
+per machine); nor whether a timeout, a crash or a garbled answer happened, which a second machine
+confirms before such a forfeit counts (arena/tournament/cluster/confirm.py).
 """
 
 from __future__ import annotations

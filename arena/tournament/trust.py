@@ -6,6 +6,11 @@ connection show a certificate signed by the class's authority, and check the oth
 authority and one key and certificate per role: the scheduler's, the workers' (one for every lab machine)
 and the coordinator's (the machine that runs `arena run`). The authority's key (ca.key) signs them and
 stays with the teacher; no machine of the cluster needs it.
+
+Each certificate names its role (an OU of its subject: scheduler, worker, coordinator) and a machine's own
+worker certificate (`make_machine`, `arena cluster-certs DIR --machine NAME`) names its machine too (an OU
+'machine NAME'), so that a peer cannot take a role it was not given (arena/tournament/guard.py enforces it
+in the lab's processes) and one machine's certificate can be revoked (REVOKED, a list the scheduler reads).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 ROLES = ("scheduler", "worker", "coordinator")
+MACHINE_UNIT = "machine "  # the OU that names a worker certificate's machine: 'machine lab-3'
+REVOKED = "revoked"  # beside the scheduler's ca.pem: machine names or certificate serials, one a line
 CERTS_ENV = "ARENA_CLUSTER_CERTS"
 YEARS = 5  # a class's certificates outlive a course; a new class makes its own authority
 
@@ -32,7 +39,7 @@ def make(folder: Path, name: str = "arena class") -> list[Path]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import NameOID
 
     if (folder / "ca.pem").exists():
         raise TrustError(
@@ -42,21 +49,8 @@ def make(folder: Path, name: str = "arena class") -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     until = now + datetime.timedelta(days=365 * YEARS)
-
-    def subject(common: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-    def key_file(path: Path, key: ec.EllipticCurvePrivateKey) -> Path:
-        data = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        return path
-
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = subject(f"{name} certificate authority")
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} certificate authority")])
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -71,29 +65,90 @@ def make(folder: Path, name: str = "arena class") -> list[Path]:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    written = [folder / "ca.pem", key_file(folder / "ca.key", ca_key)]
+    written = [folder / "ca.pem", _key_file(folder / "ca.key", ca_key)]
     (folder / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     for role in ROLES:
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject(f"{name} {role}"))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(until)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            # Every role both listens and connects (a worker serves the scheduler and other workers).
-            .add_extension(
-                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                critical=False,
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        (folder / f"{role}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        written += [folder / f"{role}.pem", key_file(folder / f"{role}.key", key)]
+        written += _issue(folder, role, f"{name} {role}", (role,), ca_key, ca_name, until)
     return written
+
+
+def make_machine(folder: Path, machine: str) -> list[Path]:
+    """Write worker-MACHINE.pem/.key into `folder`: a worker certificate of that machine alone, signed by
+    the authority there (ca.pem, ca.key, as `make` wrote them), revocable by its name in REVOKED."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    if not machine or not all(c.isalnum() or c in "-_." for c in machine) or machine.startswith("."):
+        raise TrustError(f"{machine!r} is not a machine name: use letters, digits, '-', '_' and '.'")
+    try:
+        ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+        ca_key = serialization.load_pem_private_key((folder / "ca.key").read_bytes(), password=None)
+    except (OSError, ValueError) as e:
+        raise TrustError(
+            f"cannot sign a machine's certificate with the authority in {folder} ({e}): make it first with "
+            "'arena cluster-certs DIR', then give that DIR"
+        ) from None
+    if (folder / f"worker-{machine}.pem").exists():
+        raise TrustError(
+            f"{folder / f'worker-{machine}.pem'} exists: revoke it, or give the machine another name"
+        )
+    name = ca.subject.rfc4514_string().removeprefix("CN=").removesuffix(" certificate authority")
+    units = ("worker", f"{MACHINE_UNIT}{machine}")
+    return _issue(
+        folder,
+        f"worker-{machine}",
+        f"{name} worker {machine}",
+        units,
+        ca_key,
+        ca.subject,
+        ca.not_valid_after_utc,
+    )
+
+
+def _issue(
+    folder: Path, file: str, common: str, units: tuple[str, ...], ca_key: Any, ca_name: Any, until: Any
+) -> list[Path]:
+    """FILE.pem and FILE.key in `folder`: a certificate of `common`, its `units` (its role, and its
+    machine) as OUs of its subject, signed by the authority."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, common)]
+    subject += [x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, unit) for unit in units]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        # Every role both listens and connects (a worker serves the scheduler and other workers).
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    (folder / f"{file}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return [folder / f"{file}.pem", _key_file(folder / f"{file}.key", key)]
+
+
+def _key_file(path: Path, key: Any) -> Path:
+    from cryptography.hazmat.primitives import serialization
+
+    data = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
 
 
 def security(folder: Path | None) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import logging
@@ -59,6 +60,16 @@ SETUP_S = 60.0  # how long a worker may take to set a run up (the warden's sweep
 
 class Refused(Exception):
     """A worker will not play a game: one line saying which bot, where, and why."""
+
+
+class Unready(Exception):
+    """A bot this worker could not set up (cache, check): the bot's digest, and what went wrong, as
+    words (a refusal as its message). The coordinator charges it to the bot once it follows the bot to a
+    second machine, to this machine if it stays here."""
+
+    def __init__(self, digest: str, refused: str | None, error: str | None) -> None:
+        super().__init__(refused or error)
+        self.digest, self.refused, self.error = digest, refused, error
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,21 +149,25 @@ class Cache:
         )
 
     def _write(self, ship: Shipment) -> None:
-        """Put the shipped files in place whole: written aside, then renamed into place."""
+        """Put the shipped files in place whole: written aside, then renamed into place. Each file is
+        written through its folder's descriptor, a name at a time, as the coordinator read it
+        (arena.match.bots.bot_files): a bot whose files' paths are longer than the system takes in one
+        (PATH_MAX, 4,096 bytes) is cached whole, as it plays locally."""
         self.root.mkdir(parents=True, exist_ok=True)
         aside = self.root / f".{ship.digest}.{os.getpid()}.{secrets.token_hex(4)}"
         # The build stamp, signed by the coordinator's arena, is signed again by this machine's for the
         # folder it will be in: arena believes only stamps its own key signed (arena/match/stamp.py).
         there = Path(os.path.realpath(self.root)) / ship.digest / ship.entry
         try:
-            for rel, mode, data in ship.files:
-                if rel == f"{ship.entry}/{STAMP}":
-                    data = stamp.resigned(data, there)
-                target = aside / rel
-                target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-                target.write_bytes(data)
-                # readable by the unprivileged user a sandboxed bot may run as; executables stay executable
-                target.chmod(mode | 0o444 | (0o111 if mode & 0o100 else 0))
+            aside.mkdir(mode=0o755)
+            top = os.open(aside, _FOLDER)
+            try:
+                for rel, mode, data in ship.files:
+                    if rel == f"{ship.entry}/{STAMP}":
+                        data = stamp.resigned(data, there)
+                    _put(top, rel, data, mode)
+            finally:
+                os.close(top)
             aside.chmod(0o755)
             entry = self.root / ship.digest
             if entry.exists():
@@ -161,6 +176,32 @@ class Cache:
                 os.rename(aside, entry)
         finally:
             shutil.rmtree(aside, ignore_errors=True)
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _put(top: int, rel: str, data: bytes, mode: int) -> None:
+    """Write `data` at `rel` below the folder open as `top`, making its folders, one name at a time (never
+    a whole path, which may be longer than the system takes, and never through a link); readable by the
+    unprivileged user a sandboxed bot may run as, an executable staying executable."""
+    *folders, name = rel.split("/")
+    if not name or any(part in ("", ".", "..") for part in (*folders, name)):
+        raise OSError(errno.EINVAL, "not a path inside the bot's folder", rel)
+    fd = os.dup(top)
+    try:
+        for part in folders:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            below = os.open(part, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(name, flags, 0o600, dir_fd=fd), "wb") as f:
+            f.write(data)
+            os.fchmod(f.fileno(), mode | 0o444 | (0o111 if mode & 0o100 else 0))
+    finally:
+        os.close(fd)
 
 
 class Arena(WorkerPlugin):
@@ -231,8 +272,18 @@ class Arena(WorkerPlugin):
         """`play`, its outcome as JSON text: plain data the coordinator reads without running any code
         of this machine's (it rebuilds and checks every record), a refusal as its message."""
         start = time.monotonic()
+        bot = None
         try:
             played, machine, seconds = self.play(bots, games)
+        except Unready as e:
+            played, machine, seconds, refused, error, bot = (
+                [],
+                self.machine,
+                0.0,
+                e.refused,
+                e.error,
+                e.digest,
+            )
         except Refused as e:
             played, machine, seconds, refused, error = [], self.machine, 0.0, str(e), None
         except Exception as e:  # said in words: the coordinator reads no pickled exception
@@ -246,22 +297,32 @@ class Arena(WorkerPlugin):
                 "played": [[k, record.to_dict()] for k, record in played],
                 "refused": refused,
                 "error": error,
+                "bot": bot,  # the bot being set up when it failed, if any
             }
         )
 
     def _player(self, ship: Shipment) -> Player:
         """A player of the shipped bot; whenever its process is about to start, its files are hashed again."""
         known = self._bots.get(ship.digest)
-        bot = known or self.cache.bot(ship)
+        bot = known or self._cached(ship)
         self._bots[ship.digest] = bot
         player = self.pool.take(bot)
         if known is not None and not player.running:
             try:
-                self.cache.bot(ship)
+                self._cached(ship)
             except BaseException:
                 self.pool.give(player, keep=False)
                 raise
         return player
+
+    def _cached(self, ship: Shipment) -> Bot:
+        """`Cache.bot`, a failure of which names the bot (Unready)."""
+        try:
+            return self.cache.bot(ship)
+        except Refused as e:
+            raise Unready(ship.digest, str(e), None) from e
+        except Exception as e:
+            raise Unready(ship.digest, None, f"{type(e).__name__}: {e}") from e
 
     def _games(self, bots: dict[str, Shipment], games: Sequence[Game]) -> Played:
         """Play the task's games in order, but none after a bot's game in which it gave no first answer

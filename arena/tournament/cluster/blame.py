@@ -1,0 +1,117 @@
+"""Whose fault a failed task is: its bot's or its machine's. A worker cannot tell (a bot whose files no
+machine can keep fails on every machine, a machine whose disk is full fails every bot), but the run can:
+a failure that follows a bot to a second machine is the bot's, and its games are forfeited by it with the
+failure and the machines named; a failure that stays with a machine (another game of its fails too, or
+the game it failed is played elsewhere) is the machine's, which is dropped and named. Until one of those is
+known, a failed game waits for another machine, and nobody is charged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arena.game.openings import position_after
+from arena.game.rules import NORTH, SOUTH, parse_rules
+from arena.match.record import GameRecord, Reason
+
+if TYPE_CHECKING:
+    from arena.tournament.backend import Machine
+    from arena.tournament.schedule import Slot
+
+BOT, MACHINE = "bot", "machine"  # the verdicts of `Blame.failed`; None: not known yet
+
+
+@dataclass(frozen=True, slots=True)
+class Strike:
+    """A failure on one worker that nobody has been charged with yet."""
+
+    games: frozenset[int]  # the task's games (indices of the run's slots)
+    bot: str | None  # the digest of the bot the worker was setting up when it failed, if it said
+    why: str  # why to drop the worker, should the failure turn out to be its machine's
+    found: Machine | None  # the machine, as it said of itself
+
+
+class Blame:
+    """The failures of one run's tasks, and who is charged with them."""
+
+    def __init__(self, slots: Sequence[Slot], spec: str) -> None:
+        self.slots = slots
+        self.rules = parse_rules(spec)
+        self.names = {b.digest: b.name for s in slots for b in (s.south, s.north)}
+        self.hosts: dict[str, dict[str, str]] = {}  # bot digest -> machine -> its failure there
+        self.strikes: dict[str, list[Strike]] = {}  # worker address -> its failures not yet charged
+        self.broken: dict[str, str] = {}  # bot name -> why its games are forfeited (their detail)
+
+    def failed(
+        self,
+        address: str,
+        found: Machine | None,
+        games: tuple[int, ...],
+        bot: str | None,
+        failure: str,
+        why: str,
+    ) -> str | None:
+        """A task failed on the worker at `address` (setting up the bot `bot`, if the worker said so):
+        BOT if that bot is now charged with it (its games are forfeited: `instead`), MACHINE if the worker
+        is (the caller drops it), None if it is not known yet (its games go to another machine)."""
+        host = found.host if found is not None else address
+        if bot is not None:
+            seen = self.hosts.setdefault(bot, {})
+            seen[host] = failure
+            if len(seen) >= 2:
+                name = self.names.get(bot, bot)
+                self.broken.setdefault(
+                    name,
+                    f"bot {name} could not be started on {len(seen)} machines ({', '.join(sorted(seen))}): "
+                    f"{failure}; its games of this run are forfeited: check that its files are ones any "
+                    "machine can keep and run (the next run tries it again)",
+                )
+                for strikes in self.strikes.values():  # the machines it failed on are cleared of it
+                    strikes[:] = [s for s in strikes if s.bot != bot]
+                return BOT
+        these = frozenset(games)
+        if any(s.games & these for a, strikes in self.strikes.items() if a != address for s in strikes):
+            return None  # these games failed on another machine too: it follows them, not the machine
+        mine = self.strikes.setdefault(address, [])
+        if any(s.bot is None or s.bot != bot for s in mine):
+            return MACHINE  # a second failure there, of another bot or of none in particular
+        mine.append(Strike(these, bot, why, found))
+        return None
+
+    def played(self, address: str, games: tuple[int, ...]) -> list[tuple[str, Strike]]:
+        """Games played on the worker at `address`: the other workers on which one of them had failed,
+        whose failure is thereby their machine's (the caller drops them), with that failure."""
+        done = set(games)
+        guilty = []
+        for other, strikes in self.strikes.items():
+            if other != address and (hit := next((s for s in strikes if s.games & done), None)):
+                guilty.append((other, hit))
+        for other, _ in guilty:
+            self.strikes.pop(other, None)
+        return guilty
+
+    def instead(self, slot: Slot) -> GameRecord | None:
+        """The forfeit to record for a game of a bot charged with its failures, or None to play it."""
+        culprit = next((b.name for b in (slot.south, slot.north) if b.name in self.broken), None)
+        if culprit is None:
+            return None
+        pos = position_after(self.rules, slot.opening)
+        names = (slot.south.name, slot.north.name)
+        return GameRecord(
+            rules=self.rules.spec,
+            south=slot.south.name,
+            north=slot.north.name,
+            moves=(),
+            south_store=pos.store(SOUTH),
+            north_store=pos.store(NORTH),
+            winner=slot.north.name if culprit == slot.south.name else slot.south.name,
+            reason=Reason.CRASH,
+            faulty=culprit,
+            detail=self.broken[culprit],
+            move_ms=(),
+            think_ms=dict.fromkeys(names, 0.0),
+            moves_made=dict.fromkeys(names, 0),
+            stderr=dict.fromkeys(names, ""),
+            opening=slot.opening,
+        )

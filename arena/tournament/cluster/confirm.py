@@ -1,0 +1,80 @@
+"""A result a replay cannot check is not taken on one machine's word. A bot's timeout, crash or garbled
+answer leaves nothing in the record that the rules engine can test: a machine that says "the opponent timed
+out before its first move" forges a win a replay accepts. So such a forfeit, which decides its game, is held
+and the game played again on another machine before it counts: the same bot forfeiting there confirms it
+(the first record is stored); otherwise the game as the second machine played it is stored, and the
+disagreement is named with both accounts. A machine whose claims are mostly not confirmed (at least
+UNCONFIRMED of them, more than it had confirmed) is dropped and named; an honest machine with a bot that
+times out now and then is not."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from arena.match.record import GameRecord, Reason
+from arena.tournament.schedule import Slot
+
+UNCHECKABLE = (Reason.TIMEOUT, Reason.CRASH, Reason.GARBLED)  # forfeits a replay cannot test
+UNCONFIRMED = 3  # unconfirmed claims (and more than its confirmed ones) that drop a machine
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A held forfeit: where it was played, and its record."""
+
+    address: str
+    host: str
+    record: GameRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What to do with a game that came back: `record` to store (None: hold it and play it again on
+    another machine), and a worker to drop (`drop`, with `why`)."""
+
+    record: GameRecord | None
+    drop: str | None = None
+    why: str = ""
+
+
+class Confirm:
+    """The run's held forfeits and each machine's confirmed and unconfirmed claims."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, Claim] = {}  # game -> the claim waiting for a second machine
+        self.confirmed: Counter[str] = Counter()  # worker address -> its claims confirmed
+        self.unconfirmed: Counter[str] = Counter()  # worker address -> its claims not confirmed
+        self.replayed = 0  # games played twice to confirm a claim (a held one that the bench then
+        # recorded without play is not)
+        self.disputes: list[str] = []  # each disagreement, both accounts in words
+
+    def settle(self, i: int, slot: Slot, address: str, host: str, record: GameRecord) -> Outcome:
+        claim = self.held.pop(i, None)
+        if claim is None:
+            if record.reason in UNCHECKABLE:
+                self.held[i] = Claim(address, host, record)
+                return Outcome(None)
+            return Outcome(record)
+        self.replayed += 1
+        if address == claim.address or record.faulty == claim.record.faulty:
+            self.confirmed[claim.address] += 1  # (played twice on one machine only if it is the only one)
+            return Outcome(claim.record)
+        said = f"{claim.record.faulty} forfeited ({claim.record.reason}: {claim.record.detail})"
+        there = (
+            f"{record.faulty} forfeited ({record.reason})" if record.faulty else f"it ended {record.reason}"
+        )
+        dispute = (
+            f"round {slot.round}, {slot.south.name} (south) against {slot.north.name}: {claim.host} said "
+            f"{said}; played again on {host}, {there}, which is stored"
+        )
+        self.disputes.append(dispute)
+        self.unconfirmed[claim.address] += 1
+        n = self.unconfirmed[claim.address]
+        if n >= UNCONFIRMED and n > self.confirmed[claim.address]:
+            why = (
+                f"{n} of its forfeits were not confirmed by other machines (the last: {dispute}): its "
+                "results cannot be trusted"
+            )
+            return Outcome(record, claim.address, why)
+        return Outcome(record)

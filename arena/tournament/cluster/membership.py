@@ -1,0 +1,218 @@
+"""Which workers play a run: each greeted once when it shows up, accepted if it runs this arena and can
+play as asked, else dropped and named; forgotten when it leaves (or is started again at its address)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import pickle
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from arena.tournament.cluster.context import Context
+from arena.tournament.cluster.plumbing import answer, game_workers, line, machine
+
+if TYPE_CHECKING:
+    from arena.tournament.backend import Machine
+
+log = logging.getLogger("arena")
+
+
+def greeting() -> Callable[[str, str, bytes], str]:
+    """The first task of a run on each worker, before any bot or game goes there: made inside a function,
+    so that Dask sends its code along (by value) and a worker whose arena is another, even one from before
+    this greeting, runs it and says which arena it has. Only on a worker whose arena is this one does it
+    go on to set the run up (workers.join): an older arena never unpickles anything of this run's."""
+
+    def hello(ours: str, plugin: str, arena: bytes) -> str:
+        import json
+        import os
+        import socket
+
+        said = {"host": os.environ.get("ARENA_MACHINE") or socket.gethostname(), "cores": os.cpu_count() or 1}
+        try:
+            from arena.tournament import identity
+
+            theirs = identity.version()
+        except Exception as e:  # an arena from before the version check
+            try:
+                import importlib.metadata
+
+                number = importlib.metadata.version("arena")
+            except Exception:
+                number = "unknown"
+            theirs = f"{number} (older: it cannot say its code, {type(e).__name__})"
+        if theirs != ours:
+            return json.dumps({**said, "version": theirs})
+        from arena.tournament import workers
+
+        return workers.join(plugin, arena)
+
+    return hello
+
+
+def greeted(said: dict[str, Any], address: str, slots: int) -> tuple[Machine | None, str]:
+    """A greeting's (or a failed task's) answer: the machine it names, and why it cannot play ("": the
+    greeting found nothing against it; the caller checks its version and sandbox)."""
+    from arena.tournament.backend import Machine
+
+    if isinstance(said.get("machine"), dict):
+        try:
+            return machine(said["machine"], address), line(str(said.get("error") or ""))
+        except (KeyError, TypeError, ValueError) as e:
+            return None, f"its greeting names no machine ({type(e).__name__}: {line(str(e))})"
+    host, cores, version = said.get("host"), said.get("cores"), said.get("version")
+    if type(host) is not str or type(version) is not str:
+        return None, "its greeting names no machine and no arena version"
+    found = Machine(
+        address, line(host, 80) or address, cores if type(cores) is int else 0, slots, False, False, (),
+        line(version, 120),
+    )  # fmt: skip
+    error = said.get("error")
+    return found, (f"arena could not start its games there: {line(str(error))}" if error else "")
+
+
+class Membership:
+    """The workers as one run knows them. `withdraw(address)` takes back the run's tasks on a worker
+    that is dropped (the dispatcher's)."""
+
+    def __init__(self, ctx: Context, serial: itertools.count[int], withdraw: Callable[[str], None]) -> None:
+        from arena.tournament import workers
+
+        self.ctx = ctx
+        self.serial = serial
+        self.withdraw = withdraw
+        self.plugin = f"arena-{ctx.conditions.tag or 'run'}"
+        self.arena = pickle.dumps(workers.Arena(ctx.conditions, ctx.idle_s))  # unpickled by workers.join
+        self.hello = greeting()
+        self.live: dict[str, tuple[int, str]] = {}  # workers with game slots: address -> (slots, Dask id)
+        self.accepted: dict[str, str] = {}  # greeted and fit to play: address -> Dask id
+        self.greeting: dict[str, tuple[Any, str]] = {}  # address -> its greeting's future, Dask id
+        self.joined: set[str] = set()  # where this run's plugin was set up: ended with the run
+        self.known: dict[str, Machine] = {}  # accepted workers' machines, as their greetings said
+        self.looked = 0.0
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        return self.ctx.dropped
+
+    def slots(self, address: str) -> int:
+        return self.live.get(address, (0, ""))[0]
+
+    def look(self, force: bool = False) -> bool:
+        """What the scheduler knows of the workers, asked at most once a second (True: it was asked): greet
+        the new ones, read the greetings that came back, forget the workers that left."""
+        now = time.monotonic()
+        if not force and now - self.looked < 1.0:
+            return False
+        self.looked = now
+        client = self.ctx.client
+        self.live = game_workers(client)
+        for address, id_ in list(self.accepted.items()):
+            if self.live.get(address, (0, ""))[1] != id_:  # gone, or started again at that address
+                del self.accepted[address]
+        for address, (future, id_) in list(self.greeting.items()):
+            if self.live.get(address, (0, ""))[1] != id_:
+                del self.greeting[address]
+                with contextlib.suppress(Exception):
+                    client.cancel([future], force=True)
+            elif future.done():
+                del self.greeting[address]
+                self.welcome(address, id_, future)
+        for address, (_, id_) in self.live.items():
+            if address not in self.accepted and address not in self.greeting and address not in self.dropped:
+                self.greet(address, id_)
+        return True
+
+    def greet(self, address: str, id_: str) -> None:
+        """Send a new worker the run's greeting, to run before anything else of the run goes there."""
+        client = self.ctx.client
+        future = self.ctx.patience.patiently(
+            client,
+            lambda: client.submit(
+                self.hello,
+                self.ctx.ours,
+                self.plugin,
+                self.arena,
+                key=f"arena-hello-{self.ctx.conditions.tag}-{next(self.serial)}",
+                workers=[address],
+                pure=False,
+            ),
+        )
+        self.greeting[address] = (future, id_)
+
+    def welcome(self, address: str, id_: str, future: Any) -> None:
+        """A worker's answer to the greeting: accept it, or drop it and say why."""
+        if future.status != "finished":
+            self.drop(
+                address, None, f"it could not run arena's greeting ({future.status}): is it the same Python?"
+            )
+            return
+        said = answer(future)
+        future.release()
+        if isinstance(said, str):
+            self.drop(address, None, said)
+            return
+        if said.get("version") == self.ctx.ours:
+            self.joined.add(address)
+        found, why = greeted(said, address, self.slots(address))
+        if found is None:
+            self.drop(address, None, why)
+        elif why or (why := self.ctx.unfit(found)):
+            self.drop(address, found, why)
+        elif found.host in self.dropped:
+            self.drop(address, found, f"its machine was dropped from this run: {self.dropped[found.host]}")
+        else:
+            self.accepted[address] = id_
+            self.known[address] = found
+
+    def drop(self, address: str, found: Machine | None, why: str) -> None:
+        """Play no more games on this worker (nor on its machine), and name it. It is not retired (Dask's
+        retirement waits for its tasks, without a deadline): it is sent nothing more, its tasks are taken
+        back, what it still answers is not read, and the bots are sent again to the workers that remain."""
+        self.dropped[address] = why
+        self.accepted.pop(address, None)
+        if found is not None:
+            self.dropped[found.host] = why
+            self.ctx.named[f"{found.host} ({address})"] = why
+            if self.ctx.on_machine:
+                self.ctx.on_machine(dataclasses.replace(found, address=address, refused=why))
+        else:
+            self.ctx.named[address] = why
+            log.warning(f"worker {address} dropped from this run: {why}")
+        self.withdraw(address)
+
+    def wait_for_greetings(self) -> None:
+        """Before the first game: the greetings of the workers there are, up to `connect_s`, so that every
+        worker that is up when the run starts has its share of the first games."""
+        deadline = time.monotonic() + self.ctx.patience.connect_s
+        while self.greeting and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.look(force=True)
+
+    def none_left(self) -> str:
+        """Why no worker plays, in one line."""
+        p = self.ctx.patience
+        if self.ctx.named:
+            names = "; ".join(f"{name}: {why}" for name, why in self.ctx.named.items())
+            return (
+                f"every worker of the cluster at {p.address} was dropped: {names}; no other joined in "
+                f"{p.workers_s:g} s: fix what is said (or start other workers) and run the same command "
+                "again to resume"
+            )
+        if self.greeting:
+            return (
+                f"no worker of the cluster at {p.address} answered arena's greeting in {p.workers_s:g} s "
+                f"({', '.join(sorted(self.greeting))}); the games stored so far are kept: run the same "
+                "command again to resume"
+            )
+        from arena.tournament.workers import RESOURCE
+
+        return (
+            f"no worker of the cluster at {p.address} offers game slots after {p.workers_s:g} s: start "
+            f"workers with 'dask worker {p.address} --nthreads N --resources {RESOURCE}=N', N the "
+            "machine's cores"
+        )

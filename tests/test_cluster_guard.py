@@ -1,0 +1,52 @@
+"""A lab's `dask worker` or `dask scheduler` started without the class's certificates (the README's command
+with `--preload arena.tournament.guard`) says so in one line, naming the flags it lacks, and exits before
+Dask's start-up would end in a traceback; one started as the README says is let through (the end-to-end
+tests of tests/test_cluster_lab.py start every process with the guard)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from arena.tournament import guard
+
+pytest.importorskip("distributed")
+WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
+SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+
+
+@pytest.mark.parametrize(
+    ("args", "lacks"),
+    [
+        ([*WORKER, "tls://127.0.0.1:9"], "--tls-ca-file, --tls-cert, --tls-key"),
+        ([*WORKER, "tls://127.0.0.1:9", "--tls-ca-file", __file__], "--tls-cert, --tls-key"),
+        ([*SCHEDULER, "--protocol", "tls", "--host", "127.0.0.1", "--port", "0"],
+         "--tls-ca-file, --tls-cert, --tls-key"),
+    ],
+    ids=["worker", "worker with the authority only", "scheduler"],
+)  # fmt: skip
+def test_a_lab_process_without_certificates_is_one_line(args: list[str], lacks: str) -> None:
+    out = subprocess.run(
+        [*args, "--dashboard-address", "127.0.0.1:0", "--preload", "arena.tournament.guard"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    which = "scheduler" if args[:3] == SCHEDULER else "worker"
+    line = out.stderr.splitlines()[-1]
+    assert line.startswith(f"arena: this dask {which} speaks TLS but has no {lacks}: "), line
+    for flag in lacks.split(", "):
+        assert f"{flag} certs/" in line.partition("adding ")[2], line
+
+
+def test_only_a_tls_process_of_the_lab_is_checked() -> None:
+    dask_worker = ["/usr/bin/dask", "worker"]
+    assert guard.lacking([*dask_worker, "tcp://10.0.0.1:8786"], {}) == []  # refused by the coordinator
+    assert guard.lacking(["python", "-c", "x"], {}) == []  # a nanny's worker process: its TLS is handed
+    assert (
+        guard.lacking([*dask_worker, "tls://h:1"], {"ca-file": "c", "worker": {"cert": "w", "key": "k"}})
+        == []
+    )
+    assert guard.lacking([*dask_worker, "tls://h:1", "--tls-cert=w.pem"], {"ca-file": "c"}) == ["--tls-key"]

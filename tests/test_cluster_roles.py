@@ -1,0 +1,121 @@
+"""Roles in the certificates, on real `dask scheduler` and `dask worker` processes over TLS on 127.0.0.1
+started as the README says (with arena.tournament.guard): a worker's certificate used as a Dask client can
+neither run code on the workers (Client.run) nor on the scheduler (run_on_scheduler), nor ask a worker
+directly; the coordinator's can. A machine's own certificate (`arena cluster-certs DIR --machine NAME`)
+joins, and once its name is in the scheduler's `revoked` list it no longer does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_cluster_lab import client, free_port, process, scheduler_args, wait_workers, worker_args
+
+from arena.tournament import guard, trust
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow
+
+
+def as_client(certs: Path, role: str) -> distributed.Security:
+    return distributed.Security(
+        tls_ca_file=str(certs / "ca.pem"),
+        tls_client_cert=str(certs / f"{role}.pem"),
+        tls_client_key=str(certs / f"{role}.key"),
+        require_encryption=True,
+    )
+
+
+def refused(call) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        call()
+    except Exception:
+        return True
+    return False
+
+
+def test_only_the_coordinators_certificate_acts_as_a_client_and_a_revoked_machine_never_joins(
+    tmp_path: Path, certs: Path
+) -> None:
+    mine = tmp_path / "certs"
+    shutil.copytree(certs, mine)
+    out = subprocess.run(
+        [sys.executable, "-m", "arena", "cluster-certs", str(mine), "--machine", "lab-3"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert (mine / "worker-lab-3.pem").is_file() and (mine / "worker-lab-3.key").stat().st_mode & 0o077 == 0
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {"ARENA_CACHE": str(tmp_path / "cache")}
+    with (
+        process(scheduler_args(mine, port), logs / "scheduler.log"),
+        process([*worker_args(address, mine), "--name", "lab-a"], logs / "a.log", env),
+        process([*worker_args(address, mine, "worker-lab-3"), "--name", "lab-3"], logs / "b.log", env),
+    ):  # fmt: skip
+        wait_workers(address, mine, 2)
+        with client(address, mine) as c:  # the coordinator's certificate: a client
+            assert len(c.run(os.getpid)) == 2
+            assert c.run_on_scheduler(os.getpid) > 0
+            workers = list(c.scheduler_info(n_workers=-1)["workers"])
+
+        stolen = as_client(mine, "worker")  # a lab machine's certificate, as a client
+        marker = tmp_path / "owned"
+
+        def own_it() -> None:
+            marker.write_text("ran")
+
+        def run_everywhere() -> None:
+            with distributed.Client(address, security=stolen, set_as_default=False, timeout=10) as c:
+                c.run(own_it)
+
+        def run_on_scheduler() -> None:
+            with distributed.Client(address, security=stolen, set_as_default=False, timeout=10) as c:
+                c.run_on_scheduler(own_it)
+
+        def ask_a_worker() -> None:  # straight to a worker, past the scheduler
+            async def ask() -> None:
+                args = stolen.get_connection_args("client")
+                async with distributed.rpc(workers[0], connection_args=args) as r:
+                    await r.run(function=distributed.protocol.pickle.dumps(own_it))
+
+            asyncio.run(ask())
+
+        assert refused(run_everywhere) and refused(run_on_scheduler) and refused(ask_a_worker)
+        assert not marker.exists(), "a worker's certificate ran code in the lab"
+        said = (logs / "scheduler.log").read_text(errors="replace")
+        assert "arena: scheduler refused 'register-client'" in said, said[-3000:]
+
+        # lab-3 revoked: its worker, started again, is refused by the scheduler and never joins
+        (mine / trust.REVOKED).write_text("lab-3  # its laptop was lost\n", encoding="utf-8")
+        again = [*worker_args(address, mine, "worker-lab-3"), "--name", "lab-3b", "--death-timeout", "15"]
+        with process(again, logs / "c.log", env):
+            time.sleep(8)
+            with client(address, mine) as c:
+                names = {str(w["name"]) for w in c.scheduler_info(n_workers=-1)["workers"].values()}
+            assert "lab-3b" not in names, names
+        assert "is revoked" in (logs / "scheduler.log").read_text(errors="replace")
+
+
+def test_a_certificate_says_its_role_and_machine() -> None:
+    units = ((("organizationalUnitName", "worker"),), (("organizationalUnitName", "machine lab-3"),))
+    cert = {"subject": ((("commonName", "arena class worker lab-3"),), *units), "serialNumber": "AB12"}
+    assert guard.peer(cert) == guard.Peer("worker", "lab-3", "ab12")
+    old = {"subject": ((("commonName", "arena class coordinator"),),), "serialNumber": "01"}
+    assert guard.peer(old).role == "coordinator"  # made before roles: the role ends its common name
+    assert guard.allowed("scheduler", guard.Peer("scheduler", "", ""), guard.peer(old)) is None
+    worker = guard.allowed("scheduler", guard.Peer("scheduler", "", ""), guard.peer(cert))
+    assert worker is not None and not worker("register-client") and not worker("run_function")
+    assert worker("register-worker") and worker("heartbeat_worker")
+    at_worker = guard.allowed("worker", guard.Peer("worker", "lab-a", ""), guard.peer(cert))
+    assert at_worker is not None and at_worker("get_data") and not at_worker("run")
+    at_nanny = guard.allowed("nanny", guard.Peer("worker", "lab-a", ""), guard.peer(cert))
+    assert at_nanny is not None and not at_nanny("close_gracefully")  # not its own machine's worker
