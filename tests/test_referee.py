@@ -60,10 +60,11 @@ def play(
 
 
 def assert_fault(record: GameRecord, reason: str, *words: str) -> None:
-    """`hostile` lost by `reason`, `good` won, the detail has every one of `words`, the moves replay."""
+    """`hostile` lost by `reason`, `good` won, the detail with the bot's words (what its author reads) has
+    every one of `words`, the moves replay."""
     assert (record.reason, record.faulty, record.winner) == (reason, "hostile", "good"), record
     for word in words:
-        assert word in record.detail, f"{word!r} not in detail {record.detail!r}"
+        assert word in record.told(), f"{word!r} not in detail {record.told()!r}"
     pos = replay(parse_rules(record.rules), record.moves)
     assert (pos.store(SOUTH), pos.store(NORTH)) == (record.south_store, record.north_store)
     assert len(record.move_ms) == len(record.moves)
@@ -309,7 +310,12 @@ def test_partial_line_then_stall_times_out(bots) -> None:
             say(str(first_legal(board)))
         """,
     )
-    assert_fault(record, "timeout", "no reply within 200 ms: it wrote '3' but no end of line")
+    assert_fault(
+        record,
+        "timeout",
+        "no reply within 200 ms: it wrote part of a line but no end of line",
+        "what it wrote: '3'",
+    )
     assert elapsed < 3
 
 

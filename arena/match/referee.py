@@ -189,7 +189,10 @@ class Player:
         verdict = self._wire.proc.memory_verdict(fault.detail, settle, self._mark)
         if not verdict:
             return fault
-        return Fault(Reason.CRASH, f"{verdict} (seen as {fault.reason}: {fault.detail})")
+        # The verdict quotes the bot's last words ("; it said '...'"): kept with what else the bot said.
+        verdict, quoting, words = verdict.partition("; it said ")
+        said = "; ".join(s for s in (f"it said {words}" if quoting else "", fault.said) if s)
+        return Fault(Reason.CRASH, f"{verdict} (seen as {fault.reason}: {fault.detail})", said)
 
     def check_limits(self) -> None:
         """Fault('crash') if the running process has gone over its memory or process limit."""
@@ -312,7 +315,7 @@ def play_game(
     if forfeit is None:
         outcome = rules.result(pos)
         winner = None if outcome.winner is None else by_side[outcome.winner].name
-        reason, faulty, detail = Reason(outcome.reason), None, ""
+        reason, faulty, detail, said = Reason(outcome.reason), None, "", ""
         for side, player in enumerate(by_side):
             result = "draw" if outcome.winner is None else ("win" if outcome.winner == side else "loss")
             player.end_game(result, pos.store(side), pos.store(_other(side)), reason)
@@ -320,6 +323,7 @@ def play_game(
         loser = forfeit.player
         other = north if loser is south else south
         winner, reason, faulty, detail = other.name, forfeit.fault.reason, loser.name, forfeit.fault.detail
+        said = forfeit.fault.said
         loser.kill()
         side = by_side.index(other)
         other.end_game("win", pos.store(side), pos.store(_other(side)), reason)
@@ -339,6 +343,7 @@ def play_game(
         reason=reason,
         faulty=faulty,
         detail=detail,
+        said=said,
         move_ms=tuple(move_ms),
         think_ms={name: round(ms, 2) for name, ms in think_ms.items()},
         moves_made=moves_made,

@@ -422,9 +422,9 @@ def _game(
     if record.faulty is None:
         return Item(name, OK, _played(record, trial.rules, me.name))
     if record.faulty != me.name:
-        return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.detail})")
+        return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.told()})")
     status = FAIL if trial.binding else WARN
-    problem = f"forfeit ({record.reason}): {record.detail}"
+    problem = f"forfeit ({record.reason}): {record.told()}"
     if trial.binding:
         tally.failed.add(record.reason)
     elif record.reason in tally.failed:
@@ -457,7 +457,7 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
         try:
             me.start()
         except Fault as fault:
-            return Item(name, SKIP, f"its process could not be started: {fault.detail}")
+            return Item(name, SKIP, f"its process could not be started: {fault.told()}")
     proc = me.wire().proc
     began = time.monotonic()
     me.close(grace)

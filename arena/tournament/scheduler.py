@@ -74,7 +74,7 @@ class Bench:
                 kinds = ", ".join(f"{n} {r}" for r, n in sorted(Counter(m.reason for m in misses).items()))
                 self.benched[culprit] = (
                     f"benched for the rest of this run: no first answer in {len(misses)} games in a row "
-                    f"({kinds}; the last: {misses[-1].reason}: {misses[-1].detail}); the next run tries it "
+                    f"({kinds}; the last: {misses[-1].reason}: {misses[-1].told()}); the next run tries it "
                     "again"
                 )
 
