@@ -71,3 +71,38 @@ def test_the_teacher_sets_the_count(django_class: Path) -> None:
     client.post("/teacher/settings", {"kept_versions": "4"})
     assert Classroom.current().kept_versions == 4  # type: ignore[union-attr]
     assert 'name="kept_versions"' in client.get("/teacher").content.decode()
+
+
+def test_a_build_over_the_cap_fails_its_check_and_leaves_nothing_big(
+    django_class: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's check of an uploaded folder whose build writes 32 MiB, under a cap of 8 MiB: failed in
+    one line naming the size, and the class folder keeps the upload alone."""
+    import zipfile
+
+    from arena.match import build
+    from arena.server import accounts, checking, submitting
+    from arena.server.classdir import ClassDir
+    from arena.server.models import Classroom, Status
+    from arena.tournament.settings import Settings
+
+    monkeypatch.setattr(build, "BUILD_BYTES", 8 * 1024 * 1024)
+    where = ClassDir(django_class)
+    shutil.rmtree(where.submissions, ignore_errors=True)
+    where.make()
+    classroom = Classroom.objects.create(name="B")
+    member = accounts.add_member("bea", "a long password 3")
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as z:
+        z.writestr("bea/bot.toml", 'build = "sh build.sh"\ncommand = "sh bot.sh"\n')
+        z.writestr("bea/build.sh", "dd if=/dev/zero of=blob bs=1M count=32 2>/dev/null\n")
+        z.writestr("bea/bot.sh", "echo 1\n")
+    data = packed.getvalue()
+    version = submitting.submit(where, classroom, member, "bea.zip", io.BytesIO(data), len(data))
+    checked = checking.run_check(where, version, Settings(openings=0))
+    assert checked.status == Status.FAILED
+    (item,) = checked.checklist["items"]
+    assert item["name"] == "build" and "\n" not in item["problem"], item
+    assert "more than the 8 MiB a build may write" in item["problem"], item["problem"]
+    held = sum(f.stat().st_size for f in (where.submissions / "bea").rglob("*") if f.is_file())
+    assert held < 1024 * 1024, held
