@@ -76,3 +76,21 @@ def test_arena_check_from_a_wheel_finds_its_reference_bots(installed: Path, tmp_
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert '"fails": false' in run.stdout, run.stdout
+
+
+@pytest.mark.slow
+def test_arena_serve_copies_the_reference_bots_into_a_class_from_a_wheel(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The class folder's references/, which every check of `arena serve` plays against, from the wheel."""
+    made = subprocess.run(
+        [installed, "-c", "import sys, pathlib; from arena.server.classdir import ClassDir; "
+         "ClassDir(pathlib.Path(sys.argv[1])).make()", str(tmp_path / "class")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    refs = tmp_path / "class" / "references"
+    assert sorted(p.name for p in refs.iterdir()) == ["greedy.py", "random.py"]
+    assert (refs / "random.py").read_bytes() == (ROOT / "bots" / "random.py").read_bytes()
