@@ -161,7 +161,7 @@ def answer(words, moves):
     say(str(pits_of(words) + 1))
 """,
         "illegal",
-        ("pit 5 is out of range",),
+        ("a pit out of range", "its move: 5"),
     ),
     "swap": (
         """

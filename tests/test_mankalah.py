@@ -397,7 +397,7 @@ FAULTS = [
     ("cr", NORTH, "garbled", ["\\r", "invalid message"]),
     ("zero", SOUTH, "garbled", ["MOVE;0", "numbered from 1"]),
     ("empty", NORTH, "illegal", ["is empty"]),
-    ("eight", SOUTH, "illegal", ["played 8", "out of range 1..7"]),
+    ("eight", SOUTH, "illegal", ["its move: 8", "out of range 1..7"]),
     ("lateswap", SOUTH, "garbled", ["SWAP", "North's first reply"]),
     ("lateswap", NORTH, "garbled", ["SWAP", "North's first reply"]),  # swaps, then SWAP again as South
     ("hang", NORTH, "timeout", ["no reply within 300 ms"]),

@@ -559,7 +559,8 @@ def test_empty_pit_is_illegal(bots) -> None:
 @pytest.mark.parametrize("pit", [0, 7, 999_999_999])
 def test_pit_out_of_range_is_illegal(bots, pit: int) -> None:
     record, _ = play(bots, f'def answer(board, moves):\n    say("{pit}")\n')
-    assert_fault(record, "illegal", f"pit {pit} is out of range 1..6")
+    assert_fault(record, "illegal", "played a pit out of range 1..6", f"its move: {pit}")
+    assert str(pit) not in record.detail  # a number it chose is its words: shown to its author alone
 
 
 def test_swap_without_pie_rule_is_illegal(bots) -> None:

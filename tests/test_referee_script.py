@@ -51,7 +51,7 @@ def opening_of(name: str, side: str = "south") -> Script:
 @pytest.mark.parametrize(
     ("answer", "reason", "detail"),
     [
-        ("7", Reason.ILLEGAL, "played 7: "),
+        ("7", Reason.ILLEGAL, "played a pit out of range 1..2 (pits are numbered 1..n"),
         ("hello", Reason.GARBLED, "answered what is not a move; print only the move on stdout"),
         (Exit(), Reason.CRASH, "exited"),
     ],

@@ -291,6 +291,9 @@ def play_game(
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
+                    if isinstance(move, int) and not 1 <= move <= rules.pits:  # a number it chose: its words
+                        out = f"played a pit out of range 1..{rules.pits}{_PITS}"
+                        raise Fault(Reason.ILLEGAL, out, f"its move: {move}") from None
                     raise Fault(
                         Reason.ILLEGAL, f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
                     ) from None
