@@ -130,7 +130,7 @@ def test_only_illegal_answers_forfeit_as_illegal_naming_the_last(tmp_path):
     bot = folder_bot(tmp_path, "bad", answers_then("print(98, flush=True); print(99, flush=True)"))
     record = play(tmp_path, bot)
     assert (record.faulty, record.reason) == ("bad", "illegal")
-    assert "played 99" in record.detail
+    assert "its move: 99" in record.said  # the bot's own number: its author's to read
 
 
 def test_no_answer_is_a_timeout(tmp_path):

@@ -235,7 +235,7 @@ def test_a_forfeit_shows_where_and_why_and_how_to_reproduce_it(browser, cup):
         pos = rules.play(pos, move)
     assert _board(browser) == pos.board  # the position where it happened
     text = browser.find_element(By.ID, "r-fault").text
-    assert record.detail in text and "crashy forfeited" in text
+    assert record.told() in text and "crashy forfeited" in text
     stderr = browser.find_element(By.ID, "fx-stderr").text
     assert "<script>alert(1)</script> gave up" in stderr and "<b>thinking</b>" in stderr  # as text
     assert not browser.execute_script("return document.querySelector('#r-fault script, #r-fault b')")

@@ -374,7 +374,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path):
 
 
 def test_without_reference_bots_the_check_says_where_it_looked(tmp_path, monkeypatch):
-    """An installed arena has no bots/ folder of its own: the check names where it looked and what to do."""
+    """An arena without its package data (a broken install): the check names where it looked, what to do."""
     import arena.student.check as check_module
     from arena.match.bots import BotError, load_bot
     from arena.tournament.settings import Settings
@@ -382,7 +382,9 @@ def test_without_reference_bots_the_check_says_where_it_looked(tmp_path, monkeyp
     monkeypatch.setattr(check_module, "ARENA_BOTS", tmp_path / "no-bots")
     mine = tmp_path / "mine.py"
     mine.write_text("print(1)\n")
-    with pytest.raises(BotError, match=r"no reference bots: .*no-bots and the --bots folder; copy them"):
+    with pytest.raises(
+        BotError, match=r"no reference bots: .*no-bots \(arena's own\) and the --bots folder; reinstall"
+    ):
         check_module.check(load_bot(mine), Settings(openings=0))
 
 

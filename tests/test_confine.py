@@ -115,7 +115,7 @@ def assert_forfeit(record: GameRecord, faulty: str, reason: str, *words: str) ->
     assert (record.reason, record.faulty) == (reason, faulty), record
     assert record.winner not in (None, faulty)
     for word in words:
-        assert word in record.detail, f"{word!r} not in detail {record.detail!r}"
+        assert word in record.told(), f"{word!r} not in detail {record.told()!r}"
 
 
 # --- 1. fair CPU --------------------------------------------------------------------------------------------

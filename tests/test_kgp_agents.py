@@ -105,7 +105,9 @@ def test_an_agent_that_never_moves_forfeits_on_time(tmp_path, jailer):
 def test_an_agent_of_nothing_but_lines_that_are_not_kgp_forfeits_as_garbled(tmp_path, jailer):
     record, agent = play(tmp_path, jailer, "garbage")
     assert (record.faulty, record.reason) == ("agent", "garbled")
-    assert record.detail.startswith("wrote 17 lines that are not KGP, the last not an integer")
+    assert record.detail == "wrote 17 lines that are not KGP"  # the reason, in arena's words alone
+    assert record.said.startswith("the last: not an integer")  # the agent's own words: for its author
+    assert "KGP!" in record.said and "KGP!" not in record.detail
 
 
 @needs_sandbox

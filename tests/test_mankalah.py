@@ -314,7 +314,7 @@ def test_invalid_messages_are_garbled(line: str, can_swap: bool, words: list[str
     assert caught.value.reason == "garbled"
     assert "invalid message" in caught.value.detail
     for word in words:
-        assert word in caught.value.detail
+        assert word in caught.value.told()
 
 
 def test_the_example_in_protocol_md_is_what_agents_are_told() -> None:
@@ -397,12 +397,12 @@ FAULTS = [
     ("cr", NORTH, "garbled", ["\\r", "invalid message"]),
     ("zero", SOUTH, "garbled", ["MOVE;0", "numbered from 1"]),
     ("empty", NORTH, "illegal", ["is empty"]),
-    ("eight", SOUTH, "illegal", ["played 8", "out of range 1..7"]),
+    ("eight", SOUTH, "illegal", ["its move: 8", "out of range 1..7"]),
     ("lateswap", SOUTH, "garbled", ["SWAP", "North's first reply"]),
     ("lateswap", NORTH, "garbled", ["SWAP", "North's first reply"]),  # swaps, then SWAP again as South
     ("hang", NORTH, "timeout", ["no reply within 300 ms"]),
     ("crash", SOUTH, "crash", ["exited with code 3", "giving up"]),
-    ("chatty", NORTH, "garbled", ["answered 'thanks'", "invalid message"]),  # an early line is a reply
+    ("chatty", NORTH, "garbled", ["its message: 'thanks'", "invalid message"]),  # an early line is a reply
 ]
 
 
@@ -415,7 +415,7 @@ def test_each_fault_forfeits_and_the_other_agent_hears_end(
     record = game(south, north, Limits(move_ms=300, startup_ms=5000))
     assert (record.reason, record.faulty, record.winner) == (reason, "hostile", "good"), record
     for word in words:
-        assert word in record.detail, f"{word!r} not in {record.detail!r}"
+        assert word in record.told(), f"{word!r} not in {record.told()!r}"
     replays(record)
     # The other agent heard every move up to the abort, no CHANGE ...;END, and END last.
     assert heard(record, "good") == transcript(record, "good")

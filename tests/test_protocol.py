@@ -33,8 +33,8 @@ def test_garbled_answers_say_what_was_wrong(line, words):
         parse_move(line)
     assert info.value.reason == "garbled"
     for word in words:
-        assert word in info.value.detail
-    assert len(info.value.detail) < 200
+        assert word in info.value.told()
+    assert len(info.value.told()) < 200
 
 
 @given(st.text(max_size=60))

@@ -60,10 +60,11 @@ def play(
 
 
 def assert_fault(record: GameRecord, reason: str, *words: str) -> None:
-    """`hostile` lost by `reason`, `good` won, the detail has every one of `words`, the moves replay."""
+    """`hostile` lost by `reason`, `good` won, the detail with the bot's words (what its author reads) has
+    every one of `words`, the moves replay."""
     assert (record.reason, record.faulty, record.winner) == (reason, "hostile", "good"), record
     for word in words:
-        assert word in record.detail, f"{word!r} not in detail {record.detail!r}"
+        assert word in record.told(), f"{word!r} not in detail {record.told()!r}"
     pos = replay(parse_rules(record.rules), record.moves)
     assert (pos.store(SOUTH), pos.store(NORTH)) == (record.south_store, record.north_store)
     assert len(record.move_ms) == len(record.moves)
@@ -309,7 +310,12 @@ def test_partial_line_then_stall_times_out(bots) -> None:
             say(str(first_legal(board)))
         """,
     )
-    assert_fault(record, "timeout", "no reply within 200 ms: it wrote '3' but no end of line")
+    assert_fault(
+        record,
+        "timeout",
+        "no reply within 200 ms: it wrote part of a line but no end of line",
+        "what it wrote: '3'",
+    )
     assert elapsed < 3
 
 
@@ -553,7 +559,8 @@ def test_empty_pit_is_illegal(bots) -> None:
 @pytest.mark.parametrize("pit", [0, 7, 999_999_999])
 def test_pit_out_of_range_is_illegal(bots, pit: int) -> None:
     record, _ = play(bots, f'def answer(board, moves):\n    say("{pit}")\n')
-    assert_fault(record, "illegal", f"pit {pit} is out of range 1..6")
+    assert_fault(record, "illegal", "played a pit out of range 1..6", f"its move: {pit}")
+    assert str(pit) not in record.detail  # a number it chose is its words: shown to its author alone
 
 
 def test_swap_without_pie_rule_is_illegal(bots) -> None:

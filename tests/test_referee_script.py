@@ -51,8 +51,8 @@ def opening_of(name: str, side: str = "south") -> Script:
 @pytest.mark.parametrize(
     ("answer", "reason", "detail"),
     [
-        ("7", Reason.ILLEGAL, "played 7: "),
-        ("hello", Reason.GARBLED, "answered 'hello'"),
+        ("7", Reason.ILLEGAL, "played a pit out of range 1..2 (pits are numbered 1..n"),
+        ("hello", Reason.GARBLED, "answered what is not a move; print only the move on stdout"),
         (Exit(), Reason.CRASH, "exited"),
     ],
 )
@@ -92,7 +92,8 @@ def test_an_answer_after_the_deadline_is_a_timeout_that_says_how_late(clock: Clo
     north = opening_of("bob", "north").expect("MOVE 200 3 2 0 2 0 1", "1").expect("END win 1 1 timeout")
     record = play_game(RULES, seat(clock, "ann", south), seat(clock, "bob", north), LIMITS)
     assert (record.faulty, record.reason) == ("ann", Reason.TIMEOUT)
-    assert record.detail == "no reply within 200 ms: it answered '1' only after 300 ms"
+    assert record.detail == "no reply within 200 ms: it answered only after 300 ms"
+    assert record.said == "its answer: '1'"  # the bot's own bytes, apart: the server shows them to few
 
 
 def test_the_time_bank_shrinks_each_offer_and_its_end_is_a_timeout(clock: Clock) -> None:
@@ -112,9 +113,9 @@ def test_the_time_bank_shrinks_each_offer_and_its_end_is_a_timeout(clock: Clock)
     record = play_game(RULES, seat(clock, "ann", south), seat(clock, "bob", north), bank)
     assert (record.faulty, record.reason) == ("ann", Reason.TIMEOUT)
     assert record.detail == (
-        "no reply within 50 ms: it answered '2' only after 125 ms: "
-        "its time bank of 300 ms for the game ran out"
+        "no reply within 50 ms: it answered only after 125 ms: its time bank of 300 ms for the game ran out"
     )
+    assert record.said == "its answer: '2'"
 
 
 def test_north_may_swap_under_the_pie_rule_and_south_may_not(clock: Clock) -> None:
@@ -145,4 +146,6 @@ def test_a_line_written_unasked_is_garbled_at_the_next_question(clock: Clock) ->
     north = opening_of("bob", "north").expect("MOVE 200 3 2 0 2 0 1", "1").expect("END win 1 1 garbled")
     record = play_game(RULES, seat(clock, "ann", south), seat(clock, "bob", north), LIMITS)
     assert (record.faulty, record.reason) == ("ann", Reason.GARBLED)
-    assert record.detail.startswith("wrote '1' when no move was asked for")
+    assert (
+        record.detail.startswith("wrote a line when no move was asked for") and record.said == "the line: '1'"
+    )

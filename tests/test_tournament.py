@@ -31,7 +31,7 @@ from procs import processes_mentioning
 from arena.api import Tournament
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import Bot, discover
-from arena.match.record import GameRecord
+from arena.match.record import GameRecord, told
 from arena.tournament import ratings
 from arena.tournament.schedule import Slot, gauntlet, round_robin
 from arena.tournament.settings import Settings
@@ -693,7 +693,11 @@ def test_bad_input_is_one_clear_line_and_harms_no_store(tmp_path, case):
     ("source", "reason", "detail"),
     [
         (CRASHER, "crash", "exited with code 1; last stderr line: cannot find my weights file"),
-        (GARBLER, "garbled", "answered 'hello there'; print only the move on stdout"),
+        (
+            GARBLER,
+            "garbled",
+            "(a pit number or SWAP), logs go to stderr; its answer: 'hello there'",
+        ),
     ],
     ids=["crashes-at-start", "answers-garbage"],
 )
@@ -708,7 +712,7 @@ def test_a_broken_bot_forfeits_its_games_and_the_tournament_goes_on(tmp_path, so
         if "broken" in players:
             assert (r["faulty"], r["reason"]) == ("broken", reason), r
             assert r["winner"] == next(p for p in players if p != "broken")
-            assert detail in r["detail"]
+            assert detail in told(r["detail"], r["said"])
         else:
             assert (r["faulty"], r["reason"]) == (None, "normal"), r
             assert replay(r) == (r["south_store"], r["north_store"])

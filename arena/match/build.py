@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -52,6 +53,10 @@ from arena.match.bots import (
 from arena.match.confine import Confinement, Jail, Warden
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
+# A bot's folder after its build, and the build's copy of it while it runs, at most: a build that writes
+# without end is stopped and its files dropped, so that nothing big stays in a class's folder.
+BUILD_BYTES = 256 * 1024 * 1024
+_LOOK = 0.1  # seconds between two looks at the size of a running build's folder
 # Where a build's copy of the folder lives: a tmpfs, whose pages are charged to the memory cgroup of the
 # process that writes them, so the build's memory limit also bounds the files it writes (on the host's disk
 # a build writing without end would fill it, and the tournament's store with it).
@@ -70,12 +75,14 @@ def ensure_built(
     conf: Confinement,
     *,
     seconds: float = BUILD_SECONDS,
+    max_bytes: int | None = None,
     say: Callable[[str], None] | None = None,
 ) -> Bot:
     """The bot, built if its bot.toml has a `build` and its stamp says the sources or outputs changed since
     the last build, re-loaded (its command checked, its digest that of its sources); BuildError, one line
     with the compiler's output in `.output`, when the build fails or does not make the command's program.
-    `say` hears of a build before it runs."""
+    `say` hears of a build before it runs; `max_bytes` (default BUILD_BYTES) bounds the folder during and
+    after the build."""
     if not bot.build:
         return bot
     with _locked(bot.path):
@@ -83,7 +90,7 @@ def ensure_built(
         if needed(built):
             if say is not None:
                 say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in built.build)}")
-            _build(built, conf, seconds)
+            _build(built, conf, seconds, BUILD_BYTES if max_bytes is None else max_bytes)
             built = load_bot(bot.path)
             _write_stamp(bot.path, built, built_outputs(bot.path))
     try:
@@ -161,7 +168,23 @@ def _scratch(folder: Path) -> Path | None:
     return _SCRATCH if os.access(_SCRATCH, os.W_OK) and free > 2 * size + _SCRATCH_SPARE else None
 
 
-def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
+def _bytes(folder: Path) -> int:
+    """The bytes of the files under `folder` (their sizes, so a sparse file counts as what copying it writes),
+    as it is at this moment: a running build adds and removes files while this looks."""
+    total = 0
+    for top, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, name)).st_size
+    return total
+
+
+def shown_bytes(size: int) -> str:
+    """A size as a student reads it: MiB, or GiB from 1 GiB."""
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
+def _build(bot: Bot, conf: Confinement, seconds: float, max_bytes: int = BUILD_BYTES) -> None:
     """Run the build in a copy of the bot's folder and copy what it made back, recording it in the stamp."""
     folder = bot.path
     manifest = folder / MANIFEST
@@ -184,9 +207,14 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
             deadline = time.monotonic() + seconds
             for argv in bot.build:
                 try:
-                    _step(jail, argv, copy, log, deadline, seconds, manifest)
+                    _step(jail, argv, copy, log, deadline, seconds, manifest, max_bytes)
                 except BuildError as e:
                     raise _with_claims(e, claimed) from None
+            if (size := _bytes(copy)) > max_bytes:
+                raise BuildError(
+                    f"{manifest}: build failed: the folder held {shown_bytes(size)} after it, more than the "
+                    f"{shown_bytes(max_bytes)} a bot's folder may (keep only what the bot needs to run)"
+                )
             after = _files(copy)
             # The files that were there before the build are the bot's sources (bot.toml always), but for
             # the last build's outputs: the build may not change them, and only new files are copied back.
@@ -222,9 +250,22 @@ def _build(bot: Bot, conf: Confinement, seconds: float) -> None:
 
 
 def _step(
-    jail: Jail, argv: Sequence[str], copy: Path, log: Path, deadline: float, seconds: float, manifest: Path
+    jail: Jail,
+    argv: Sequence[str],
+    copy: Path,
+    log: Path,
+    deadline: float,
+    seconds: float,
+    manifest: Path,
+    max_bytes: int = BUILD_BYTES,
 ) -> None:
-    """Run one build command; BuildError if it cannot start, fails, or runs past the build's time limit."""
+    """Run one build command; BuildError if it cannot start, fails, runs past the build's time limit, or
+    writes more than `max_bytes` into its folder (looked at while it runs; no one file may be larger)."""
+
+    def limited() -> None:
+        jail.preexec()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))  # SIGXFSZ: the one file too big
+
     shown = shlex.join(argv)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     with log.open("wb") as out:
@@ -238,17 +279,25 @@ def _step(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=jail.passed,  # its seccomp filter, for bubblewrap
-                preexec_fn=jail.preexec,
+                preexec_fn=limited,
             )
         except (OSError, subprocess.SubprocessError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise BuildError(f"{manifest}: build {shown!r} could not be started: {reason}") from None
         finally:
             jail.close_passed()
+        code, over = None, 0
         try:
-            code = popen.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            code = None
+            while True:
+                try:
+                    code = popen.wait(timeout=min(_LOOK, max(0.0, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline:
+                        break
+                    if (size := _bytes(copy)) > max_bytes:
+                        over = size
+                        break
         finally:
             with contextlib.suppress(OSError):
                 os.killpg(popen.pid, signal.SIGKILL)  # whatever it left running in its session
@@ -256,6 +305,11 @@ def _step(
                 jail.cgroups.kill()  # and in its cgroups, where there are some
             popen.wait()
     head, output = _said(log)
+    too_big = f"more than the {shown_bytes(max_bytes)} a build may write into its folder: stopped"
+    if over:
+        raise BuildError(f"{manifest}: build {shown!r} wrote {shown_bytes(over)}, {too_big}", output)
+    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):  # bwrap says a death by signal N as 128+N
+        raise BuildError(f"{manifest}: build {shown!r} wrote a file of {too_big}", output)
     if code is None:
         raise BuildError(f"{manifest}: build {shown!r} did not finish in {seconds:g} s: stopped", output)
     if code == 0:

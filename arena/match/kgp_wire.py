@@ -86,8 +86,8 @@ class Kgp:
             except KgpError as e:
                 self.errors += 1
                 if self.errors > MAX_ERRORS:
-                    raise Fault(
-                        Reason.GARBLED, f"wrote {self.errors} lines that are not KGP, the last {e}"
+                    raise Fault(  # the grammar's words quote the agent's: its author's to read alone
+                        Reason.GARBLED, f"wrote {self.errors} lines that are not KGP", f"the last: {e}"
                     ) from None
                 ident = _LEADING_ID.match(line)
                 ref = int(ident.group(1)) if ident else None
@@ -112,7 +112,11 @@ class Kgp:
                     self._send("error", "Unsupported activity", ref=command.id, deadline=deadline)
                     self._send("goodbye", deadline=deadline, ident=False)
                     mode = _shown(str(command.arg(0)))
-                    raise Fault(Reason.GARBLED, f"asked for mode {mode}; arena plays `mode freeplay` only")
+                    raise Fault(
+                        Reason.GARBLED,
+                        "asked for a mode arena does not play (only `mode freeplay`)",
+                        f"it asked for mode {mode}",
+                    )
                 self._send("ok", "freeplay", ref=command.id, deadline=deadline)
                 self._ready = True
                 return

@@ -15,11 +15,10 @@ import time
 from collections.abc import Callable
 
 from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Move, Position, Rules
-from arena.match.process import BotProcess, Fault
+from arena.match.process import BotProcess, Fault, quoted
 from arena.match.record import Reason
 
 _MOVE = re.compile(r"MOVE;([+-]?[0-9]{1,9})")  # their engine reads the hole with Java's parseInt
-_SHOWN = 40  # characters of a bad answer quoted back in a detail
 _SIDES = ("South", "North")
 
 
@@ -38,8 +37,8 @@ def change_line(pos: Position, move: Move, side: int) -> str:
     return f"CHANGE;{move};{state_text(pos)};{turn}"
 
 
-def _shown(line: str) -> str:
-    return repr(line if len(line) <= _SHOWN else line[:_SHOWN] + "...")
+def _said(line: str) -> str:
+    return f"its message: {quoted(line)}"
 
 
 def parse_reply(line: str, can_swap: bool) -> Move:
@@ -54,14 +53,18 @@ def parse_reply(line: str, can_swap: bool) -> Move:
         hole = int(match.group(1))
         if hole >= 1:
             return hole
-        raise Fault(Reason.GARBLED, f"answered {_shown(line)}: holes are numbered from 1 (invalid message)")
+        raise Fault(
+            Reason.GARBLED,
+            "answered a hole below 1: holes are numbered from 1 (invalid message)",
+            _said(line),
+        )
     if line.endswith("\r"):
         hint = "the line ends with \\r: end it with \\n alone"
     elif " " in line or "\t" in line:
         hint = "the protocol allows no spaces"
     else:
         hint = "expected MOVE;<hole> or SWAP, in capitals; logs go to stderr"
-    raise Fault(Reason.GARBLED, f"answered {_shown(line)}: {hint} (invalid message)")
+    raise Fault(Reason.GARBLED, f"answered what is not a move: {hint} (invalid message)", _said(line))
 
 
 class Mankalah:

@@ -22,22 +22,35 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from arena.match.confine import Jail
-from arena.match.record import Reason
+from arena.match.record import Reason, told
 
 MAX_LINE = 1024  # bytes; a longer line is garbled (and memory stays bounded)
 STDERR_CAP = 8192  # bytes of stderr tail kept per process
 _POLL_SLICE = 0.05  # s; how often a wait looks whether the process has died with its pipe held open
 _CHUNK = 65536
+_SHOWN = 40  # characters of a bad answer quoted back in a fault
 _DRAIN_CHUNKS = 64  # at most this many stderr reads per look, so a flood cannot starve the clock
 
 
 class Fault(Exception):
-    """A bot broke the protocol or the rules; `reason` says how and `detail` tells its author why."""
+    """A bot broke the protocol or the rules; `reason` says how and `detail` tells its author why, in
+    arena's words. `said` quotes what the bot wrote that shows it (its last stderr line, its answer): the
+    bot's own bytes, kept apart so that a page can show them to its author and the teacher alone."""
 
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
+    def __init__(self, reason: Reason, detail: str, said: str = "") -> None:
+        super().__init__(f"{reason}: {told(detail, said)}")
         self.reason = reason
         self.detail = detail
+        self.said = said
+
+    def told(self) -> str:
+        """The detail with the bot's words: what its author reads."""
+        return told(self.detail, self.said)
+
+
+def quoted(line: str) -> str:
+    """A line the bot wrote, as a fault's `said` quotes it: its start, in quotes."""
+    return repr(line if len(line) <= _SHOWN else line[:_SHOWN] + "...")
 
 
 def _read_now(fd: int) -> bytes | None:
@@ -327,7 +340,7 @@ class BotProcess:
                 code = 128 - code  # bwrap reports a death by signal N as exit code 128+N
             what = describe_exit(code)
         last = self.last_stderr_line()
-        return Fault(Reason.CRASH, f"{what}; last stderr line: {last}" if last else what)
+        return Fault(Reason.CRASH, what, f"last stderr line: {last}" if last else "")
 
     def unread_output(self) -> str:
         """What stdout holds that was not read as a line (without waiting), as text."""

@@ -15,11 +15,10 @@ from typing import Protocol
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.clock import Clock, Limits
-from arena.match.process import BotProcess, Fault
+from arena.match.process import BotProcess, Fault, quoted
 from arena.match.record import GameRecord, Reason
 
 _PIT = re.compile(r"[0-9]{1,9}")
-_SHOWN = 40  # characters of a bad answer quoted back in a detail
 
 
 def parse_move(line: str) -> Move:
@@ -32,16 +31,15 @@ def parse_move(line: str) -> Move:
         return int(text)
     if text == SWAP:
         return SWAP
-    shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
     if not text:
-        hint = "an empty line; answer MOVE with one pit number"
-    elif text.upper() == SWAP:
-        hint = f"{shown!r}; the swap move is spelled SWAP"
+        raise Fault(Reason.GARBLED, "answered an empty line; answer MOVE with one pit number")
+    if text.upper() == SWAP:
+        hint = "swap in the wrong case; the swap move is spelled SWAP"
     elif any(not c.isprintable() or not c.isascii() for c in line):
-        hint = f"{shown!r}, which is not plain ASCII text; answer with one pit number per line"
+        hint = "text that is not plain ASCII; answer with one pit number per line"
     else:
-        hint = f"{shown!r}; print only the move on stdout (a pit number or SWAP), logs go to stderr"
-    raise Fault(Reason.GARBLED, f"answered {hint}")
+        hint = "what is not a move; print only the move on stdout (a pit number or SWAP), logs go to stderr"
+    raise Fault(Reason.GARBLED, f"answered {hint}", f"its answer: {quoted(line)}")
 
 
 def is_comment(line: str) -> bool:
@@ -116,11 +114,11 @@ class V1:
                 self.late += 1
                 continue
             if not is_comment(line):
-                shown = line if len(line) <= _SHOWN else line[:_SHOWN] + "..."
                 raise Fault(
                     Reason.GARBLED,
-                    f"wrote {shown!r} when no move was asked for; print exactly one line per MOVE "
+                    "wrote a line when no move was asked for; print exactly one line per MOVE "
                     "(logs go to stderr, or start the line with #)",
+                    f"the line: {quoted(line)}",
                 )
 
     @staticmethod
@@ -156,7 +154,7 @@ class V1:
             line = self.proc.read_line(deadline, on_slow)
             on_slow = None
             if line is None:
-                raise Fault(Reason.TIMEOUT, self._why_late(ms, sent))
+                raise Fault(Reason.TIMEOUT, *self._why_late(ms, sent))
             if not is_comment(line):
                 return parse_move(line)
             if time.monotonic() > deadline:  # a stream of comments must not hold the clock
@@ -196,16 +194,17 @@ class V1:
                     continue
                 chosen = best if best is not None else illegal
                 if chosen is None:
-                    raise Fault(Reason.TIMEOUT, self._why_late(ms, sent))
+                    raise Fault(Reason.TIMEOUT, *self._why_late(ms, sent))
                 self.answers.append(answers)
                 return chosen
             if best is not None and until > soon:  # the startup allowance's first legal answer
                 self.answers.append(answers)
                 return best
 
-    def _why_late(self, ms: int, sent: float) -> str:
-        """A timeout's detail, with what its author can act on: watching a little past the deadline, how
-        late the answer came, or the part of a line it wrote without an end, or that nothing came at all."""
+    def _why_late(self, ms: int, sent: float) -> tuple[str, str]:
+        """A timeout's detail and what the bot said, with what its author can act on: watching a little past
+        the deadline, how late the answer came, or the part of a line it wrote without an end, or that
+        nothing came at all."""
         detail = f"no reply within {ms} ms"
         grace = min(1.0, max(0.1, ms / 1000))
         try:
@@ -214,25 +213,27 @@ class V1:
             line = None
         if line is not None and not is_comment(line):
             late = (time.monotonic() - sent) * 1000
-            return f"{detail}: it answered {line.strip()[:_SHOWN]!r} only after {late:.0f} ms"
+            return f"{detail}: it answered only after {late:.0f} ms", f"its answer: {quoted(line.strip())}"
         partial = self.proc.unread_output().strip()
         if partial:
-            shown = partial if len(partial) <= _SHOWN else partial[:_SHOWN] + "..."
-            return f"{detail}: it wrote {shown!r} but no end of line (end each answer with a newline)"
+            return (
+                f"{detail}: it wrote part of a line but no end of line (end each answer with a newline)",
+                f"what it wrote: {quoted(partial)}",
+            )
         if self.python == "launcher":  # arena's launcher flushes stdout at each end of line: none was printed
             return (
                 f"{detail}, nor in {grace * 1000:.0f} ms more: it printed no answer line (was it still "
                 "thinking, or waiting for input it had already read?)"
-            )
+            ), ""
         if self.python:
             return (
                 f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, Python kept it in "
                 "its buffer: print(move, flush=True))"
-            )
+            ), ""
         return (
             f"{detail}, nor in {grace * 1000:.0f} ms more (if it printed an answer, it must end the line and "
             "flush stdout: C, C++ and Java buffer their output)"
-        )
+        ), ""
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Nothing: a v1 bot sees the board in its next MOVE, after the opponent's moves and its own."""

@@ -66,6 +66,9 @@ class GameRecord:
     opening: tuple[Move, ...] = ()
     worker: str = ""  # the cluster machine that played it (its name); "" where the tournament ran
     sandboxed: bool | None = None  # whether its bots ran in the sandbox; None: not known (stored before)
+    # What the faulty bot wrote that its fault quotes (its last stderr line, its answer), apart from
+    # `detail`: a class's server shows another student the detail alone, never a byte of their bot's.
+    said: str = ""
 
     @property
     def swapped(self) -> bool:
@@ -75,6 +78,10 @@ class GameRecord:
     def plies(self) -> tuple[Move, ...]:
         """Every ply of the game from the start position: the opening, then the bots' moves."""
         return self.opening + self.moves
+
+    def told(self) -> str:
+        """The fault's detail with the bot's own words: what its author and the teacher read."""
+        return told(self.detail, self.said)
 
     def store_of(self, name: str) -> int:
         """The final store of bot `name`, whichever side it ended on: the one place the swap rule is read."""
@@ -97,6 +104,11 @@ class GameRecord:
     def from_dict(cls, data: dict[str, Any]) -> GameRecord:
         """The inverse of `to_dict`; keys that are not record fields (a store's id, round) are ignored."""
         return cls(**{name: _typed(kind, data[name]) for name, kind in _fields() if name in data})
+
+
+def told(detail: str, said: str) -> str:
+    """A fault's detail in arena's words, then what the bot said that shows it."""
+    return f"{detail}; {said}" if said else detail
 
 
 def record_fields() -> list[tuple[str, Any]]:

@@ -193,7 +193,10 @@ class Player:
         verdict = self._wire.proc.memory_verdict(fault.detail, settle, self._mark)
         if not verdict:
             return fault
-        return Fault(Reason.CRASH, f"{verdict} (seen as {fault.reason}: {fault.detail})")
+        # The verdict quotes the bot's last words ("; it said '...'"): kept with what else the bot said.
+        verdict, quoting, words = verdict.partition("; it said ")
+        said = "; ".join(s for s in (f"it said {words}" if quoting else "", fault.said) if s)
+        return Fault(Reason.CRASH, f"{verdict} (seen as {fault.reason}: {fault.detail})", said)
 
     def check_limits(self) -> None:
         """Fault('crash') if the running process has gone over its memory or process limit."""
@@ -292,6 +295,9 @@ def play_game(
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
+                    if isinstance(move, int) and not 1 <= move <= rules.pits:  # a number it chose: its words
+                        out = f"played a pit out of range 1..{rules.pits}{_PITS}"
+                        raise Fault(Reason.ILLEGAL, out, f"its move: {move}") from None
                     raise Fault(
                         Reason.ILLEGAL, f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
                     ) from None
@@ -316,7 +322,7 @@ def play_game(
     if forfeit is None:
         outcome = rules.result(pos)
         winner = None if outcome.winner is None else by_side[outcome.winner].name
-        reason, faulty, detail = Reason(outcome.reason), None, ""
+        reason, faulty, detail, said = Reason(outcome.reason), None, "", ""
         for side, player in enumerate(by_side):
             result = "draw" if outcome.winner is None else ("win" if outcome.winner == side else "loss")
             player.end_game(result, pos.store(side), pos.store(_other(side)), reason)
@@ -324,6 +330,7 @@ def play_game(
         loser = forfeit.player
         other = north if loser is south else south
         winner, reason, faulty, detail = other.name, forfeit.fault.reason, loser.name, forfeit.fault.detail
+        said = forfeit.fault.said
         loser.kill()
         side = by_side.index(other)
         other.end_game("win", pos.store(side), pos.store(_other(side)), reason)
@@ -343,6 +350,7 @@ def play_game(
         reason=reason,
         faulty=faulty,
         detail=detail,
+        said=said,
         move_ms=tuple(move_ms),
         think_ms={name: round(ms, 2) for name, ms in think_ms.items()},
         moves_made=moves_made,

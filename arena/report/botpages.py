@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 from markupsafe import Markup
 
+from arena.match.record import told
 from arena.report import charts
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
 from arena.tournament import queries
@@ -148,7 +149,9 @@ def bot_pages(
             if int(p.opp) in names
         )
         faults = tuple(
-            FaultKind(str(k.reason), int(k.count), int(k.game), str(k.opponent), str(k.detail))
+            FaultKind(
+                str(k.reason), int(k.count), int(k.game), str(k.opponent), told(str(k.detail), str(k.said))
+            )
             for k in kinds[kinds["bot"] == bot].itertuples(index=False)
         )
         chart, facts = _think_chart(think.get(bot), limit, str(r.bot))

@@ -178,7 +178,7 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
             "note": f.bank_note,
         }
     elif record.faulty:  # a record that does not replay still says who forfeited and why
-        data["x"] = {"bot": record.faulty, "reason": record.reason, "detail": record.detail,
+        data["x"] = {"bot": record.faulty, "reason": record.reason, "detail": record.told(),
                      "stderr": record.stderr.get(record.faulty, ""), "ply": len(plies), "lines": [],
                      "cmd": "", "note": ""}  # fmt: skip
     return data

@@ -21,6 +21,7 @@ from urllib.parse import quote
 import jinja2
 import pandas as pd
 
+from arena.match.record import told
 from arena.report import charts
 from arena.report.botpages import bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
@@ -256,7 +257,7 @@ def _faults(store: Store, board: pd.DataFrame, field: tuple[int, ...]) -> list[B
                         opponent=str(f.opponent),
                         started=str(f.started),
                         reason=str(f.reason),
-                        detail=str(f.detail),
+                        detail=told(str(f.detail), str(f.said)),
                         stderr=text,
                         tail_lines=len(lines),
                         last_line=next((ln for ln in reversed(lines) if ln.strip()), ""),

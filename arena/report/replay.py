@@ -157,7 +157,7 @@ def _fault(
     return ReplayFault(
         bot,
         record.reason,
-        record.detail,
+        record.told(),
         record.stderr.get(bot, ""),
         plies_done,
         tuple(lines),

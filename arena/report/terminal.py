@@ -28,7 +28,7 @@ def game_line(number: int, r: GameRecord) -> str:
     head = f"game {number}: {r.south} (south) vs {r.north} (north)"
     head += f", opening {' '.join(map(str, r.opening))}: " if r.opening else ": "
     if r.faulty:
-        return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {printable(r.detail)})"
+        return head + f"{r.winner} wins, {r.faulty} forfeits ({r.reason}: {printable(r.told())})"
     score = f"{r.south_store}-{r.north_store}"
     if r.swapped:
         score += f", {r.north} swapped to south"

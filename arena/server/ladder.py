@@ -85,7 +85,8 @@ def snapshot(folder: Path) -> dict[str, Any]:
 
 def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
     """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
-    result and fault, and stderr of the bots `may_see` allows only. None if there is no such game."""
+    result and fault, and what a bot wrote (its stderr, and the words its fault quotes) only where `may_see`
+    allows: another student reads the fault's reason alone. None if there is no such game."""
     path = folder / STORE_FILE
     if not path.is_file():
         return None
@@ -109,7 +110,8 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
     ]  # fmt: skip
     fault = None
     if record.faulty:
-        fault = {"bot": record.faulty, "reason": str(record.reason), "detail": record.detail}
+        detail = record.told() if may_see(record.faulty) else record.detail
+        fault = {"bot": record.faulty, "reason": str(record.reason), "detail": detail}
     return {
         "id": game_id,
         "south": record.south,

@@ -51,6 +51,9 @@ class Classroom(models.Model):
     final_note = models.TextField(blank=True, default="")
     upload_kib = models.PositiveIntegerField(default=1024)
     per_day = models.PositiveIntegerField(default=20)
+    # Versions kept per student: an upload beyond it removes the oldest (never the active one, nor one
+    # waiting for its check). With the build's cap (arena.match.build.BUILD_BYTES) it bounds a student's disk.
+    kept_versions = models.PositiveIntegerField(default=10)
     rule_reference = models.CharField(max_length=64, default="greedy")
     rule_wins = models.PositiveIntegerField(default=8)
     rule_games = models.PositiveIntegerField(default=10)

@@ -1,5 +1,6 @@
 """A student's upload becomes a version: refused in one line (after the freeze, over the day's count or
-the size, not a bot), or unpacked into the class folder and queued for its check.
+the size, not a bot), or unpacked into the class folder and queued for its check; the student's oldest
+versions beyond the class's count are removed.
 
 Nothing is lost on the way: the files are unpacked beside their final place and renamed into it inside
 the transaction that numbers the version, so a version in the database always has its folder; a folder
@@ -66,9 +67,25 @@ def submit(
                 shutil.rmtree(final)
             scratch.chmod(0o755)
             scratch.rename(final)
+        prune(where, member, classroom.kept_versions)
         return submission
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def prune(where: ClassDir, member: Member, keep: int) -> list[int]:
+    """Remove `member`'s versions beyond the newest `keep` (their rows and folders), but the active one and
+    any waiting for or in its check: the numbers removed. The disk a student may fill stays bounded."""
+    with transaction.atomic():
+        locked = Member.objects.select_for_update().get(pk=member.pk)
+        old = locked.submissions.order_by("-number")[keep:]
+        gone = [
+            s for s in old if s.pk != locked.active_id and s.status not in (Status.QUEUED, Status.CHECKING)
+        ]
+        Submission.objects.filter(pk__in=[s.pk for s in gone]).delete()
+    for s in gone:  # after the commit: a version in the database always has its folder
+        shutil.rmtree(where.version(member.slug, s.number).parent, ignore_errors=True)
+    return [s.number for s in gone]
 
 
 def _shown(name: str) -> str:

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -187,15 +188,20 @@ def trials(bot: Bot, rules: Rules) -> tuple[Trial, ...]:
 
 
 def reference_bots(folders: tuple[Path, ...]) -> dict[str, Bot] | None:
-    """greedy and random from the first folder that has both (arena's own bots/ first), or None."""
+    """greedy and random from the first folder that has both (arena's own, ARENA_BOTS, first), or None.
+    ARENA_BOTS's files are links in a checkout: followed there alone (load_bot refuses a link elsewhere)."""
     for folder in folders:
         paths = {name: folder / f"{name}.py" for name in ("greedy", "random")}
         if all(p.is_file() for p in paths.values()):
-            return {name: load_bot(p) for name, p in paths.items()}
+            own = folder == ARENA_BOTS
+            return {name: load_bot(p.resolve() if own else p) for name, p in paths.items()}
     return None
 
 
-ARENA_BOTS = Path(__file__).resolve().parents[2] / "bots"  # the bundled bots, in a source checkout
+# The reference bots are package data, found alike from a checkout, a wheel and site-packages. In a checkout
+# they are links to bots/greedy.py and bots/random.py (the tournament's bots keep their one copy there; a
+# wheel copies the files), so that `arena check` and `arena serve` need no checkout.
+ARENA_BOTS = Path(str(files("arena.student") / "references"))
 
 
 # --- watching the bot ---------------------------------------------------------------------------------------
@@ -324,7 +330,7 @@ def check(
     if refs is None:
         raise BotError(
             "no reference bots: arena check plays against greedy.py and random.py, looked for in "
-            f"{ARENA_BOTS} and the --bots folder; copy them there from arena's source (its bots/ folder)"
+            f"{ARENA_BOTS} (arena's own) and the --bots folder; reinstall arena, or copy them into --bots"
         )
     conf, caps = confinement_here(settings)
     limits = settings.limits()
@@ -419,9 +425,9 @@ def _game(
     if record.faulty is None:
         return Item(name, OK, _played(record, trial.rules, me.name))
     if record.faulty != me.name:
-        return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.detail})")
+        return Item(name, WARN, f"the reference bot forfeited ({record.reason}: {record.told()})")
     status = FAIL if trial.binding else WARN
-    problem = f"forfeit ({record.reason}): {record.detail}"
+    problem = f"forfeit ({record.reason}): {record.told()}"
     if trial.binding:
         tally.failed.add(record.reason)
     elif record.reason in tally.failed:
@@ -486,7 +492,7 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
         try:
             me.start()
         except Fault as fault:
-            return Item(name, SKIP, f"its process could not be started: {fault.detail}")
+            return Item(name, SKIP, f"its process could not be started: {fault.told()}")
     proc = me.wire().proc
     began = time.monotonic()
     me.close(grace)

@@ -42,6 +42,7 @@ def rebuild(data: Any) -> GameRecord:
         "north_store": int,
         "reason": Reason,
         "detail": str,
+        "said": str,
         "worker": str,
     }
     for name, kind in plain.items():

@@ -58,7 +58,8 @@ class Bench:
         self.rules = rules
         self.after = after
         self.misses: dict[str, list[GameRecord]] = {}  # each bot's latest games in a row without an answer
-        self.benched: dict[str, str] = {}  # bot name -> why, for the detail of its benched games
+        # bot name -> why, and the words its last fault quoted: the detail and `said` of its benched games
+        self.benched: dict[str, tuple[str, str]] = {}
 
     def see(self, record: GameRecord) -> None:
         """Count a played game: a bot that moved is healthy again; one at fault before its first move
@@ -75,7 +76,8 @@ class Bench:
                 self.benched[culprit] = (
                     f"benched for the rest of this run: no first answer in {len(misses)} games in a row "
                     f"({kinds}; the last: {misses[-1].reason}: {misses[-1].detail}); the next run tries it "
-                    "again"
+                    "again",
+                    misses[-1].said,
                 )
 
     def instead(self, slot: Slot) -> GameRecord | None:
@@ -96,7 +98,8 @@ class Bench:
             winner=winner,
             reason=Reason.BENCHED,
             faulty=culprit,
-            detail=self.benched[culprit],
+            detail=self.benched[culprit][0],
+            said=self.benched[culprit][1],
             move_ms=(),
             think_ms=dict.fromkeys(names, 0.0),
             moves_made=dict.fromkeys(names, 0),

@@ -70,6 +70,7 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
         classroom.visibility = visibility
     classroom.upload_kib = _number(request, "upload_kib", 1, 64 * 1024, classroom.upload_kib)
     classroom.per_day = _number(request, "per_day", 1, 1000, classroom.per_day)
+    classroom.kept_versions = _number(request, "kept_versions", 1, 1000, classroom.kept_versions)
     reference = request.POST.get("rule_reference", classroom.rule_reference)
     if reference in REFERENCES:
         classroom.rule_reference = reference
