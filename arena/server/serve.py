@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.match.confine import CPU_WEIGHT, Cgroups
-from arena.server.classdir import ClassDir
+from arena.server.classdir import DATABASE_URL, PRIVATE, ClassDir, password_of
 
 READY_S = 30.0
 RESTART_S = 2.0
@@ -111,11 +111,29 @@ def check_cluster(address: str | None, certs: Path | None) -> None:
         raise ServeError(str(e)) from None
 
 
-def prepare(opts: Options) -> str:
-    """Make the class folder and migrate its database (in this process, with the children's settings);
-    the teacher's first sign-in, as a line to print."""
+def check_db(url: str | None, where: ClassDir) -> None:
+    """A password is never given in --db: every user of the machine reads a process's arguments (ps)."""
+    if url and password_of(url):
+        raise ServeError(
+            f"--db: a password in the URL is shown to every user of this machine (ps); write the URL to "
+            f"{where.root / DATABASE_URL} (the server's alone) and leave --db out, or keep the password in "
+            "PostgreSQL's passfile (~/.pgpass) and give --db without it"
+        )
+
+
+def prepare(opts: Options, say: Callable[[str], None] = lambda line: None) -> str:
+    """Make the class folder the server's alone and migrate its database (in this process, with the
+    children's settings); the teacher's first sign-in, as a line to print."""
+    where = ClassDir(opts.class_dir.absolute())
+    check_db(opts.db, where)
     check_cluster(opts.cluster, opts.cluster_certs)
-    ClassDir(opts.class_dir.absolute()).make()
+    loose = where.tighten()
+    where.make()
+    if loose:
+        say(
+            f"arena serve: {loose} of the class folder's files and folders were open to other users of this "
+            "machine (made by hand or with a loose umask); they are the server's alone now (0700, 0600)"
+        )
     os.environ.update(environment(opts))
     import django
     from django.core.management import call_command
@@ -200,8 +218,9 @@ def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
 
 def serve(opts: Options, say: Callable[[str], None]) -> None:
     """Run the server until Ctrl-C (or SIGTERM); ServeError if it cannot start or its web server dies."""
+    os.umask(PRIVATE)  # before anything is made: what the server and its children make is theirs alone
     _free(opts)
-    sign_in = prepare(opts)
+    sign_in = prepare(opts, say)
     env = environment(opts)
     argvs = commands(opts)
     group = web_group()

@@ -57,7 +57,7 @@ TEMPLATES = [
         },
     }
 ]
-DATABASES = {"default": database(os.environ.get("ARENA_DB"), CLASS)}
+DATABASES = {"default": database(os.environ.get("ARENA_DB") or CLASS.database_url(), CLASS)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Argon2id first (Django's recommendation); PBKDF2 reads the hashes made before, upgraded at sign-in.
 PASSWORD_HASHERS = ["arena.server.hashing.Argon2", "arena.server.hashing.PBKDF2"]
@@ -76,7 +76,8 @@ STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True  # the admin's files, served from the installed packages (no collectstatic)
 CSRF_FAILURE_VIEW = "arena.server.views.common.csrf_failure"
 FILE_UPLOAD_HANDLERS = ["arena.server.uploads.CappedUpload"]
-FILE_UPLOAD_PERMISSIONS = 0o644
+FILE_UPLOAD_PERMISSIONS = 0o600  # the class folder is the server's alone (classdir.py)
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True
