@@ -11,6 +11,16 @@ import click
 from arena.cli.options import echo
 
 
+def _address(value: str) -> str:
+    """An IP address as the connection shows it (REMOTE_ADDR), or BadParameter."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an IP address") from None
+
+
 @click.command("serve")
 @click.argument("class_dir", default="class", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
@@ -46,8 +56,17 @@ from arena.cli.options import echo
     type=click.IntRange(1),
     help="Milliseconds a move (fixed once the ladder starts).",
 )
+@click.option(
+    "--trusted-proxy",
+    "proxies",
+    multiple=True,
+    metavar="ADDR",
+    callback=lambda _ctx, _param, value: tuple(_address(v) for v in value),
+    help="The address of your HTTPS proxy: its X-Forwarded-For names the client the sign-in throttle "
+    "counts (repeatable; no other's is believed).",
+)
 def serve_cmd(  # type: ignore[no-untyped-def]
-    class_dir, host, port, db, cluster, cluster_certs, rules, move_ms
+    class_dir, host, port, db, cluster, cluster_certs, rules, move_ms, proxies
 ):
     """Serve a class from CLASS_DIR (made if new): sign-in, uploads from a web page, every version
     checked in the sandbox, a ladder that plays all the time, a deadline and the final's gradebook.
@@ -67,7 +86,17 @@ def serve_cmd(  # type: ignore[no-untyped-def]
         raise click.ClickException(
             "arena serve needs the server extra: pip install 'arena[server]'"
         ) from None
-    opts = Options(class_dir, host, port, db, cluster, cluster_certs, rules=rules, move_ms=move_ms)
+    opts = Options(
+        class_dir,
+        host,
+        port,
+        db,
+        cluster,
+        cluster_certs,
+        rules=rules,
+        move_ms=move_ms,
+        trusted_proxies=proxies,
+    )
     try:
         serve(opts, lambda line: echo(line))
     except ServeError as e:

@@ -134,11 +134,3 @@ class TeacherLink(models.Model):
     token_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
     used = models.BooleanField(default=False)
-
-
-class SignInFailure(models.Model):
-    """A failed sign-in, by the name tried and the address it came from: the throttle counts them."""
-
-    username = models.CharField(max_length=150, db_index=True)
-    address = models.CharField(max_length=64, db_index=True)
-    at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -55,6 +55,7 @@ class Options:
     web_workers: int = 2
     rules: str = "kalah"
     move_ms: int = 100
+    trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (throttle.py)
 
     @property
     def address(self) -> str:
@@ -81,6 +82,7 @@ def environment(opts: Options) -> dict[str, str]:
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
         ARENA_RULES=opts.rules,
         ARENA_MOVE_MS=str(opts.move_ms),
+        ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
     )
     for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):
         if value:

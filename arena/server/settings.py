@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from arena.server.classdir import ClassDir, database
+from arena.server.throttle import COOL_OFF, FAILURES
 
 CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
 ARENA_CLASS_DIR = str(CLASS.root)
@@ -31,6 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "arena.server.apps.ClassroomConfig",
+    "axes",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -41,6 +43,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 ROOT_URLCONF = "arena.server.urls"
 WSGI_APPLICATION = "arena.server.wsgi.application"
@@ -68,6 +71,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "/signin"
+# One throttle for every way in (throttle.py): axes refuses a username from one address after FAILURES
+# failures, for COOL_OFF after the last; the admin's sign-in passes through it as the class's does.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = FAILURES
+AXES_COOLOFF_TIME = COOL_OFF
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "arena.server.throttle.client_address"
+AXES_USERNAME_CALLABLE = "arena.server.throttle.username"
+AXES_LOCKOUT_CALLABLE = "arena.server.throttle.refused"
+AXES_DISABLE_ACCESS_LOG = True  # successes need no log of their addresses
 USE_TZ = True
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en"
