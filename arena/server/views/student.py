@@ -19,6 +19,7 @@ from arena.server.checking import activate
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.unpack import Rejected
+from arena.server.uploads import HARD_CAP
 
 SHOWN_BYTES = 200_000  # of one source file on the page
 
@@ -45,9 +46,10 @@ def upload_from(request: HttpRequest, member: Member) -> tuple[str, Any]:
     classroom = Classroom.current()
     if classroom is None:
         return "error", "the class has not been created yet"
+    file = request.FILES.get("bot")  # read first: the upload's handler marks one far too big as it reads
     if getattr(request, "arena_too_big", False):
-        return "error", f"upload too big; this class takes at most {classroom.upload_kib} KiB"
-    file = request.FILES.get("bot")
+        most = classroom.upload_kib
+        return "error", f"upload too big: more than {HARD_CAP >> 20} MiB; this class takes at most {most} KiB"
     if file is None:
         return "error", "choose a file to upload: a bot's source file, or a zip of its folder"
     try:
