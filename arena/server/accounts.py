@@ -31,13 +31,21 @@ def slug_for(username: str) -> str:
             "a username is 2 to 30 letters, digits, _ or -, starting with a letter (it names your bot)"
         )
     slug = username.lower()
-    taken = list(Member.objects.values_list("slug", flat=True)) + sorted(RESERVED)
-    for other in taken:
+    taken = [*Member.objects.values_list("slug", "user__username"), *((r, r) for r in sorted(RESERVED))]
+    mine = _looks(username)
+    for other, shown in taken:
         if names.key(other) == names.key(slug):
             raise NameTaken(f"the name {username!r} is taken")
-        if names.skeleton(other) == names.skeleton(slug):
-            raise NameTaken(f"the name {username!r} looks like {other!r}, which is taken: choose another")
+        if mine & (_looks(shown) | _looks(other)):
+            raise NameTaken(f"the name {username!r} looks like {shown!r}, which is taken: choose another")
     return slug
+
+
+def _looks(name: str) -> set[str]:
+    """What a name may be read as: the TR39 skeletons (arena.match.names) of the name as typed, in lower,
+    upper and title case. `aIice` meets `alice` as typed (I and l are one skeleton), `AIice` meets it as
+    `Alice`, `b0b` meets `bob` in upper case (0 and O are), `rnary` meets `mary` in every case."""
+    return {names.skeleton(form) for form in (name, name.lower(), name.upper(), name.capitalize())}
 
 
 @transaction.atomic
