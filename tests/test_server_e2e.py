@@ -264,6 +264,7 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     fill(driver, username="teach", password=PASSWORD)
     click(driver, "signin")
     click(driver, "freeze-now")
+    click(driver, "confirm-freeze")  # asked again; the final starts a minute later (the freeze's undo time)
 
     def final_done() -> bool:
         driver.get(server.url + "/teacher")

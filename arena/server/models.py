@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import models
@@ -30,6 +30,9 @@ class Visibility(models.TextChoices):
     OPEN = "open", "open: students see the ladder live"
     HIDDEN = "hidden", "hidden from students"
     RELEASED = "released", "released: students see the final results"
+
+
+UNDO = timedelta(seconds=60)  # a freeze may be undone until the final starts, this long after the deadline
 
 
 class FinalState(models.TextChoices):
@@ -65,6 +68,20 @@ class Classroom(models.Model):
 
     def frozen(self, now: datetime | None = None) -> bool:
         return self.freeze_at is not None and (now or timezone.now()) >= self.freeze_at
+
+    def final_at(self) -> datetime | None:
+        """When the final starts: UNDO after the deadline, so that a freeze can be undone until then."""
+        return None if self.freeze_at is None else self.freeze_at + UNDO
+
+    def undoable(self, now: datetime | None = None) -> bool:
+        """Frozen, and the final not started: the teacher may still undo the freeze."""
+        start = self.final_at()
+        return (
+            self.frozen(now)
+            and start is not None
+            and (now or timezone.now()) < start
+            and self.final_state == FinalState.NONE
+        )
 
     def bump(self) -> None:
         """Tell the ladder its field changed."""

@@ -146,6 +146,11 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
             if classroom is None:
                 time.sleep(IDLE_S)
                 continue
+            if classroom.undoable():  # the ladder stops at the deadline; the final waits for its undo time
+                start = classroom.final_at()
+                _note(classroom, f"submissions are closed; the final starts at {start:%H:%M:%S} UTC")
+                time.sleep(IDLE_S)
+                continue
             if classroom.frozen():
                 if classroom.final_state != FinalState.DONE:
                     _note(classroom, "the deadline has passed: the final is being played")
