@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from arena.cli.options import echo
+from arena.cli.options import RULES, RULES_HELP, asked, echo, time_options
+from arena.tournament.settings import Settings, resolve
 
 
 def _address(value: str) -> str:
@@ -30,7 +31,8 @@ def _address(value: str) -> str:
 @click.option(
     "--db",
     metavar="URL",
-    help="A database URL (postgresql://user:pass@host/name) [default: SQLite in CLASS_DIR].",
+    help="A database URL without its password (postgresql://user@host/name; the password in ~/.pgpass, "
+    "or the whole URL in CLASS_DIR/database_url) [default: SQLite in CLASS_DIR].",
 )
 @click.option(
     "--cluster",
@@ -46,18 +48,11 @@ def _address(value: str) -> str:
 )
 @click.option(
     "--rules",
-    default="kalah",
-    show_default=True,
-    help="The rules of the class's games (fixed once the ladder starts).",
+    "rules",
+    type=RULES,
+    help=f"{RULES_HELP} [default: {Settings().rules}; fixed once the ladder starts].",
 )
-@click.option(
-    "--move-time",
-    "move_ms",
-    default=100,
-    show_default=True,
-    type=click.IntRange(1),
-    help="Milliseconds a move (fixed once the ladder starts).",
-)
+@time_options(tournament=False)
 @click.option(
     "--trusted-proxy",
     "proxies",
@@ -68,7 +63,7 @@ def _address(value: str) -> str:
     "counts (repeatable; no other's is believed).",
 )
 def serve_cmd(  # type: ignore[no-untyped-def]
-    class_dir, host, port, db, cluster, cluster_certs, rules, move_ms, proxies
+    class_dir, host, port, db, cluster, cluster_certs, rules, clock, proxies
 ):
     """Serve a class from CLASS_DIR (made if new): sign-in, uploads from a web page, every version
     checked in the sandbox, a ladder that plays all the time, a deadline and the final's gradebook.
@@ -88,16 +83,9 @@ def serve_cmd(  # type: ignore[no-untyped-def]
         raise click.ClickException(
             "arena serve needs the server extra: pip install 'arena[server]'"
         ) from None
+    settings = resolve(None, asked(rules, clock, {}, ()))  # the rules and clock as arena run takes them
     opts = Options(
-        class_dir,
-        host,
-        port,
-        db,
-        cluster,
-        cluster_certs,
-        rules=rules,
-        move_ms=move_ms,
-        trusted_proxies=proxies,
+        class_dir, host, port, db, cluster, cluster_certs, settings=settings, trusted_proxies=proxies
     )
     try:
         serve(opts, lambda line: echo(line))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
+import json
 import os
 import secrets
 import signal
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from arena.match.confine import CPU_WEIGHT, Cgroups
 from arena.server.classdir import DATABASE_URL, PRIVATE, ClassDir, password_of
+from arena.tournament.settings import Settings
 
 READY_S = 30.0
 RESTART_S = 2.0
@@ -53,8 +56,7 @@ class Options:
     cluster: str | None = None
     cluster_certs: Path | None = None
     web_workers: int = 2
-    rules: str = "kalah"
-    move_ms: int = 100
+    settings: Settings = Settings()  # the ladder's and the final's rules and clock, as arena run's
     trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (throttle.py)
 
     @property
@@ -80,8 +82,7 @@ def environment(opts: Options) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="arena.server.settings",
         ARENA_CLASS_DIR=str(opts.class_dir.absolute()),
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
-        ARENA_RULES=opts.rules,
-        ARENA_MOVE_MS=str(opts.move_ms),
+        ARENA_SETTINGS=json.dumps(dataclasses.asdict(opts.settings)),
         ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
     )
     for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):

@@ -1,6 +1,7 @@
 """Django's settings for one class, from the environment `arena serve` sets for its processes:
 ARENA_CLASS_DIR (the class folder), ARENA_DB (a database URL; SQLite in the class folder when unset),
-ARENA_HOSTS (the host names the server answers to: the bind address, and localhost for 127.0.0.1).
+ARENA_HOSTS (the host names the server answers to: the bind address, and localhost for 127.0.0.1),
+ARENA_SETTINGS (the games' settings as arena run resolves them, JSON), ARENA_TRUSTED_PROXIES.
 
 DEBUG is off: a student never sees a traceback. Sessions and CSRF cookies are HttpOnly and SameSite; the
 pages allow no framing and no sniffing. Uploads stream to temporary files through a capped handler
@@ -9,6 +10,7 @@ pages allow no framing and no sniffing. Uploads stream to temporary files throug
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,8 +19,7 @@ from arena.server.throttle import COOL_OFF, FAILURES
 
 CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
 ARENA_CLASS_DIR = str(CLASS.root)
-ARENA_RULES = os.environ.get("ARENA_RULES", "kalah")
-ARENA_MOVE_MS = int(os.environ.get("ARENA_MOVE_MS", "100"))
+ARENA_SETTINGS = json.loads(os.environ.get("ARENA_SETTINGS") or "{}")  # arena.tournament.Settings' fields
 
 SECRET_KEY = CLASS.secret_key() if CLASS.root.is_dir() else "not-a-class-folder"
 DEBUG = False

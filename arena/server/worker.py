@@ -56,7 +56,7 @@ def settings_here() -> Any:
 
     from arena.tournament.settings import Settings
 
-    return Settings(rules=settings.ARENA_RULES, move_ms=settings.ARENA_MOVE_MS)
+    return Settings(**settings.ARENA_SETTINGS)
 
 
 def class_dir() -> Any:
