@@ -54,6 +54,7 @@ def _group(pgid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_loose_class_folder_is_the_servers_alone(shared: Path) -> None:
     """Made by hand with umask 022, with a version left by an older arena: at start it is said and fixed,
     and what the server makes later (the database, its -wal, a new version) no other user reads."""
@@ -94,6 +95,7 @@ def test_a_password_in_db_is_refused_in_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "class").exists()  # refused before anything is made
 
 
+@pytest.mark.slow
 def test_the_database_password_is_in_no_process_another_user_sees(shared: Path) -> None:
     if why := pg_missing():
         pytest.skip(why)

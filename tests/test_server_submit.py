@@ -20,6 +20,8 @@ need_extra()
 
 from tests.test_server_e2e import RANDOM, make_class  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
