@@ -4,14 +4,22 @@ student's terminal; standard library only). Both import the server package insid
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from arena.cli.options import RULES, RULES_HELP, asked, echo, time_options
+from arena.cli.options import RULES, RULES_HELP, echo, time_options
 from arena.tournament.settings import Settings, resolve
+
+
+def _asked(rules: Any, clock: Any) -> dict[str, Any]:
+    """The rules and clock flags as resolve() takes them (None: not asked); the clock as time_options
+    gives it, a mapping or a dataclass of the settings' names. The server asks no confinement flags."""
+    given = clock if isinstance(clock, dict) else dataclasses.asdict(clock)
+    return {"rules": rules.spec if rules is not None else None, **given}
 
 
 def _address(value: str) -> str:
@@ -83,7 +91,7 @@ def serve_cmd(  # type: ignore[no-untyped-def]
         raise click.ClickException(
             "arena serve needs the server extra: pip install 'arena[server]'"
         ) from None
-    settings = resolve(None, asked(rules, clock, {}, ()))  # the rules and clock as arena run takes them
+    settings = resolve(None, _asked(rules, clock))  # the rules and clock as arena run resolves them
     opts = Options(
         class_dir, host, port, db, cluster, cluster_certs, settings=settings, trusted_proxies=proxies
     )
