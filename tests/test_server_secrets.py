@@ -71,8 +71,8 @@ def test_a_loose_class_folder_is_the_servers_alone(shared: Path) -> None:
         people = make_class(server, server.start(), ["ann"])
         people["ann"].upload("bot.py", RANDOM)
         assert "were open to other users of this machine" in server.log.read_text()
-        for path in ("server.sqlite3", "server.sqlite3-wal", "submissions/eve/1/eve/bot.py",
-                     "submissions/ann/1/ann/bot.py", "secret_key"):  # fmt: skip
+        private = ["server.sqlite3", "server.sqlite3-wal", "server.sqlite3-shm", "secret_key"]
+        for path in [*private, "submissions/eve/1/eve/bot.py", "submissions/ann/1/ann/bot.py"]:
             assert (class_dir / path).exists(), path
             read = as_nobody("cat", str(class_dir / path))
             assert read.returncode != 0 and "Permission denied" in read.stderr, (path, read)
