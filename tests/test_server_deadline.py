@@ -81,6 +81,20 @@ def test_a_freeze_at_once_is_asked_again_and_undone_until_the_final(teacher: Any
     assert classroom().frozen(), "once the final starts, the freeze stays"
 
 
+def test_the_teacher_sets_the_undo_window(teacher: Any) -> None:
+    teacher.post("/teacher/settings", {"undo_seconds": "5"})
+    assert classroom().undo_seconds == 5
+    asked = html.unescape(teacher.post("/teacher/freeze", {"when": "now"}).content.decode())
+    assert "The final starts 5 seconds later" in asked
+    teacher.post("/teacher/freeze", {"when": "now", "confirm": "yes"})
+    found = classroom()
+    assert found.final_at() == found.freeze_at + timedelta(seconds=5)
+    assert 'id="undo-freeze"' in page(teacher)
+    Classroom = type(found)
+    Classroom.objects.update(freeze_at=datetime.now(UTC) - timedelta(seconds=6))
+    assert 'id="undo-freeze"' not in page(teacher), "past the teacher's window, the final has begun"
+
+
 def test_a_removed_student_is_not_in_the_gradebook(teacher: Any) -> None:
     from arena.server import accounts
     from arena.server.gradebook import rows

@@ -263,8 +263,11 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     driver.get(server.url + "/signin")
     fill(driver, username="teach", password=PASSWORD)
     click(driver, "signin")
+    fill(driver, undo_seconds="2")  # the freeze's undo window: a minute unless the teacher shortens it
+    click(driver, "save-settings")
     click(driver, "freeze-now")
-    click(driver, "confirm-freeze")  # asked again; the final starts a minute later (the freeze's undo time)
+    assert "The final starts 2 seconds later" in text(driver, "confirm-text")
+    click(driver, "confirm-freeze")  # asked again; the final starts after the undo window
 
     def final_done() -> bool:
         driver.get(server.url + "/teacher")

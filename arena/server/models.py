@@ -32,7 +32,7 @@ class Visibility(models.TextChoices):
     RELEASED = "released", "released: students see the final results"
 
 
-UNDO = timedelta(seconds=60)  # a freeze may be undone until the final starts, this long after the deadline
+UNDO = timedelta(seconds=60)  # by default a freeze may be undone until the final starts, this long after
 
 
 class FinalState(models.TextChoices):
@@ -54,6 +54,7 @@ class Classroom(models.Model):
     final_note = models.TextField(blank=True, default="")
     upload_kib = models.PositiveIntegerField(default=1024)
     per_day = models.PositiveIntegerField(default=20)
+    undo_seconds = models.PositiveIntegerField(default=int(UNDO.total_seconds()))  # the freeze's undo window
     rule_reference = models.CharField(max_length=64, default="greedy")
     rule_wins = models.PositiveIntegerField(default=8)
     rule_games = models.PositiveIntegerField(default=10)
@@ -70,8 +71,9 @@ class Classroom(models.Model):
         return self.freeze_at is not None and (now or timezone.now()) >= self.freeze_at
 
     def final_at(self) -> datetime | None:
-        """When the final starts: UNDO after the deadline, so that a freeze can be undone until then."""
-        return None if self.freeze_at is None else self.freeze_at + UNDO
+        """When the final starts: the undo window after the deadline, so that a freeze can be undone until
+        then (a minute by default; the teacher sets it)."""
+        return None if self.freeze_at is None else self.freeze_at + timedelta(seconds=self.undo_seconds)
 
     def undoable(self, now: datetime | None = None) -> bool:
         """Frozen, and the final not started: the teacher may still undo the freeze."""

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from arena.server import accounts, final, gradebook, ladder
 from arena.server.access import teacher_only
 from arena.server.classdir import REFERENCES, ClassDir
-from arena.server.models import UNDO, Classroom, Member, Role, Visibility
+from arena.server.models import Classroom, Member, Role, Visibility
 
 
 def _where() -> ClassDir:
@@ -70,6 +70,7 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
         classroom.visibility = visibility
     classroom.upload_kib = _number(request, "upload_kib", 1, 64 * 1024, classroom.upload_kib)
     classroom.per_day = _number(request, "per_day", 1, 1000, classroom.per_day)
+    classroom.undo_seconds = _number(request, "undo_seconds", 0, 24 * 3600, classroom.undo_seconds)
     reference = request.POST.get("rule_reference", classroom.rule_reference)
     if reference in REFERENCES:
         classroom.rule_reference = reference
@@ -112,7 +113,7 @@ def freeze(request: HttpRequest, member: Member) -> HttpResponse:
         )
         return redirect("teacher")
     if at <= now and request.POST.get("confirm") != "yes":
-        context = {"member": member, "classroom": classroom, "when": when, "at": at, "undo": UNDO}
+        context = {"member": member, "classroom": classroom, "when": when, "at": at}
         return render(request, "classroom/freeze.html", context)
     classroom.freeze_at = max(at, now)  # a time past closes now: the undo's minute counts from here
     classroom.save(update_fields=["freeze_at"])
