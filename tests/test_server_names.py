@@ -60,3 +60,27 @@ def test_ascii_look_alikes_are_refused(alice: Any, username: str, like: str | No
         assert answer.status_code == 400
         said = html.unescape(answer.content.decode())
         assert f"the name {username!r} looks like {like!r}, which is taken" in said
+
+
+@pytest.mark.parametrize("username", ["алиса", "аlice", "zoë"])  # Cyrillic, a Cyrillic а, a diaeresis
+def test_a_username_outside_ascii_is_told_only_ascii_letters_count(alice: Any, username: str) -> None:
+    from django.test import Client
+
+    from arena.server.models import Classroom
+
+    code = Classroom.objects.get().join_code
+    form = {"code": code, "username": username, "password": PASSWORD + "x", "password2": PASSWORD + "x"}
+    answer = Client().post("/join", form)
+    assert answer.status_code == 400
+    said = html.unescape(answer.content.decode())
+    other = next(c for c in username if not c.isascii())
+    assert f"only ASCII letters (a-z, A-Z) count in a username, and {other!r} is not one" in said
+    assert f'value="{username}"' in said, "what was typed is kept"
+
+
+def test_the_class_name_heads_every_page(alice: Any) -> None:
+    from django.test import Client
+
+    for path in ("/signin", "/join", "/setup/not-a-token"):
+        page = Client().get(path).content.decode()
+        assert "<strong>Arena · Names</strong>" in page, path

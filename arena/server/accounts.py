@@ -26,6 +26,12 @@ class NameTaken(ValueError):
 
 def slug_for(username: str) -> str:
     """The bot's name of a new member, or NameTaken."""
+    if not username.isascii():
+        other = next(c for c in username if not c.isascii())
+        raise NameTaken(
+            f"only ASCII letters (a-z, A-Z) count in a username, and {other!r} is not one: "
+            "it names your bot on the ladder, where letters of other scripts look like ours"
+        )
     if not USERNAME.fullmatch(username):
         raise NameTaken(
             "a username is 2 to 30 letters, digits, _ or -, starting with a letter (it names your bot)"
