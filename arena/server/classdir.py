@@ -12,6 +12,7 @@ settings, the worker and the tests all find the same paths here.
     CLASS_DIR/final/bots/             the versions frozen at the deadline
     CLASS_DIR/final/ranking/          the final settled tournament
     CLASS_DIR/final/references/       the frozen versions against each reference bot, for the pass rule
+    CLASS_DIR/scrimmages/ID/          one scrimmage: its two bots (bots/) and its games (games/)
 
 The class folder is the server's user's alone: every folder of the class's 0700 and every file of the
 server's own 0600 (the databases with their -wal and -shm, the key, the URL), so no other user of the
@@ -63,13 +64,18 @@ class ClassDir:
     def final(self) -> Path:
         return self.root / "final"
 
+    @property
+    def scrimmages(self) -> Path:
+        return self.root / "scrimmages"
+
     def version(self, slug: str, number: int) -> Path:
         """The folder of version `number` of `slug`'s bot: named as the bot, as arena names bots."""
         return self.submissions / slug / str(number) / slug
 
     def make(self) -> None:
         """The folders (the server's alone), and the bundled reference bots copied in once."""
-        for folder in (self.root, self.submissions, self.references, self.bots, self.ladder, self.final):
+        for folder in (self.root, self.submissions, self.references, self.bots, self.ladder, self.final,
+                       self.scrimmages):  # fmt: skip
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             folder.chmod(0o700)
         for name in REFERENCES:
@@ -103,7 +109,7 @@ class ClassDir:
         for folder in folders:
             private(folder, 0o700)
         files = [p for p in self.root.iterdir() if p.is_file()]
-        for store in (self.ladder, self.final):
+        for store in (self.ladder, self.final, self.scrimmages):
             files += [p for p in store.rglob("*") if p.is_file() and ".sqlite" in p.name]
         for file in files:
             private(file, 0o600)

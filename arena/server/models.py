@@ -54,6 +54,7 @@ class Classroom(models.Model):
     final_note = models.TextField(blank=True, default="")
     upload_kib = models.PositiveIntegerField(default=1024)
     per_day = models.PositiveIntegerField(default=20)
+    scrimmages_per_day = models.PositiveIntegerField(default=10)  # a student's unranked matches a day
     undo_seconds = models.PositiveIntegerField(default=int(UNDO.total_seconds()))  # the freeze's undo window
     rule_reference = models.CharField(max_length=64, default="greedy")
     rule_wins = models.PositiveIntegerField(default=8)
@@ -145,6 +146,29 @@ class Submission(models.Model):
 
     def __str__(self) -> str:
         return f"{self.member.slug} v{self.number}"
+
+
+class Progress(models.TextChoices):
+    QUEUED = "queued", "waiting to be played"
+    PLAYING = "playing", "being played"
+    DONE = "done", "played"
+    FAILED = "failed", "could not be played"
+
+
+class Scrimmage(models.Model):
+    """Unranked games a student asked for between one of their passed versions and a bot of the ladder,
+    played by the scrimmages worker in a tournament of their own (CLASS_DIR/scrimmages/ID): they never
+    count for the ladder or the final."""
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="scrimmages")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    opponent = models.CharField(max_length=100)  # the bot's entry in the ladder's field (bots/)
+    created = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=10, choices=Progress.choices, default=Progress.QUEUED)
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
 
 
 class TeacherLink(models.Model):

@@ -1,5 +1,5 @@
 """`arena serve`: the class folder made, the database migrated, then three processes started and kept
-running until Ctrl-C: gunicorn serving the pages, and the two workers (worker.py: checks, ladder).
+running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages).
 
 Why gunicorn: Django speaks WSGI, and gunicorn is the WSGI server Django's own deployment guide puts first
 on Linux, where arena's sandbox runs anyway: a master process that restarts its workers, several worker
@@ -36,6 +36,7 @@ from arena.tournament.settings import Settings
 
 READY_S = 30.0
 RESTART_S = 2.0
+WORKERS = ("checks", "ladder", "scrimmages")  # worker.py's roles, each a process of its own
 # The web server's CPU weight against the bots of one tournament (each tournament's bots weigh one busy
 # process per core, confine.py): a page is a person waiting, and a rush of sign-ins (each password hash a
 # quarter second of a core) must not queue behind the games. A weight, not a priority: the games still get
@@ -188,7 +189,7 @@ def commands(opts: Options) -> dict[str, list[str]]:
         "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning", "--preload",
     ]  # fmt: skip
     worker = [sys.executable, "-m", "arena.server.worker"]
-    return {"web": web, "checks": [*worker, "checks"], "ladder": [*worker, "ladder"]}
+    return {"web": web, **{role: [*worker, role] for role in WORKERS}}
 
 
 def _start(argv: list[str], env: dict[str, str], group: Cgroups | None = None) -> subprocess.Popen[bytes]:
@@ -232,7 +233,7 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
     children = {"web": _start(argvs["web"], env, group)}
     try:
         _ready(opts, children["web"])
-        for role in ("checks", "ladder"):
+        for role in WORKERS:
             children[role] = _start(argvs[role], env)
         say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
         say(sign_in)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
 
-from arena.server.views import accounts, api, common, games, student, teacher
+from arena.server.views import accounts, api, common, games, scrimmages, student, teacher
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", common.home, name="home"),
@@ -21,6 +21,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("me/token", student.token, name="token"),
     path("versions/<int:number>", student.version, name="version"),
     path("versions/<int:number>/source", student.source, name="source"),
+    path("me/scrimmages", scrimmages.ask, name="scrimmage_ask"),
+    path("scrimmages/<int:ident>", scrimmages.show, name="scrimmage"),
+    path("scrimmages/<int:ident>/games/<int:game_id>", scrimmages.game, name="scrimmage_game"),
     path("ladder", games.board, name="ladder"),
     path("ladder.json", games.board_json, name="ladder_json"),
     path("games/<int:game_id>", games.game, name="game"),

@@ -13,13 +13,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import submitting
-from arena.server.access import own_submission, signed_in
+from arena.server import mine, scrimmages, submitting
+from arena.server.access import own_submission, sees_ladder, signed_in
 from arena.server.checking import activate
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.unpack import Rejected
 from arena.server.uploads import HARD_CAP
+from arena.tournament.settings import Settings
 
 SHOWN_BYTES = 200_000  # of one source file on the page
 
@@ -30,13 +31,24 @@ def _where() -> ClassDir:
 
 @signed_in
 def me(request: HttpRequest, member: Member) -> HttpResponse:
+    """Their bot: where it stands and its games first, then the deadline's word, then their versions."""
     classroom = Classroom.current()
+    chosen = request.GET.get("version", "")
+    chosen = chosen if chosen[:1] == "v" and chosen[1:].isdigit() else ""
+    where = _where()
     context = {
         "member": member,
         "classroom": classroom,
         "versions": member.submissions.all()[:50],
         "frozen": classroom.frozen() if classroom else False,
         "server": request.build_absolute_uri("/").rstrip("/"),
+        "ladder": mine.on_ladder(where, member, chosen),
+        "chosen": chosen,
+        "deadline": mine.deadline(where, classroom, member) if classroom else None,
+        "sees_ladder": sees_ladder(member, classroom) if classroom else False,
+        "passed": member.submissions.filter(status=Status.PASSED)[:50],
+        "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
+        "scrimmages": member.scrimmages.select_related("submission")[:20],
     }
     return render(request, "classroom/me.html", context)
 
@@ -100,7 +112,9 @@ def token(request: HttpRequest, member: Member) -> HttpResponse:
 def version(request: HttpRequest, number: int, member: Member) -> HttpResponse:
     """One version's checklist (its stderr and faults among it)."""
     found = own_submission(member, number)
-    return render(request, "classroom/version.html", {"member": member, "version": found})
+    games = Settings(**settings.ARENA_SETTINGS)
+    memory = {"mb": games.memory_mb, "most": games.max_memory_mb or games.memory_mb}
+    return render(request, "classroom/version.html", {"member": member, "version": found, "memory": memory})
 
 
 @signed_in

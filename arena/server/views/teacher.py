@@ -70,6 +70,9 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
         classroom.visibility = visibility
     classroom.upload_kib = _number(request, "upload_kib", 1, 64 * 1024, classroom.upload_kib)
     classroom.per_day = _number(request, "per_day", 1, 1000, classroom.per_day)
+    classroom.scrimmages_per_day = _number(
+        request, "scrimmages_per_day", 0, 1000, classroom.scrimmages_per_day
+    )
     classroom.undo_seconds = _number(request, "undo_seconds", 0, 24 * 3600, classroom.undo_seconds)
     reference = request.POST.get("rule_reference", classroom.rule_reference)
     if reference in REFERENCES:
