@@ -289,6 +289,28 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
         assert float(rows[name]["elo_lo"]) <= float(rows[name]["elo"]) <= float(rows[name]["elo_hi"])
     assert rows["alice"]["pass"] == "fail", "first-legal does not beat greedy 8 times in 10"
 
+    driver.set_window_size(390, 844)  # a phone: the final's and a student's tables fit without scrolling
+    try:
+        driver.get(server.url + "/final")
+        assert overflow(driver, "board", "recent") == [], "the final's tables fit 390 px"
+        driver.delete_all_cookies()
+        driver.get(server.url + "/signin")
+        fill(driver, username="alice", password=PASSWORD)
+        click(driver, "signin")
+        assert overflow(driver, "versions", "my-games", "against") == [], "alice's tables fit 390 px"
+    finally:
+        driver.set_window_size(1280, 1000)
+
+
+def overflow(driver: Any, *tables: str) -> list[str]:
+    """The tables among `tables` on the page that reach past the window's right edge, with by how much."""
+    script = """
+      const width = document.documentElement.clientWidth;
+      return arguments[0].map(id => [id, document.getElementById(id)])
+        .filter(([id, t]) => t && t.getBoundingClientRect().right > width)
+        .map(([id, t]) => `${id}: ${Math.round(t.getBoundingClientRect().right)} px of ${width}`);"""
+    return list(driver.execute_script(script, list(tables)))
+
 
 # --- without a browser: the faults -----------------------------------------------------------------------
 
