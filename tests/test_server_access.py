@@ -286,6 +286,18 @@ def test_scrimmages_are_limited_per_day(world: World) -> None:
         Scrimmage.objects.exclude(pk=world.scrimmage).delete()
 
 
+def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> None:
+    import re
+
+    from arena.tournament.settings import Settings
+
+    checklist = world.clients["alice"].get(f"/versions/{world.versions['alice']}").content.decode()
+    assert f"Memory: a bot may use at most {Settings().memory_mb} MB here" in checklist
+    ladder = world.clients["alice"].get("/ladder").content.decode()
+    assert re.search(r"<td>-?\d+ \[-?\d+, -?\d+\]</td>", ladder), "Elo in whole points"
+    assert not re.search(r"\d\.\d+ \[", ladder)
+
+
 def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
     bob = world.clients["bob"]
     alice_version = world.versions["alice"]
