@@ -13,7 +13,7 @@ from tests.server_kit import Server, need_extra
 
 need_extra()
 
-from tests.test_server_e2e import PASSWORD, browser, click, fill, make_class, text, until  # noqa: E402, F401
+from tests.test_server_e2e import PASSWORD, _by, browser, click, fill, make_class, text, until  # noqa: E402, F401
 
 pytestmark = pytest.mark.slow
 
@@ -54,3 +54,37 @@ def test_the_ladder_page_says_when_the_server_is_unreachable(browser: Any, serve
         30,
     )
     assert said.startswith("the server cannot be reached: these results are as they were at"), said
+
+
+def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """A class of thirty with long names, at 390 px: no table reaches past the screen's edge."""
+    from arena.api import Tournament
+    from arena.server import ladder
+    from arena.server.classdir import ClassDir
+    from arena.tournament.settings import Settings
+    from tests import classroom
+    from tests.test_server_e2e import overflow
+
+    where = ClassDir(tmp_path / "class")
+    where.make()
+    for folder in (where.ladder, where.final / "ranking"):
+        folder.mkdir(parents=True, exist_ok=True)
+        classroom.build(folder / "arena.sqlite", rounds=1)
+        with Tournament(folder, Settings("kalah", 1000, 10_000, 3)) as cup:
+            ladder.write_snapshot(cup, "a class of thirty", True)
+    made = Server(where.root)
+    try:
+        make_class(made, made.start(), ["ann"])
+        sign_in(browser, made, "teach")
+        browser.set_window_size(390, 844)
+        try:
+            for path in ("/ladder", "/final"):
+                browser.get(made.url + path)
+                assert len(browser.find_elements(_by().CSS_SELECTOR, "#board tr.row")) == 30
+                width = browser.execute_script("return document.documentElement.clientWidth")
+                assert width <= 400, f"the window is a phone's, not {width} px"
+                assert overflow(browser, "board", "recent") == [], path
+        finally:
+            browser.set_window_size(1280, 1000)
+    finally:
+        made.stop()
