@@ -5,9 +5,7 @@ only, never the opponent's (access.sees_stderr)."""
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,12 +13,8 @@ from django.views.decorators.http import require_POST
 
 from arena.server import ladder, scrimmages
 from arena.server.access import own_scrimmage, own_submission, sees_stderr, signed_in
-from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member
-
-
-def _where() -> ClassDir:
-    return ClassDir(Path(settings.ARENA_CLASS_DIR))
+from arena.server.views.common import class_dir
 
 
 @require_POST
@@ -32,7 +26,7 @@ def ask(request: HttpRequest, member: Member) -> HttpResponse:
     try:
         if classroom is None:
             raise scrimmages.Refused("the class has not been created yet")
-        found = scrimmages.ask(_where(), classroom, member, version, opponent)
+        found = scrimmages.ask(class_dir(), classroom, member, version, opponent)
     except scrimmages.Refused as e:
         messages.error(request, str(e))
         return redirect("me")
@@ -50,7 +44,7 @@ def show(request: HttpRequest, ident: int, member: Member) -> HttpResponse:
         "classroom": Classroom.current(),
         "scrimmage": found,
         "opponent": scrimmages.shown(found.opponent),
-        "games": scrimmages.games(_where(), found),
+        "games": scrimmages.games(class_dir(), found),
     }
     return render(request, "classroom/scrimmage.html", context)
 
@@ -58,7 +52,7 @@ def show(request: HttpRequest, ident: int, member: Member) -> HttpResponse:
 @signed_in
 def game(request: HttpRequest, ident: int, game_id: int, member: Member) -> HttpResponse:
     found = own_scrimmage(member, ident)
-    folder = scrimmages.folder(_where(), found) / "games"
+    folder = scrimmages.folder(class_dir(), found) / "games"
     shown = ladder.game(folder, game_id, partial(sees_stderr, member))
     if shown is None:
         raise Http404("no such game")
