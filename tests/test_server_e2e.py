@@ -3,8 +3,10 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
 
 - in headless Chromium (Selenium): the teacher creates the class with the one-time link; three students
   join and upload (a Python bot, a compiled C bot zipped as a folder, a broken one); the checks pass and
-  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; the
-  teacher freezes, the final runs, the gradebook CSV is downloaded and its rows checked;
+  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; one
+  plays a scrimmage and replays it (her stderr, never the opponent's); the teacher freezes, the final
+  runs, the gradebook CSV is downloaded and its rows checked, and the final's and a student's tables fit
+  a 390 px phone;
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
   checked after it), no game stored twice, the ladder goes on;
 - a hostile bot uploaded through the page reads nothing of another student's, nor the server's secrets:
@@ -258,6 +260,24 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     )
     click(driver, "first", navigates=False)
     assert text(driver, "ply") == "start"
+
+    driver.get(server.url + "/me")  # alice asks for a scrimmage against bob, and replays it
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element(_by().ID, "scrimmage-opponent")).select_by_visible_text("bob")
+    click(driver, "ask-scrimmage")
+    scrimmage = driver.current_url
+
+    def played() -> bool:
+        driver.get(scrimmage)
+        return text(driver, "scrimmage-status") == "played"
+
+    until("the scrimmage", played, 120, 2)
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "tr.scrimmage-game a").click()
+    replaced(driver, page)
+    assert "<h2>stderr of alice</h2>" in driver.page_source
+    assert "<h2>stderr of bob</h2>" not in driver.page_source
 
     driver.delete_all_cookies()
     driver.get(server.url + "/signin")
