@@ -95,6 +95,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with Tournament(where.final / "ranking", settings_) as cup:
         cup.run(final_bots, rounds=1)
         snap = ladder.write_snapshot(cup, "final", True)
+    from arena.match.bots import load_bot
+
+    with Tournament(where.final / "references", settings_) as cup:
+        pair = [load_bot(final_bots / "alice"), load_bot(where.references / "greedy.py")]
+        cup.run(pair, 1, gauntlet="alice")
+        ladder.write_games(cup)
     results = {"board": snap["board"], "references": {}, "frozen": field.versions(final_bots)}
     (where.final / "results.json").write_text(json.dumps(results))
     from arena.server import scrimmages
@@ -152,6 +158,7 @@ def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...
         ("final", "get", "/final", teacher, ()),
         ("final_json", "get", "/final.json", teacher, ("alice",)),
         ("final_game", "get", f"/final/games/{w.final_game}", teacher, ("alice",)),
+        ("reference_game", "get", "/final/references/games/1", teacher, ("STDERR",)),
         ("teacher", "get", "/teacher", teacher, (w.tokens["alice"],)),
         ("class_settings", "post", "/teacher/settings", teacher, ()),
         ("freeze", "post", "/teacher/freeze", teacher, ()),
@@ -344,5 +351,9 @@ def test_released_results_reach_students_with_their_own_stderr_only(world: World
         replay = world.clients["bob"].get(f"/final/games/{world.final_game}").content.decode()
         assert f"{SECRETS['bob']}-STDERR" in replay and f"{SECRETS['alice']}-STDERR" not in replay
         assert world.clients["bob"].get("/teacher/gradebook.csv").status_code == 403
+        theirs = world.clients["bob"].get("/final/references/games/1").content.decode()
+        assert "alice" in theirs and f"{SECRETS['alice']}-STDERR" not in theirs
+        mine = world.clients["alice"].get("/final/references/games/1").content.decode()
+        assert f"{SECRETS['alice']}-STDERR" in mine
     finally:
         Classroom.objects.update(visibility=Visibility.OPEN)

@@ -115,6 +115,10 @@ def test_a_students_own_view_through_the_day(server: Server) -> None:
         assert grade and "a bot wins at least 1 of 2 against greedy" in text, name
         assert re.search(r'id="final-place">Place \d', text), name
         assert re.search(r"<td>greedy</td><td>\d+-\d+-\d+</td>", text), name
+        played = re.findall(r'<tr class="reference-game"><td><a href="/final/references/games/(\d+)">', text)
+        assert len(played) == 4, f"{name}: the rule's 2 games against each reference bot"
+        replay = page(student, f"/final/references/games/{played[0]}")
+        assert f"<h2>stderr of {name}</h2>" in replay and "stderr of greedy</h2>" not in replay
 
 
 def _pk(text: str, number: int) -> str:

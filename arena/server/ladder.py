@@ -73,7 +73,15 @@ def _labels(cup: Tournament) -> dict[int, str]:
     return {i: known[d] for i, _, d in queries.bot_versions(cup.store) if d in known}
 
 
-def _players(cup: Tournament, recent: list[dict[str, Any]]) -> dict[str, Any]:
+def write_games(cup: Tournament) -> None:
+    """Each bot's games of a tournament played once (the final's against the references), for its
+    author's page: players.json without the records, since a gauntlet's field is one bot's at a time."""
+    count = cup.store.count_games()
+    listed = [_listed(r) for r in queries.records_between(cup.store, 1, count + 1000)][::-1]
+    _replace(cup.folder / PLAYERS, json.dumps(_players(cup, listed, against=False)))
+
+
+def _players(cup: Tournament, recent: list[dict[str, Any]], against: bool = True) -> dict[str, Any]:
     """Per bot of the field: its latest games (newest first) and its record against each opponent."""
     out: dict[str, Any] = {}
     for game in recent:
@@ -81,6 +89,8 @@ def _players(cup: Tournament, recent: list[dict[str, Any]]) -> dict[str, Any]:
             mine = out.setdefault(name, {"games": [], "against": {}})["games"]
             if len(mine) < PER_BOT:
                 mine.append(game)
+    if not against:
+        return out
     field = queries.field_ids(cup.store)
     names = {i: n for i, n, _ in queries.bot_versions(cup.store)}
     for row in queries.pair_totals(cup.store, field).itertuples(index=False):

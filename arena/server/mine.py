@@ -112,7 +112,9 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
         return Deadline("played", number, classroom.final_at(), None)
     row = next((r for r in gradebook.rows(classroom, results) if r["bot"] == member.slug), None)
     if row is not None:
+        played = ladder.players(where.final / "references").get(member.slug, {}).get("games", [])
         row = {**row, "elo": _whole(row["elo"]), "elo_lo": _whole(row["elo_lo"]),
                "elo_hi": _whole(row["elo_hi"]),
-               "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]]}  # fmt: skip
+               "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
+               "games": [_as_mine(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)

@@ -30,6 +30,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("final", games.board, {"which": "final"}, name="final"),
     path("final.json", games.board_json, {"which": "final"}, name="final_json"),
     path("final/games/<int:game_id>", games.game, {"which": "final"}, name="final_game"),
+    path("final/references/games/<int:game_id>", student.reference_game, name="reference_game"),
     path("teacher", teacher.dashboard, name="teacher"),
     path("teacher/settings", teacher.class_settings, name="class_settings"),
     path("teacher/freeze", teacher.freeze, name="freeze"),

@@ -3,18 +3,19 @@ token for `arena submit`; and one version's source. Only their own (access.own_s
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import mine, scrimmages, submitting
-from arena.server.access import own_submission, sees_ladder, signed_in
+from arena.server import ladder, mine, scrimmages, submitting
+from arena.server.access import own_submission, sees_final, sees_ladder, sees_stderr, signed_in
 from arena.server.checking import activate
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, new_token
@@ -106,6 +107,20 @@ def token(request: HttpRequest, member: Member) -> HttpResponse:
     Member.objects.filter(pk=member.pk).update(token=new_token())
     messages.success(request, "a new token: the old one no longer works")
     return redirect("me")
+
+
+@signed_in
+def reference_game(request: HttpRequest, game_id: int, member: Member) -> HttpResponse:
+    """A game of the final's against a reference bot, once the results are released (the teacher's
+    always): a student's own stderr in it, never another's."""
+    classroom = Classroom.current()
+    if classroom is None or not sees_final(member, classroom):
+        text = "the final's results are not released yet"
+        return render(request, "classroom/message.html", {"title": "Not now", "text": text}, status=403)
+    shown = ladder.game(_where().final / "references", game_id, partial(sees_stderr, member))
+    if shown is None:
+        raise Http404("no such game")
+    return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "final"})
 
 
 @signed_in
