@@ -82,7 +82,8 @@ def write_games(cup: Tournament) -> None:
 
 
 def _players(cup: Tournament, recent: list[dict[str, Any]], against: bool = True) -> dict[str, Any]:
-    """Per bot of the field: its latest games (newest first) and its record against each opponent."""
+    """Per bot of the field: its latest games (newest first) and (`against`) its record against each
+    opponent."""
     out: dict[str, Any] = {}
     for game in recent:
         for name in (game["south"], game["north"]):
@@ -95,8 +96,8 @@ def _players(cup: Tournament, recent: list[dict[str, Any]], against: bool = True
     names = {i: n for i, n, _ in queries.bot_versions(cup.store)}
     for row in queries.pair_totals(cup.store, field).itertuples(index=False):
         bot, opp = names.get(int(row.bot), "?"), names.get(int(row.opp), "?")
-        against = out.setdefault(bot, {"games": [], "against": {}})["against"]
-        against[opp] = [int(row.wins), int(row.draws), int(row.losses)]
+        record = out.setdefault(bot, {"games": [], "against": {}})["against"]
+        record[opp] = [int(row.wins), int(row.draws), int(row.losses)]
     return out
 
 
