@@ -7,6 +7,7 @@ ladder and a final played by arena (two games each), Django's test client in thi
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -288,6 +289,10 @@ def test_scrimmages_are_limited_per_day(world: World) -> None:
         assert Scrimmage.objects.filter(member__slug="alice").count() == 2
         theirs = alice.post("/me/scrimmages", {"version": str(world.versions["bob"]), "opponent": "bob"})
         assert theirs.status_code == 404, "another's version is no version of theirs"
+        Classroom.objects.update(scrimmages_per_day=0)
+        off = html.unescape(alice.post("/me/scrimmages", form, follow=True).content.decode())
+        assert "the teacher has turned scrimmages off for this class" in off
+        assert 'id="ask-scrimmage"' not in off
     finally:
         Classroom.objects.update(scrimmages_per_day=10)
         Scrimmage.objects.exclude(pk=world.scrimmage).delete()

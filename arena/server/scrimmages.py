@@ -42,6 +42,8 @@ def ask(
     where: ClassDir, classroom: Classroom, member: Member, version: Submission, opponent: str
 ) -> Scrimmage:
     """Queue a scrimmage; Refused with the reason when it may not be played."""
+    if classroom.scrimmages_per_day == 0:
+        raise Refused("the teacher has turned scrimmages off for this class")
     if classroom.frozen():
         raise Refused("the deadline has passed: no more scrimmages, the final is the last word")
     if version.member_id != member.pk or version.status != Status.PASSED:
