@@ -7,6 +7,7 @@ ladder and a final played by arena (two games each), Django's test client in thi
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class World:
     game: int
     final_game: int
     members: dict[str, int]
+    scrimmage: int
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +96,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with Tournament(where.final / "ranking", settings_) as cup:
         cup.run(final_bots, rounds=1)
         snap = ladder.write_snapshot(cup, "final", True)
+    from arena.match.bots import load_bot
+
+    with Tournament(where.final / "references", settings_) as cup:
+        pair = [load_bot(final_bots / "alice"), load_bot(where.references / "greedy.py")]
+        cup.run(pair, 1, gauntlet="alice")
+        ladder.write_games(cup)
     results = {"board": snap["board"], "references": {}, "frozen": field.versions(final_bots)}
     (where.final / "results.json").write_text(json.dumps(results))
+    from arena.server import scrimmages
+    from arena.server.models import Submission
+
+    alice_version = Submission.objects.get(pk=versions["alice"])
+    scrimmage = scrimmages.ask(where, classroom, members["alice"], alice_version, "bob")
+    assert scrimmages.play(where, scrimmage, settings_).status == "done", scrimmage.note
     clients = {"anonymous": Client()}
     for role in ("alice", "bob", "teacher"):
         clients[role] = Client()
@@ -107,6 +121,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         game=1,
         final_game=1,
         members={n: m.pk for n, m in members.items()},
+        scrimmage=scrimmage.pk,
     )
 
 
@@ -135,12 +150,16 @@ def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...
         ("token", "post", "/me/token", members, ()),
         ("version", "get", f"/versions/{a}", alice_only, alice_secret),
         ("source", "get", f"/versions/{a}/source", alice_only, alice_secret),
+        ("scrimmage_ask", "post", f"/me/scrimmages?version={a}&opponent=none", alice_only, ()),
+        ("scrimmage", "get", f"/scrimmages/{w.scrimmage}", alice_only, ()),
+        ("scrimmage_game", "get", f"/scrimmages/{w.scrimmage}/games/1", alice_only, alice_secret),
         ("ladder", "get", "/ladder", members, ()),
         ("ladder_json", "get", "/ladder.json", members, ()),
         ("game", "get", f"/games/{w.game}", members, ()),
         ("final", "get", "/final", teacher, ()),
         ("final_json", "get", "/final.json", teacher, ("alice",)),
         ("final_game", "get", f"/final/games/{w.final_game}", teacher, ("alice",)),
+        ("reference_game", "get", "/final/references/games/1", teacher, ("STDERR",)),
         ("teacher", "get", "/teacher", teacher, (w.tokens["alice"],)),
         ("class_settings", "post", "/teacher/settings", teacher, ()),
         ("freeze", "post", "/teacher/freeze", teacher, ()),
@@ -228,6 +247,69 @@ def test_a_student_sees_their_own_stderr_in_a_replay_and_never_the_other(world: 
     assert f"{SECRETS['alice']}-STDERR" in everything and f"{SECRETS['bob']}-STDERR" in everything
 
 
+def test_a_scrimmage_shows_the_askers_stderr_only_and_stays_off_the_ladder(world: World) -> None:
+    import sqlite3
+
+    from django.conf import settings
+
+    mine = world.clients["alice"].get(f"/scrimmages/{world.scrimmage}/games/2").content.decode()
+    assert f"{SECRETS['alice']}-STDERR" in mine and f"{SECRETS['bob']}-STDERR" not in mine
+    assert "Only its author and the teacher see the stderr of bob" in mine
+    everything = world.clients["teacher"].get(f"/scrimmages/{world.scrimmage}/games/2").content.decode()
+    assert f"{SECRETS['bob']}-STDERR" in everything
+    listed = world.clients["alice"].get(f"/scrimmages/{world.scrimmage}").content.decode()
+    assert listed.count('<tr class="scrimmage-game">') == 2, "a game from each side"
+    root = Path(settings.ARENA_CLASS_DIR)
+    for store in (root / "ladder" / "arena.sqlite", root / "final" / "ranking" / "arena.sqlite"):
+        with sqlite3.connect(store) as db:
+            assert db.execute("SELECT count(*) FROM games").fetchone()[0] == 2, f"{store}: its own games only"
+    board = world.clients["alice"].get("/ladder.json").json()["board"]
+    assert sum(row["games"] for row in board) == 4, (
+        "the ladder's standings count its 2 games, not the scrimmage's"
+    )
+
+
+def test_scrimmages_are_limited_per_day(world: World) -> None:
+    from django.contrib.messages import get_messages
+
+    from arena.server.models import Classroom, Scrimmage
+
+    Classroom.objects.update(scrimmages_per_day=2)
+    try:
+        alice = world.clients["alice"]
+        form = {"version": str(world.versions["alice"]), "opponent": "bob"}
+        first = alice.post("/me/scrimmages", form)
+        assert first.status_code == 302 and "/scrimmages/" in first["Location"]
+        refused = alice.post("/me/scrimmages", form, follow=True)
+        said = [str(m) for m in get_messages(refused.wsgi_request)] or [refused.content.decode()]
+        assert (
+            any("you have asked for 2 scrimmages in the last 24 hours, the class's limit" in m for m in said)
+            or "the class&#x27;s limit" in refused.content.decode()
+        )
+        assert Scrimmage.objects.filter(member__slug="alice").count() == 2
+        theirs = alice.post("/me/scrimmages", {"version": str(world.versions["bob"]), "opponent": "bob"})
+        assert theirs.status_code == 404, "another's version is no version of theirs"
+        Classroom.objects.update(scrimmages_per_day=0)
+        off = html.unescape(alice.post("/me/scrimmages", form, follow=True).content.decode())
+        assert "the teacher has turned scrimmages off for this class" in off
+        assert 'id="ask-scrimmage"' not in off
+    finally:
+        Classroom.objects.update(scrimmages_per_day=10)
+        Scrimmage.objects.exclude(pk=world.scrimmage).delete()
+
+
+def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> None:
+    import re
+
+    from arena.tournament.settings import Settings
+
+    checklist = world.clients["alice"].get(f"/versions/{world.versions['alice']}").content.decode()
+    assert f"Memory: a bot may use at most {Settings().memory_mb} MB here" in checklist
+    ladder = world.clients["alice"].get("/ladder").content.decode()
+    assert re.search(r"<td>-?\d+ \[-?\d+, -?\d+\]</td>", ladder), "Elo in whole points"
+    assert not re.search(r"\d\.\d+ \[", ladder)
+
+
 def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
     bob = world.clients["bob"]
     alice_version = world.versions["alice"]
@@ -274,5 +356,9 @@ def test_released_results_reach_students_with_their_own_stderr_only(world: World
         replay = world.clients["bob"].get(f"/final/games/{world.final_game}").content.decode()
         assert f"{SECRETS['bob']}-STDERR" in replay and f"{SECRETS['alice']}-STDERR" not in replay
         assert world.clients["bob"].get("/teacher/gradebook.csv").status_code == 403
+        theirs = world.clients["bob"].get("/final/references/games/1").content.decode()
+        assert "alice" in theirs and f"{SECRETS['alice']}-STDERR" not in theirs
+        mine = world.clients["alice"].get("/final/references/games/1").content.decode()
+        assert f"{SECRETS['alice']}-STDERR" in mine
     finally:
         Classroom.objects.update(visibility=Visibility.OPEN)

@@ -3,8 +3,10 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
 
 - in headless Chromium (Selenium): the teacher creates the class with the one-time link; three students
   join and upload (a Python bot, a compiled C bot zipped as a folder, a broken one); the checks pass and
-  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; the
-  teacher freezes, the final runs, the gradebook CSV is downloaded and its rows checked;
+  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; one
+  plays a scrimmage and replays it (her stderr, never the opponent's); the teacher freezes, the final
+  runs, the gradebook CSV is downloaded and its rows checked, and the final's and a student's tables fit
+  a 390 px phone;
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
   checked after it), no game stored twice, the ladder goes on;
 - a hostile bot uploaded through the page reads nothing of another student's, nor the server's secrets:
@@ -259,11 +261,33 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     click(driver, "first", navigates=False)
     assert text(driver, "ply") == "start"
 
+    driver.get(server.url + "/me")  # alice asks for a scrimmage against bob, and replays it
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element(_by().ID, "scrimmage-opponent")).select_by_visible_text("bob")
+    click(driver, "ask-scrimmage")
+    scrimmage = driver.current_url
+
+    def played() -> bool:
+        driver.get(scrimmage)
+        return text(driver, "scrimmage-status") == "played"
+
+    until("the scrimmage", played, 120, 2)
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "tr.scrimmage-game a").click()
+    replaced(driver, page)
+    assert "<h2>stderr of alice</h2>" in driver.page_source
+    assert "<h2>stderr of bob</h2>" not in driver.page_source
+
     driver.delete_all_cookies()
     driver.get(server.url + "/signin")
     fill(driver, username="teach", password=PASSWORD)
     click(driver, "signin")
+    fill(driver, undo_seconds="2")  # the freeze's undo window: a minute unless the teacher shortens it
+    click(driver, "save-settings")
     click(driver, "freeze-now")
+    assert "The final starts 2 seconds later" in text(driver, "confirm-text")
+    click(driver, "confirm-freeze")  # asked again; the final starts after the undo window
 
     def final_done() -> bool:
         driver.get(server.url + "/teacher")
@@ -284,6 +308,28 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
         assert rows[name]["pass"] == ("pass" if wins >= 8 else "fail")
         assert float(rows[name]["elo_lo"]) <= float(rows[name]["elo"]) <= float(rows[name]["elo_hi"])
     assert rows["alice"]["pass"] == "fail", "first-legal does not beat greedy 8 times in 10"
+
+    driver.set_window_size(390, 844)  # a phone: the final's and a student's tables fit without scrolling
+    try:
+        driver.get(server.url + "/final")
+        assert overflow(driver, "board", "recent") == [], "the final's tables fit 390 px"
+        driver.delete_all_cookies()
+        driver.get(server.url + "/signin")
+        fill(driver, username="alice", password=PASSWORD)
+        click(driver, "signin")
+        assert overflow(driver, "versions", "my-games", "against") == [], "alice's tables fit 390 px"
+    finally:
+        driver.set_window_size(1280, 1000)
+
+
+def overflow(driver: Any, *tables: str) -> list[str]:
+    """The tables among `tables` on the page that reach past the window's right edge, with by how much."""
+    script = """
+      const width = document.documentElement.clientWidth;
+      return arguments[0].map(id => [id, document.getElementById(id)])
+        .filter(([id, t]) => t && t.getBoundingClientRect().right > width)
+        .map(([id, t]) => `${id}: ${Math.round(t.getBoundingClientRect().right)} px of ${width}`);"""
+    return list(driver.execute_script(script, list(tables)))
 
 
 # --- without a browser: the faults -----------------------------------------------------------------------
@@ -542,8 +588,9 @@ def test_arena_submit_from_a_terminal(server: Server, db: str | None, tmp_path: 
     bad.write_text(BROKEN)
 
     def submit(path: Path, key: str) -> subprocess.CompletedProcess[str]:
-        args = [sys.executable, "-m", "arena", "submit", str(path), "--server", server.url, "--token", key]
-        return subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        args = [sys.executable, "-m", "arena", "submit", str(path), "--server", server.url]
+        env = {**os.environ, "ARENA_TOKEN": key}  # not --token: every user reads a command line
+        return subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
 
     ok = submit(good, token)
     assert ok.returncode == 0, ok.stderr

@@ -133,20 +133,22 @@ def test_the_days_count_is_a_limit(student: Any) -> None:
 def test_a_wrong_password_is_one_message_and_the_throttle_follows(student: Any) -> None:
     from django.test import Client
 
-    from arena.server.accounts import THROTTLE
+    from arena.server.throttle import FAILURES
 
     client = Client()
-    for _ in range(THROTTLE):
+    for _ in range(FAILURES - 1):
         answer = client.post("/signin", {"username": "dana", "password": "wrong"})
         assert answer.status_code == 401
         assert re.findall(r'id="error">([^<]*)<', html.unescape(answer.content.decode())) == [
             "wrong username or password"
         ]
+    answer = client.post("/signin", {"username": "dana", "password": "wrong"})
+    assert answer.status_code == 429, "the last failure the throttle allows is told so"
     answer = client.post("/signin", {"username": "dana", "password": PASSWORD})
     assert answer.status_code == 429, "even the right password waits once the name is throttled"
-    assert "too many failed sign-ins: wait" in answer.content.decode()
+    assert "too many failed sign-ins for this name from your address: wait" in answer.content.decode()
     other = Client().post("/signin", {"username": "nobody-else", "password": "x"})
-    assert other.status_code == 401, "the throttle is per name (and per address at a higher count)"
+    assert other.status_code == 401, "the throttle is per name and address"
 
 
 def test_a_form_without_its_csrf_token_is_refused_and_does_nothing(student: Any) -> None:

@@ -225,15 +225,17 @@ def test_a_pbkdf2_password_still_signs_in_and_is_upgraded_to_argon2id(django_cla
     from django.contrib.auth import authenticate
     from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
     from django.contrib.auth.models import User
+    from django.test import RequestFactory
 
+    request = RequestFactory().post("/signin")  # the throttle (axes) asks where an attempt comes from
     old = PBKDF2PasswordHasher()
     user = User.objects.create(username="olga", password=old.encode("kalah 6 by 6", old.salt()))
     assert make_password("x").startswith("argon2$argon2id$"), "new passwords are hashed with Argon2id"
-    assert authenticate(username="olga", password="wrong") is None
-    assert authenticate(username="olga", password="kalah 6 by 6") == user
+    assert authenticate(request, username="olga", password="wrong") is None
+    assert authenticate(request, username="olga", password="kalah 6 by 6") == user
     user.refresh_from_db()
     assert user.password.startswith("argon2$argon2id$v=19$m=102400,t=2,p=8$"), "upgraded, Django's parameters"
-    assert authenticate(username="olga", password="kalah 6 by 6") == user
+    assert authenticate(request, username="olga", password="kalah 6 by 6") == user
 
 
 def test_one_password_hash_at_a_time_per_process() -> None:

@@ -5,7 +5,8 @@ one place and the authorization tests (tests/test_server_access.py) hold them to
 - a student: the ladder and every game's replay while the ladder is open (or its results released), and
   their own versions: source, checklist, stderr and faults; never another student's source or stderr,
   whatever the address asks for (a version or a game's stderr is looked up, then refused unless it is
-  theirs: a guessed id gets the same 404 as a missing one);
+  theirs: a guessed id gets the same 404 as a missing one), and their own scrimmages, whose replays carry
+  the opponent's stderr for its author and the teacher only;
 - the teacher: everything.
 """
 
@@ -19,7 +20,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
-from arena.server.models import Classroom, Member, Submission, Visibility
+from arena.server.models import Classroom, Member, Scrimmage, Submission, Visibility
 
 View = Callable[..., HttpResponse]
 
@@ -67,6 +68,16 @@ def own_submission(member: Member, number: int | str) -> Submission:
     found = get_object_or_404(Submission.objects.select_related("member__user"), pk=int(number))
     if not member.teacher and found.member_id != member.pk:
         raise Http404("no such version")
+    return found
+
+
+def own_scrimmage(member: Member, ident: int | str) -> Scrimmage:
+    """A scrimmage the member may open: one they asked for, or any for the teacher; 404 otherwise."""
+    if not str(ident).isdigit():
+        raise Http404("no such scrimmage")
+    found = get_object_or_404(Scrimmage.objects.select_related("member", "submission"), pk=int(ident))
+    if not member.teacher and found.member_id != member.pk:
+        raise Http404("no such scrimmage")
     return found
 
 

@@ -1,33 +1,23 @@
-"""Who is in the class: usernames that make good bot names, the members made from them, and the sign-in
-throttle.
+"""Who is in the class: usernames that make good bot names, and the members made from them.
 
 A student's bot plays under a slug of their username, so the username obeys arena's name rules from the
 start (arena.match.names): ASCII letters, digits, _ and -, not a reference bot's name, and not one that
 looks like a member's already (`rnybot` beside `mybot`); a name arena would refuse never gets an account.
-
-The throttle is our own, in the database (so it holds across gunicorn's worker processes and restarts):
-after THROTTLE failures for one username, or THROTTLE_ADDRESS from one address, within WINDOW, sign-in
-waits until the oldest of them is WINDOW old. A success does not erase failures: they age out.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from arena.match import names
 from arena.server.classdir import REFERENCES
-from arena.server.models import Member, Role, SignInFailure
+from arena.server.models import Member, Role
 
 USERNAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{1,29}")
 RESERVED = {*REFERENCES, "human", "alphabeta", "solver"}  # arena's own bots and `arena play`'s person
-THROTTLE = 5
-THROTTLE_ADDRESS = 30
-WINDOW = timedelta(minutes=5)
 
 
 class NameTaken(ValueError):
@@ -36,18 +26,32 @@ class NameTaken(ValueError):
 
 def slug_for(username: str) -> str:
     """The bot's name of a new member, or NameTaken."""
+    if not username.isascii():
+        other = next(c for c in username if not c.isascii())
+        raise NameTaken(
+            f"only ASCII letters (a-z, A-Z) count in a username, and {other!r} is not one: "
+            "it names your bot on the ladder, where letters of other scripts look like ours"
+        )
     if not USERNAME.fullmatch(username):
         raise NameTaken(
             "a username is 2 to 30 letters, digits, _ or -, starting with a letter (it names your bot)"
         )
     slug = username.lower()
-    taken = list(Member.objects.values_list("slug", flat=True)) + sorted(RESERVED)
-    for other in taken:
+    taken = [*Member.objects.values_list("slug", "user__username"), *((r, r) for r in sorted(RESERVED))]
+    mine = _looks(username)
+    for other, shown in taken:
         if names.key(other) == names.key(slug):
             raise NameTaken(f"the name {username!r} is taken")
-        if names.skeleton(other) == names.skeleton(slug):
-            raise NameTaken(f"the name {username!r} looks like {other!r}, which is taken: choose another")
+        if mine & (_looks(shown) | _looks(other)):
+            raise NameTaken(f"the name {username!r} looks like {shown!r}, which is taken: choose another")
     return slug
+
+
+def _looks(name: str) -> set[str]:
+    """What a name may be read as: the TR39 skeletons (arena.match.names) of the name as typed, in lower,
+    upper and title case. `aIice` meets `alice` as typed (I and l are one skeleton), `AIice` meets it as
+    `Alice`, `b0b` meets `bob` in upper case (0 and O are), `rnary` meets `mary` in every case."""
+    return {names.skeleton(form) for form in (name, name.lower(), name.upper(), name.capitalize())}
 
 
 @transaction.atomic
@@ -65,23 +69,3 @@ def make_teacher(member: Member) -> None:
     member.role = Role.TEACHER
     member.save(update_fields=["role"])
     User.objects.filter(pk=member.user_id).update(is_staff=True, is_superuser=True)
-
-
-def wait_seconds(username: str, address: str) -> int:
-    """How long sign-in must wait for this username or address (0: it may try now)."""
-    since = timezone.now() - WINDOW
-    recent = SignInFailure.objects.filter(at__gte=since)
-    waits = []
-    for query, limit in (
-        (recent.filter(username=username.lower()), THROTTLE),
-        (recent.filter(address=address), THROTTLE_ADDRESS),
-    ):
-        times = list(query.order_by("-at").values_list("at", flat=True)[:limit])
-        if len(times) >= limit:
-            waits.append((times[-1] + WINDOW - timezone.now()).total_seconds())
-    return max(0, int(max(waits, default=0)) + 1) if waits else 0
-
-
-def failed(username: str, address: str) -> None:
-    SignInFailure.objects.create(username=username.lower()[:150], address=address[:64])
-    SignInFailure.objects.filter(at__lt=timezone.now() - 4 * WINDOW).delete()  # old ones no longer count

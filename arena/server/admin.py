@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from arena.server.models import Classroom, Member, SignInFailure, Submission
+from arena.server.models import Classroom, Member, Submission
 
 admin.site.register(Classroom)
 admin.site.register(Member, list_display=("slug", "role", "active"))
 admin.site.register(Submission, list_display=("member", "number", "status", "created"))
-admin.site.register(SignInFailure, list_display=("username", "address", "at"))

@@ -1,5 +1,8 @@
 """`arena submit`'s side of the wire: a bot (a file, or a folder zipped) sent to the class's server with
 the student's token, and its check waited for. Standard library only: a student needs no server extra.
+
+The token is a password: never in a command's arguments, which every user of the machine reads (ps). It
+comes from ARENA_TOKEN or from the file `arena submit --login` writes (LOGIN, 0600 in a 0700 folder).
 """
 
 from __future__ import annotations
@@ -18,10 +21,58 @@ from typing import Any
 from arena.match.bots import STAMP
 
 DONE = ("passed", "failed")
+LOGIN = "submit.json"  # in $XDG_CONFIG_HOME/arena (~/.config/arena): the server and the token
 
 
 class SubmitError(RuntimeError):
     """The upload or the wait failed; the message is one line (the server's own, when it said one)."""
+
+
+def login_file() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "arena" / LOGIN
+
+
+def save_login(server: str, token: str) -> Path:
+    """Keep the server and the token for the next `arena submit`, readable by this user alone."""
+    path = login_file()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    aside = path.with_name(f".{LOGIN}.{os.getpid()}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        json.dump({"server": server, "token": token}, f)
+    os.replace(aside, path)
+    return path
+
+
+def saved_login() -> dict[str, str]:
+    """The server and token `arena submit --login` kept ({} if none); SubmitError if others can read it."""
+    path = login_file()
+    try:
+        info = path.stat()
+        if info.st_mode & 0o077:
+            raise SubmitError(f"{path} is readable by other users: chmod 600 it (it holds your token)")
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise SubmitError(f"{path}: cannot read it ({e}); run arena submit --login again") from None
+    return (
+        {k: str(v) for k, v in data.items() if k in ("server", "token") and v}
+        if isinstance(data, dict)
+        else {}
+    )
+
+
+def check_token(server: str, token: str) -> None:
+    """SubmitError unless the server takes the token (asked for a version no one has: 404 means yes)."""
+    url = f"{server.rstrip('/')}/api/versions/0"
+    try:
+        _call(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}))
+    except SubmitError as e:
+        if "no such version" not in str(e):
+            raise
 
 
 def packed(path: Path) -> tuple[str, bytes]:

@@ -69,6 +69,7 @@ def _against_references(
             bot = load_bot(where.final / "bots" / name)
             field_ = [bot, *(r for n, r in refs.items() if n in (rule_ref, *REFERENCES))]
             cup.run(field_, rounds, gauntlet=name, **run)
+        ladder.write_games(cup)  # each student's games against the references, for their page
         for record in cup.records():
             for me, other in ((record["south"], record["north"]), (record["north"], record["south"])):
                 if me in students and other in refs:

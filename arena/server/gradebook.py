@@ -1,5 +1,6 @@
 """The gradebook: one CSV row per student of the class, from the final's results. A student without a
-frozen version is listed too (no version, fails the rule), so the teacher's sheet has the whole class.
+frozen version is listed too (no version, fails the rule), so the teacher's sheet has the whole class; one
+the teacher removed is not (unless a version of theirs played the final), since they left it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def rows(classroom: Classroom, results: dict[str, Any]) -> list[dict[str, Any]]:
     students = Member.objects.filter(role=Role.STUDENT).select_related("user").order_by("slug")
     out = []
     for member in students:
+        if not member.user.is_active and member.slug not in frozen:
+            continue  # removed before the deadline: not a student of the class to grade
         row = board.get(member.slug, {})
         number, _ = version_of(frozen.get(member.slug, ""))
         games = against.get(member.slug, {})

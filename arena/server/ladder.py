@@ -23,7 +23,11 @@ from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
 SNAPSHOT = "snapshot.json"
+PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
+VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 RECENT = 100  # latest games listed
+SCANNED = 1000  # latest games read for each bot's own list
+PER_BOT = 30  # of a bot's own games listed
 
 
 def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
@@ -36,24 +40,90 @@ def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
             row.pop(private, None)
     count = cup.store.count_games()
     top = count + 1000  # ids run past the count where benched placeholders were dropped
-    recent = [_listed(r) for r in queries.records_between(cup.store, max(1, count - 3 * RECENT), top)]
+    labels = _labels(cup)
+    scanned = queries.records_between(cup.store, max(1, count - SCANNED), top)
+    recent = [_listed(r, labels) for r in scanned][::-1]  # newest first
+    _replace(cup.folder / PLAYERS, json.dumps(_players(cup, recent)))
     data = {
         "updated": now(),
         "games": count,
         "note": note,
         "settled": settled,
         "board": board,
-        "recent": recent[::-1][:RECENT],
+        "recent": recent[:RECENT],
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
 
 
-def _listed(record: dict[str, Any]) -> dict[str, Any]:
+def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str, str]) -> None:
+    """Keep which class version each entered bot is (`digests`: name -> digest; `versions`: name -> 'v3
+    #17' as field.sync recorded it), so that a game's bot version reads as its author numbered it."""
+    known = _read(folder / VERSIONS, {})
+    for name, digest in digests.items():
+        what = versions.get(name, "")
+        if what.startswith("v"):
+            known[digest] = what.split()[0]
+    _replace(folder / VERSIONS, json.dumps(known))
+
+
+def _labels(cup: Tournament) -> dict[int, str]:
+    """A bot version's id in the store -> its class version ('v3'), where known."""
+    known = _read(cup.folder / VERSIONS, {})
+    return {i: known[d] for i, _, d in queries.bot_versions(cup.store) if d in known}
+
+
+def write_games(cup: Tournament) -> None:
+    """Each bot's games of a tournament played once (the final's against the references), for its
+    author's page: players.json without the records, since a gauntlet's field is one bot's at a time."""
+    count = cup.store.count_games()
+    listed = [_listed(r) for r in queries.records_between(cup.store, 1, count + 1000)][::-1]
+    _replace(cup.folder / PLAYERS, json.dumps(_players(cup, listed, against=False)))
+
+
+def _players(cup: Tournament, recent: list[dict[str, Any]], against: bool = True) -> dict[str, Any]:
+    """Per bot of the field: its latest games (newest first) and (`against`) its record against each
+    opponent."""
+    out: dict[str, Any] = {}
+    for game in recent:
+        for name in (game["south"], game["north"]):
+            mine = out.setdefault(name, {"games": [], "against": {}})["games"]
+            if len(mine) < PER_BOT:
+                mine.append(game)
+    if not against:
+        return out
+    field = queries.field_ids(cup.store)
+    names = {i: n for i, n, _ in queries.bot_versions(cup.store)}
+    for row in queries.pair_totals(cup.store, field).itertuples(index=False):
+        bot, opp = names.get(int(row.bot), "?"), names.get(int(row.opp), "?")
+        record = out.setdefault(bot, {"games": [], "against": {}})["against"]
+        record[opp] = [int(row.wins), int(row.draws), int(row.losses)]
+    return out
+
+
+def _read(path: Path, empty: Any) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return empty
+
+
+def players(folder: Path) -> dict[str, Any]:
+    """Each bot's own latest games and record, as the last snapshot wrote them."""
+    found: dict[str, Any] = _read(folder / PLAYERS, {})
+    return found
+
+
+def _listed(record: dict[str, Any], labels: dict[int, str] | None = None) -> dict[str, Any]:
+    labels = labels or {}
     return {
         "id": record["id"],
         "south": record["south"],
         "north": record["north"],
+        "versions": {
+            record["south"]: labels.get(record.get("south_id", 0), ""),
+            record["north"]: labels.get(record.get("north_id", 0), ""),
+        },
         "winner": record["winner"],
         "reason": str(record["reason"]),
         "score": f"{record['south_store']}-{record['north_store']}",

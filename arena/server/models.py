@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db import models
@@ -32,6 +32,9 @@ class Visibility(models.TextChoices):
     RELEASED = "released", "released: students see the final results"
 
 
+UNDO = timedelta(seconds=60)  # by default a freeze may be undone until the final starts, this long after
+
+
 class FinalState(models.TextChoices):
     NONE = "", "not started"
     RUNNING = "running", "playing"
@@ -54,6 +57,8 @@ class Classroom(models.Model):
     # Versions kept per student: an upload beyond it removes the oldest (never the active one, nor one
     # waiting for its check). With the build's cap (arena.match.build.BUILD_BYTES) it bounds a student's disk.
     kept_versions = models.PositiveIntegerField(default=10)
+    scrimmages_per_day = models.PositiveIntegerField(default=10)  # a student's unranked matches a day
+    undo_seconds = models.PositiveIntegerField(default=int(UNDO.total_seconds()))  # the freeze's undo window
     rule_reference = models.CharField(max_length=64, default="greedy")
     rule_wins = models.PositiveIntegerField(default=8)
     rule_games = models.PositiveIntegerField(default=10)
@@ -68,6 +73,21 @@ class Classroom(models.Model):
 
     def frozen(self, now: datetime | None = None) -> bool:
         return self.freeze_at is not None and (now or timezone.now()) >= self.freeze_at
+
+    def final_at(self) -> datetime | None:
+        """When the final starts: the undo window after the deadline, so that a freeze can be undone until
+        then (a minute by default; the teacher sets it)."""
+        return None if self.freeze_at is None else self.freeze_at + timedelta(seconds=self.undo_seconds)
+
+    def undoable(self, now: datetime | None = None) -> bool:
+        """Frozen, and the final not started: the teacher may still undo the freeze."""
+        start = self.final_at()
+        return (
+            self.frozen(now)
+            and start is not None
+            and (now or timezone.now()) < start
+            and self.final_state == FinalState.NONE
+        )
 
     def bump(self) -> None:
         """Tell the ladder its field changed."""
@@ -131,17 +151,32 @@ class Submission(models.Model):
         return f"{self.member.slug} v{self.number}"
 
 
+class Progress(models.TextChoices):
+    QUEUED = "queued", "waiting to be played"
+    PLAYING = "playing", "being played"
+    DONE = "done", "played"
+    FAILED = "failed", "could not be played"
+
+
+class Scrimmage(models.Model):
+    """Unranked games a student asked for between one of their passed versions and a bot of the ladder,
+    played by the scrimmages worker in a tournament of their own (CLASS_DIR/scrimmages/ID): they never
+    count for the ladder or the final."""
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="scrimmages")
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    opponent = models.CharField(max_length=100)  # the bot's entry in the ladder's field (bots/)
+    created = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=10, choices=Progress.choices, default=Progress.QUEUED)
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+
+
 class TeacherLink(models.Model):
     """The teacher's one-time first sign-in link, as `arena serve` prints it: kept as a hash only."""
 
     token_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
     used = models.BooleanField(default=False)
-
-
-class SignInFailure(models.Model):
-    """A failed sign-in, by the name tried and the address it came from: the throttle counts them."""
-
-    username = models.CharField(max_length=150, db_index=True)
-    address = models.CharField(max_length=64, db_index=True)
-    at = models.DateTimeField(default=timezone.now, db_index=True)

@@ -1,5 +1,5 @@
 """`arena serve`: the class folder made, the database migrated, then three processes started and kept
-running until Ctrl-C: gunicorn serving the pages, and the two workers (worker.py: checks, ladder).
+running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages).
 
 Why gunicorn: Django speaks WSGI, and gunicorn is the WSGI server Django's own deployment guide puts first
 on Linux, where arena's sandbox runs anyway: a master process that restarts its workers, several worker
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
+import json
 import os
 import secrets
 import signal
@@ -29,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.match.confine import CPU_WEIGHT, Cgroups
-from arena.server.classdir import ClassDir
+from arena.server.classdir import DATABASE_URL, PRIVATE, ClassDir, password_of
+from arena.tournament.settings import Settings
 
 READY_S = 30.0
 RESTART_S = 2.0
+WORKERS = ("checks", "ladder", "scrimmages")  # worker.py's roles, each a process of its own
 # The web server's CPU weight against the bots of one tournament (each tournament's bots weigh one busy
 # process per core, confine.py): a page is a person waiting, and a rush of sign-ins (each password hash a
 # quarter second of a core) must not queue behind the games. A weight, not a priority: the games still get
@@ -53,8 +57,8 @@ class Options:
     cluster: str | None = None
     cluster_certs: Path | None = None
     web_workers: int = 2
-    rules: str = "kalah"
-    move_ms: int = 100
+    settings: Settings = Settings()  # the ladder's and the final's rules and clock, as arena run's
+    trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (throttle.py)
 
     @property
     def address(self) -> str:
@@ -79,8 +83,8 @@ def environment(opts: Options) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="arena.server.settings",
         ARENA_CLASS_DIR=str(opts.class_dir.absolute()),
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
-        ARENA_RULES=opts.rules,
-        ARENA_MOVE_MS=str(opts.move_ms),
+        ARENA_SETTINGS=json.dumps(dataclasses.asdict(opts.settings)),
+        ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
     )
     for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):
         if value:
@@ -111,11 +115,29 @@ def check_cluster(address: str | None, certs: Path | None) -> None:
         raise ServeError(str(e)) from None
 
 
-def prepare(opts: Options) -> str:
-    """Make the class folder and migrate its database (in this process, with the children's settings);
-    the teacher's first sign-in, as a line to print."""
+def check_db(url: str | None, where: ClassDir) -> None:
+    """A password is never given in --db: every user of the machine reads a process's arguments (ps)."""
+    if url and password_of(url):
+        raise ServeError(
+            f"--db: a password in the URL is shown to every user of this machine (ps); write the URL to "
+            f"{where.root / DATABASE_URL} (the server's alone) and leave --db out, or keep the password in "
+            "PostgreSQL's passfile (~/.pgpass) and give --db without it"
+        )
+
+
+def prepare(opts: Options, say: Callable[[str], None] = lambda line: None) -> str:
+    """Make the class folder the server's alone and migrate its database (in this process, with the
+    children's settings); the teacher's first sign-in, as a line to print."""
+    where = ClassDir(opts.class_dir.absolute())
+    check_db(opts.db, where)
     check_cluster(opts.cluster, opts.cluster_certs)
-    ClassDir(opts.class_dir.absolute()).make()
+    loose = where.tighten()
+    where.make()
+    if loose:
+        say(
+            f"arena serve: {loose} of the class folder's files and folders were open to other users of this "
+            "machine (made by hand or with a loose umask); they are the server's alone now (0700, 0600)"
+        )
     os.environ.update(environment(opts))
     import django
     from django.core.management import call_command
@@ -167,7 +189,7 @@ def commands(opts: Options) -> dict[str, list[str]]:
         "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning", "--preload",
     ]  # fmt: skip
     worker = [sys.executable, "-m", "arena.server.worker"]
-    return {"web": web, "checks": [*worker, "checks"], "ladder": [*worker, "ladder"]}
+    return {"web": web, **{role: [*worker, role] for role in WORKERS}}
 
 
 def _start(argv: list[str], env: dict[str, str], group: Cgroups | None = None) -> subprocess.Popen[bytes]:
@@ -200,8 +222,9 @@ def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
 
 def serve(opts: Options, say: Callable[[str], None]) -> None:
     """Run the server until Ctrl-C (or SIGTERM); ServeError if it cannot start or its web server dies."""
+    os.umask(PRIVATE)  # before anything is made: what the server and its children make is theirs alone
     _free(opts)
-    sign_in = prepare(opts)
+    sign_in = prepare(opts, say)
     env = environment(opts)
     argvs = commands(opts)
     group = web_group()
@@ -210,7 +233,7 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
     children = {"web": _start(argvs["web"], env, group)}
     try:
         _ready(opts, children["web"])
-        for role in ("checks", "ladder"):
+        for role in WORKERS:
             children[role] = _start(argvs[role], env)
         say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
         say(sign_in)

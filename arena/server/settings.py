@@ -1,6 +1,7 @@
 """Django's settings for one class, from the environment `arena serve` sets for its processes:
 ARENA_CLASS_DIR (the class folder), ARENA_DB (a database URL; SQLite in the class folder when unset),
-ARENA_HOSTS (the host names the server answers to: the bind address, and localhost for 127.0.0.1).
+ARENA_HOSTS (the host names the server answers to: the bind address, and localhost for 127.0.0.1),
+ARENA_SETTINGS (the games' settings as arena run resolves them, JSON), ARENA_TRUSTED_PROXIES.
 
 DEBUG is off: a student never sees a traceback. Sessions and CSRF cookies are HttpOnly and SameSite; the
 pages allow no framing and no sniffing. Uploads stream to temporary files through a capped handler
@@ -9,15 +10,16 @@ pages allow no framing and no sniffing. Uploads stream to temporary files throug
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from arena.server.classdir import ClassDir, database
+from arena.server.throttle import COOL_OFF, FAILURES
 
 CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
 ARENA_CLASS_DIR = str(CLASS.root)
-ARENA_RULES = os.environ.get("ARENA_RULES", "kalah")
-ARENA_MOVE_MS = int(os.environ.get("ARENA_MOVE_MS", "100"))
+ARENA_SETTINGS = json.loads(os.environ.get("ARENA_SETTINGS") or "{}")  # arena.tournament.Settings' fields
 
 SECRET_KEY = CLASS.secret_key() if CLASS.root.is_dir() else "not-a-class-folder"
 DEBUG = False
@@ -31,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "arena.server.apps.ClassroomConfig",
+    "axes",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -41,6 +44,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 ROOT_URLCONF = "arena.server.urls"
 WSGI_APPLICATION = "arena.server.wsgi.application"
@@ -53,11 +57,12 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "arena.server.context.classroom",
             ]
         },
     }
 ]
-DATABASES = {"default": database(os.environ.get("ARENA_DB"), CLASS)}
+DATABASES = {"default": database(os.environ.get("ARENA_DB") or CLASS.database_url(), CLASS)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Argon2id first (Django's recommendation); PBKDF2 reads the hashes made before, upgraded at sign-in.
 PASSWORD_HASHERS = ["arena.server.hashing.Argon2", "arena.server.hashing.PBKDF2"]
@@ -68,6 +73,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "/signin"
+# One throttle for every way in (throttle.py): axes refuses a username from one address after FAILURES
+# failures, for COOL_OFF after the last; the admin's sign-in passes through it as the class's does.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = FAILURES
+AXES_COOLOFF_TIME = COOL_OFF
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "arena.server.throttle.client_address"
+AXES_USERNAME_CALLABLE = "arena.server.throttle.username"
+AXES_LOCKOUT_CALLABLE = "arena.server.throttle.refused"
+AXES_DISABLE_ACCESS_LOG = True  # successes need no log of their addresses
 USE_TZ = True
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en"
@@ -76,7 +95,8 @@ STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True  # the admin's files, served from the installed packages (no collectstatic)
 CSRF_FAILURE_VIEW = "arena.server.views.common.csrf_failure"
 FILE_UPLOAD_HANDLERS = ["arena.server.uploads.CappedUpload"]
-FILE_UPLOAD_PERMISSIONS = 0o644
+FILE_UPLOAD_PERMISSIONS = 0o600  # the class folder is the server's alone (classdir.py)
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True

@@ -51,8 +51,8 @@ def submit(
     refused, with nothing stored."""
     may_submit(classroom, member)
     home = where.submissions / member.slug
-    home.mkdir(parents=True, exist_ok=True)
-    home.chmod(0o755)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home.chmod(0o700)  # the server's alone (classdir.py); the bot's own folder inside keeps its modes
     scratch = Path(tempfile.mkdtemp(prefix=".upload-", dir=home))
     try:
         bot = unpack(name, data, size, scratch / member.slug, caps(classroom))
@@ -65,7 +65,7 @@ def submit(
             final = where.version(member.slug, number).parent
             if final.exists():  # an orphan of a crash between a rename and its commit
                 shutil.rmtree(final)
-            scratch.chmod(0o755)
+            scratch.chmod(0o700)
             scratch.rename(final)
         prune(where, member, classroom.kept_versions)
         return submission

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
 
-from arena.server.views import accounts, api, common, games, student, teacher
+from arena.server.views import accounts, api, common, games, scrimmages, student, teacher
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", common.home, name="home"),
@@ -21,12 +21,16 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("me/token", student.token, name="token"),
     path("versions/<int:number>", student.version, name="version"),
     path("versions/<int:number>/source", student.source, name="source"),
+    path("me/scrimmages", scrimmages.ask, name="scrimmage_ask"),
+    path("scrimmages/<int:ident>", scrimmages.show, name="scrimmage"),
+    path("scrimmages/<int:ident>/games/<int:game_id>", scrimmages.game, name="scrimmage_game"),
     path("ladder", games.board, name="ladder"),
     path("ladder.json", games.board_json, name="ladder_json"),
     path("games/<int:game_id>", games.game, name="game"),
     path("final", games.board, {"which": "final"}, name="final"),
     path("final.json", games.board_json, {"which": "final"}, name="final_json"),
     path("final/games/<int:game_id>", games.game, {"which": "final"}, name="final_game"),
+    path("final/references/games/<int:game_id>", student.reference_game, name="reference_game"),
     path("teacher", teacher.dashboard, name="teacher"),
     path("teacher/settings", teacher.class_settings, name="class_settings"),
     path("teacher/freeze", teacher.freeze, name="freeze"),

@@ -5,12 +5,14 @@
   (`Tournament.run(bots, None)`), again whenever the field changes (a new active version, a student removed,
   a reference added): the adaptive schedule reopens only what changed. A change mid-run stops the run at
   once (its finished games are stored) and the next starts with the new field. At the deadline it plays
-  the final instead (final.py).
+  the final instead (final.py);
+- `scrimmages`: the unranked games students ask for, oldest first, each a tournament of its own
+  (scrimmages.py), played in the sandbox as the ladder's are.
 
-Both are the arena library's one writer of what they write; a kill -9 loses at most the games and the check
+Each is the arena library's one writer of what they write; a kill -9 loses at most the games and the check
 in flight, which are played and checked again on the next start.
 
-    python -m arena.server.worker checks|ladder     (with the environment `arena serve` sets)
+    python -m arena.server.worker checks|ladder|scrimmages     (with the environment `arena serve` sets)
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ IDLE_S = 1.0  # how often an idle worker looks for work
 SNAPSHOT_S = 3.0  # how often a playing ladder rewrites its snapshot
 # Background work yields the CPU to the pages: on a machine whose cores the games fill, a person waiting for
 # a page comes first (the games' pace is what the ladder measures over minutes; a page's is a person's).
-NICE = {"checks": 5, "ladder": 10}
+NICE = {"checks": 5, "ladder": 10, "scrimmages": 8}
 # A run is restarted for a changed field at most this often: a burst of new versions (a class uploading at
 # the deadline) joins in one restart, not one each (a restart surveys, hashes and starts the workers again).
 RESTART_S = 10.0
@@ -56,7 +58,7 @@ def settings_here() -> Any:
 
     from arena.tournament.settings import Settings
 
-    return Settings(rules=settings.ARENA_RULES, move_ms=settings.ARENA_MOVE_MS)
+    return Settings(**settings.ARENA_SETTINGS)
 
 
 def class_dir() -> Any:
@@ -81,6 +83,21 @@ def checks(stop: Stop) -> None:
             time.sleep(IDLE_S)
             continue
         run_check(where, found, settings)
+
+
+def scrimmages(cluster: str | None, stop: Stop) -> None:
+    """Play asked-for scrimmages until stopped (on the ladder's cluster, if it has one)."""
+    from arena.server import scrimmages as asked
+
+    where, settings = class_dir(), settings_here()
+    asked.requeue_interrupted()
+    while True:
+        stop.check()
+        found = asked.claim_next()
+        if found is None:
+            time.sleep(IDLE_S)
+            continue
+        asked.play(where, found, settings, cluster=backend(cluster))
 
 
 class Watch:
@@ -146,6 +163,11 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
             if classroom is None:
                 time.sleep(IDLE_S)
                 continue
+            if classroom.undoable():  # the ladder stops at the deadline; the final waits for its undo time
+                start = classroom.final_at()
+                _note(classroom, f"submissions are closed; the final starts at {start:%H:%M:%S} UTC")
+                time.sleep(IDLE_S)
+                continue
             if classroom.frozen():
                 if classroom.final_state != FinalState.DONE:
                     _note(classroom, "the deadline has passed: the final is being played")
@@ -172,6 +194,8 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                     cup, f"waiting for bots: {len(field.versions(where.bots))} so far", False
                 )
                 continue
+            digests = {bot.name: bot.digest for bot in entered.bots}
+            ladder.remember_versions(where.ladder, digests, field.versions(where.bots))
             _note(classroom, f"playing: {len(entered.bots)} bots")
             watch = Watch(cup, seen, "playing")
             try:
@@ -212,8 +236,10 @@ def main(argv: list[str]) -> int:
             checks(stop)
         elif role == "ladder":
             ladder_loop(os.environ.get("ARENA_CLUSTER") or None, stop)
+        elif role == "scrimmages":
+            scrimmages(os.environ.get("ARENA_CLUSTER") or None, stop)
         else:
-            print("usage: python -m arena.server.worker checks|ladder", file=sys.stderr)
+            print("usage: python -m arena.server.worker checks|ladder|scrimmages", file=sys.stderr)
             return 2
     except KeyboardInterrupt:
         return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import authenticate, login, logout, password_validation
+from django.contrib.auth.signals import user_login_failed
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
@@ -16,9 +17,7 @@ from django.views.decorators.http import require_POST
 from arena.server import accounts
 from arena.server.models import Classroom, Member, Role, TeacherLink, digest
 
-
-def _address(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR", ""))
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"  # a new member's own sign-in (no password asked)
 
 
 def signin(request: HttpRequest) -> HttpResponse:
@@ -28,13 +27,11 @@ def signin(request: HttpRequest) -> HttpResponse:
     username = request.POST.get("username", "").strip()[:150]
     password = request.POST.get("password", "")
     context["username"] = username
-    wait = accounts.wait_seconds(username, _address(request))
-    if wait:
-        context["error"] = f"too many failed sign-ins: wait {wait} seconds, then try again"
-        return render(request, "classroom/signin.html", context, status=429)
-    user = authenticate(request, username=username, password=password)
-    if user is None or not Member.objects.filter(user=user).exists():
-        accounts.failed(username, _address(request))
+    user = authenticate(request, username=username, password=password)  # throttled (throttle.py)
+    if user is not None and not Member.objects.filter(user=user).exists():
+        user_login_failed.send(__name__, credentials={"username": username}, request=request)
+        user = None
+    if user is None:
         context["error"] = "wrong username or password"
         return render(request, "classroom/signin.html", context, status=401)
     login(request, user)
@@ -82,7 +79,7 @@ def join(request: HttpRequest, code: str = "") -> HttpResponse:
         except accounts.NameTaken as e:
             error = str(e)
         else:
-            login(request, member.user)
+            login(request, member.user, backend=MODEL_BACKEND)
             return redirect("me")
     context["error"] = error
     return render(request, "classroom/join.html", context, status=400)
@@ -113,7 +110,7 @@ def setup(request: HttpRequest, token: str) -> HttpResponse:
         except accounts.NameTaken as e:
             error = str(e)
         else:
-            login(request, member.user)
+            login(request, member.user, backend=MODEL_BACKEND)
             return redirect("teacher")
     context["error"] = error
     return render(request, "classroom/setup.html", context, status=400)

@@ -10,18 +10,25 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from arena.server import throttle
 from arena.server.models import Member, Submission
 from arena.server.views.student import upload_from
 
 
 def _bearer(request: HttpRequest) -> Member | None:
     """The member whose token the request carries ('Authorization: Bearer TOKEN'), if any and active."""
+    if not throttle.token_allowed(request):
+        request.axes_locked_out = True  # type: ignore[attr-defined]  # axes' middleware answers 429
+        return None
     header = str(request.META.get("HTTP_AUTHORIZATION", ""))
     given = header.removeprefix("Bearer ").strip()
     if not given or not header.startswith("Bearer "):
         return None
     found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
-    return found if found is not None and hmac.compare_digest(found.token, given) else None
+    if found is None or not hmac.compare_digest(found.token, given):
+        throttle.token_failed(request)
+        return None
+    return found
 
 
 def _status(found: Submission) -> dict[str, object]:

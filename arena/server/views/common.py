@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from arena.server.access import member_of
+from arena.server.classdir import ClassDir
 from arena.server.models import Classroom
 
 
@@ -26,3 +30,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 def classroom_or_none() -> Classroom | None:
     return Classroom.current()
+
+
+def class_dir() -> ClassDir:
+    """The class folder the server was started on."""
+    return ClassDir(Path(settings.ARENA_CLASS_DIR))

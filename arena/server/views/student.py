@@ -3,22 +3,25 @@ token for `arena submit`; and one version's source. Only their own (access.own_s
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import submitting
-from arena.server.access import own_submission, signed_in
+from arena.server import ladder, mine, scrimmages, submitting
+from arena.server.access import own_submission, sees_final, sees_ladder, sees_stderr, signed_in
 from arena.server.checking import activate
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.unpack import Rejected
+from arena.server.uploads import HARD_CAP
+from arena.tournament.settings import Settings
 
 SHOWN_BYTES = 200_000  # of one source file on the page
 
@@ -29,13 +32,24 @@ def _where() -> ClassDir:
 
 @signed_in
 def me(request: HttpRequest, member: Member) -> HttpResponse:
+    """Their bot: where it stands and its games first, then the deadline's word, then their versions."""
     classroom = Classroom.current()
+    chosen = request.GET.get("version", "")
+    chosen = chosen if chosen[:1] == "v" and chosen[1:].isdigit() else ""
+    where = _where()
     context = {
         "member": member,
         "classroom": classroom,
         "versions": member.submissions.all()[:50],
         "frozen": classroom.frozen() if classroom else False,
         "server": request.build_absolute_uri("/").rstrip("/"),
+        "ladder": mine.on_ladder(where, member, chosen),
+        "chosen": chosen,
+        "deadline": mine.deadline(where, classroom, member) if classroom else None,
+        "sees_ladder": sees_ladder(member, classroom) if classroom else False,
+        "passed": member.submissions.filter(status=Status.PASSED)[:50],
+        "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
+        "scrimmages": member.scrimmages.select_related("submission")[:20],
     }
     return render(request, "classroom/me.html", context)
 
@@ -45,9 +59,10 @@ def upload_from(request: HttpRequest, member: Member) -> tuple[str, Any]:
     classroom = Classroom.current()
     if classroom is None:
         return "error", "the class has not been created yet"
+    file = request.FILES.get("bot")  # read first: the upload's handler marks one far too big as it reads
     if getattr(request, "arena_too_big", False):
-        return "error", f"upload too big; this class takes at most {classroom.upload_kib} KiB"
-    file = request.FILES.get("bot")
+        most = classroom.upload_kib
+        return "error", f"upload too big: more than {HARD_CAP >> 20} MiB; this class takes at most {most} KiB"
     if file is None:
         return "error", "choose a file to upload: a bot's source file, or a zip of its folder"
     try:
@@ -95,10 +110,26 @@ def token(request: HttpRequest, member: Member) -> HttpResponse:
 
 
 @signed_in
+def reference_game(request: HttpRequest, game_id: int, member: Member) -> HttpResponse:
+    """A game of the final's against a reference bot, once the results are released (the teacher's
+    always): a student's own stderr in it, never another's."""
+    classroom = Classroom.current()
+    if classroom is None or not sees_final(member, classroom):
+        text = "the final's results are not released yet"
+        return render(request, "classroom/message.html", {"title": "Not now", "text": text}, status=403)
+    shown = ladder.game(_where().final / "references", game_id, partial(sees_stderr, member))
+    if shown is None:
+        raise Http404("no such game")
+    return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "final"})
+
+
+@signed_in
 def version(request: HttpRequest, number: int, member: Member) -> HttpResponse:
     """One version's checklist (its stderr and faults among it)."""
     found = own_submission(member, number)
-    return render(request, "classroom/version.html", {"member": member, "version": found})
+    games = Settings(**settings.ARENA_SETTINGS)
+    memory = {"mb": games.memory_mb, "most": games.max_memory_mb or games.memory_mb}
+    return render(request, "classroom/version.html", {"member": member, "version": found, "memory": memory})
 
 
 @signed_in

@@ -71,6 +71,10 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
     classroom.upload_kib = _number(request, "upload_kib", 1, 64 * 1024, classroom.upload_kib)
     classroom.per_day = _number(request, "per_day", 1, 1000, classroom.per_day)
     classroom.kept_versions = _number(request, "kept_versions", 1, 1000, classroom.kept_versions)
+    classroom.scrimmages_per_day = _number(
+        request, "scrimmages_per_day", 0, 1000, classroom.scrimmages_per_day
+    )
+    classroom.undo_seconds = _number(request, "undo_seconds", 0, 24 * 3600, classroom.undo_seconds)
     reference = request.POST.get("rule_reference", classroom.rule_reference)
     if reference in REFERENCES:
         classroom.rule_reference = reference
@@ -84,27 +88,48 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
 @require_POST
 @teacher_only
 def freeze(request: HttpRequest, member: Member) -> HttpResponse:
-    """Set the deadline ('now', or a date and time in UTC), or clear it before it has passed."""
+    """Set the deadline ('now', or a date and time: with its UTC offset, or in UTC), or clear it: before it
+    has passed, or after, as long as the final has not started (the undo of a freeze). A deadline that
+    closes submissions at once is asked again before it is kept."""
     classroom = Classroom.current()
     if classroom is None:
         return redirect("teacher")
-    if classroom.frozen():
-        messages.error(request, "the deadline has passed; the final is played from the frozen versions")
+    now = timezone.now()
+    if classroom.frozen(now) and not classroom.undoable(now):
+        messages.error(request, "the final has started: it is played from the frozen versions")
         return redirect("teacher")
     when = request.POST.get("when", "").strip()
-    if when == "now":
-        classroom.freeze_at = timezone.now()
-    elif when == "":
+    if when == "":
+        undone = classroom.frozen(now)
         classroom.freeze_at = None
-    else:
-        try:
-            classroom.freeze_at = datetime.fromisoformat(when).replace(tzinfo=UTC)
-        except ValueError:
-            messages.error(request, f"{when!r} is not a date and time such as 2026-12-01T17:00")
-            return redirect("teacher")
+        classroom.save(update_fields=["freeze_at"])
+        classroom.bump()  # the ladder plays again
+        messages.success(request, "the freeze is undone: submissions are open" if undone else "no deadline")
+        return redirect("teacher")
+    if classroom.frozen(now):
+        messages.error(request, "submissions are closed: undo the freeze first")
+        return redirect("teacher")
+    try:
+        at = now if when == "now" else deadline(when)
+    except ValueError:
+        messages.error(
+            request, f"{when!r} is not a date and time such as 2026-12-01T17:00 or 2026-12-01T17:00+02:00"
+        )
+        return redirect("teacher")
+    if at <= now and request.POST.get("confirm") != "yes":
+        context = {"member": member, "classroom": classroom, "when": when, "at": at}
+        return render(request, "classroom/freeze.html", context)
+    classroom.freeze_at = max(at, now)  # a time past closes now: the undo's minute counts from here
     classroom.save(update_fields=["freeze_at"])
     messages.success(request, "deadline saved")
     return redirect("teacher")
+
+
+def deadline(text: str) -> datetime:
+    """A deadline as typed: ISO 8601, its offset honoured (2030-12-01T17:00+02:00 is 15:00 UTC), UTC
+    without one; ValueError if it is none."""
+    at = datetime.fromisoformat(text)
+    return at.astimezone(UTC) if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 @require_POST

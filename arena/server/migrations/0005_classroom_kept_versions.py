@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("classroom", "0001_initial"),
+        ("classroom", "0004_scrimmages"),
     ]
 
     operations = [

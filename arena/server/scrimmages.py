@@ -1,0 +1,111 @@
+"""Scrimmages: a few unranked games a student asks for between one of their passed versions and any bot
+on the ladder. Each is an arena tournament of its own (CLASS_DIR/scrimmages/ID: its two bots copied in,
+then one round, a game from each side), played in the sandbox by the scrimmages worker as the ladder's
+games are; nothing of it reaches the ladder's store or the final's. A student asks at most the class's
+daily number; the opponent's stderr stays its author's (access.sees_stderr), as on the ladder.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from arena.api import Tournament
+from arena.match.bots import BotError
+from arena.server import field, ladder
+from arena.server.classdir import ClassDir
+from arena.server.models import Classroom, Member, Progress, Scrimmage, Status, Submission
+from arena.tournament.settings import Settings
+
+ROUNDS = 1  # a game from each side
+
+
+class Refused(ValueError):
+    """Why a scrimmage cannot be asked for, in one line for the student."""
+
+
+def opponents(where: ClassDir, member: Member) -> list[str]:
+    """The bots of the ladder a member may ask to play: every entry of its field but their own."""
+    return sorted(name for name in field.versions(where.bots) if name != member.slug)
+
+
+def shown(entry: str) -> str:
+    """An entry of the field as the ladder names its bot (greedy.py plays as greedy)."""
+    return entry.removesuffix(".py")
+
+
+def ask(
+    where: ClassDir, classroom: Classroom, member: Member, version: Submission, opponent: str
+) -> Scrimmage:
+    """Queue a scrimmage; Refused with the reason when it may not be played."""
+    if classroom.scrimmages_per_day == 0:
+        raise Refused("the teacher has turned scrimmages off for this class")
+    if classroom.frozen():
+        raise Refused("the deadline has passed: no more scrimmages, the final is the last word")
+    if version.member_id != member.pk or version.status != Status.PASSED:
+        raise Refused(f"version {version.number} has not passed its check, so it cannot play")
+    if opponent not in opponents(where, member):
+        raise Refused(f"{shown(opponent)!r} is not a bot on the ladder now")
+    since = timezone.now() - timedelta(days=1)
+    with transaction.atomic():
+        asked = Scrimmage.objects.filter(member=member, created__gte=since).count()
+        if asked >= classroom.scrimmages_per_day:
+            raise Refused(
+                f"you have asked for {asked} scrimmages in the last 24 hours, the class's limit: "
+                "the next one when the oldest of them is a day old"
+            )
+        return Scrimmage.objects.create(member=member, submission=version, opponent=opponent)
+
+
+def claim_next() -> Scrimmage | None:
+    """The oldest queued scrimmage, marked as being played."""
+    with transaction.atomic():
+        queued = Scrimmage.objects.select_for_update().filter(status=Progress.QUEUED).order_by("id")
+        found = queued.select_related("member", "submission").first()
+        if found is None:
+            return None
+        found.status = Progress.PLAYING
+        found.save(update_fields=["status"])
+        return found
+
+
+def requeue_interrupted() -> None:
+    """Scrimmages a killed worker was playing are played again from the start."""
+    Scrimmage.objects.filter(status=Progress.PLAYING).update(status=Progress.QUEUED)
+
+
+def folder(where: ClassDir, scrimmage: Scrimmage) -> Path:
+    return where.scrimmages / str(scrimmage.pk)
+
+
+def play(where: ClassDir, scrimmage: Scrimmage, settings: Settings, **run: Any) -> Scrimmage:
+    """Play one scrimmage from a fresh copy of its two bots; its status and a note say how it went."""
+    home = folder(where, scrimmage)
+    member, version = scrimmage.member, scrimmage.submission
+    bots = home / "bots"
+    try:
+        field.sync(bots, {
+            member.slug: (f"v{version.number} #{version.pk}", where.version(member.slug, version.number)),
+            scrimmage.opponent: ("opponent", where.bots / scrimmage.opponent),
+        })  # fmt: skip
+        with Tournament(home / "games", settings) as cup:
+            result = cup.run(bots, ROUNDS, **run)
+            ladder.write_snapshot(cup, "scrimmage", True)
+        if result.interrupted:
+            raise KeyboardInterrupt
+        scrimmage.status, scrimmage.note = Progress.DONE, ""
+    except (BotError, OSError, ValueError) as e:
+        text = str(e).replace(str(where.root), "the class")
+        scrimmage.status, scrimmage.note = Progress.FAILED, f"could not be played: {text}"
+    scrimmage.save(update_fields=["status", "note"])
+    return scrimmage
+
+
+def games(where: ClassDir, scrimmage: Scrimmage) -> list[dict[str, Any]]:
+    """The scrimmage's games, as the ladder lists its own (oldest first)."""
+    listed: list[dict[str, Any]] = ladder.snapshot(folder(where, scrimmage) / "games")["recent"]
+    return listed[::-1]

@@ -1,0 +1,60 @@
+"""A student's scrimmages: asking for one (their passed version against a bot of the ladder), its games,
+and their replays. Only their own (access.own_scrimmage); a replay carries the stderr of their own bot
+only, never the opponent's (access.sees_stderr)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from arena.server import ladder, scrimmages
+from arena.server.access import own_scrimmage, own_submission, sees_stderr, signed_in
+from arena.server.models import Classroom, Member
+from arena.server.views.common import class_dir
+
+
+@require_POST
+@signed_in
+def ask(request: HttpRequest, member: Member) -> HttpResponse:
+    classroom = Classroom.current()
+    version = own_submission(member, request.POST.get("version", "0") or "0")
+    opponent = request.POST.get("opponent", "")
+    try:
+        if classroom is None:
+            raise scrimmages.Refused("the class has not been created yet")
+        found = scrimmages.ask(class_dir(), classroom, member, version, opponent)
+    except scrimmages.Refused as e:
+        messages.error(request, str(e))
+        return redirect("me")
+    messages.success(
+        request, f"scrimmage {found.pk}: v{version.number} against {scrimmages.shown(opponent)} is queued"
+    )
+    return redirect("scrimmage", ident=found.pk)
+
+
+@signed_in
+def show(request: HttpRequest, ident: int, member: Member) -> HttpResponse:
+    found = own_scrimmage(member, ident)
+    context = {
+        "member": member,
+        "classroom": Classroom.current(),
+        "scrimmage": found,
+        "opponent": scrimmages.shown(found.opponent),
+        "games": scrimmages.games(class_dir(), found),
+    }
+    return render(request, "classroom/scrimmage.html", context)
+
+
+@signed_in
+def game(request: HttpRequest, ident: int, game_id: int, member: Member) -> HttpResponse:
+    found = own_scrimmage(member, ident)
+    folder = scrimmages.folder(class_dir(), found) / "games"
+    shown = ladder.game(folder, game_id, partial(sees_stderr, member))
+    if shown is None:
+        raise Http404("no such game")
+    context = {"member": member, "classroom": Classroom.current(), "game": shown, "which": "scrimmage"}
+    return render(request, "classroom/game.html", context)

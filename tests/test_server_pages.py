@@ -1,0 +1,90 @@
+"""What the pages say in a person's browser: the live ladder says when the server cannot be reached (it
+showed 'playing: 7 bots' with the server down), and a time is shown in the reader's zone beside UTC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.server_kit import Server, need_extra
+
+need_extra()
+
+from tests.test_server_e2e import PASSWORD, _by, browser, click, fill, make_class, text, until  # noqa: E402, F401
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    made = Server(tmp_path / "class")
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+def sign_in(driver: Any, server: Server, username: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(server.url + "/signin")
+    fill(driver, username=username, password=PASSWORD)
+    click(driver, "signin")
+
+
+def test_the_ladder_page_says_when_the_server_is_unreachable(browser: Any, server: Server) -> None:  # noqa: F811
+    make_class(server, server.start(), ["ann"])
+    sign_in(browser, server, "teach")
+    browser.get(server.url + "/teacher")
+    fill(browser, when="2030-12-01T17:00+02:00")
+    click(browser, "set-deadline")
+    shown = text(browser, "deadline")
+    assert shown.startswith("Submissions close at 2030-12-01 15:00 UTC ("), shown  # then the reader's own
+    assert shown != "Submissions close at 2030-12-01 15:00 UTC."
+
+    sign_in(browser, server, "ann")
+    browser.get(server.url + "/ladder")
+    assert "cannot be reached" not in text(browser, "note")
+    server.stop()
+    said = until(
+        "the page to notice",
+        lambda: "cannot be reached" in text(browser, "note") and text(browser, "note"),
+        30,
+    )
+    assert said.startswith("the server cannot be reached: these results are as they were at"), said
+
+
+def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """A class of thirty with long names, at 390 px: no table reaches past the screen's edge."""
+    from arena.api import Tournament
+    from arena.server import ladder
+    from arena.server.classdir import ClassDir
+    from arena.tournament.settings import Settings
+    from tests import classroom
+    from tests.test_server_e2e import overflow
+
+    where = ClassDir(tmp_path / "class")
+    where.make()
+    for folder in (where.ladder, where.final / "ranking"):
+        folder.mkdir(parents=True, exist_ok=True)
+        classroom.build(folder / "arena.sqlite", rounds=1)
+        with Tournament(folder, Settings("kalah", 1000, 10_000, 3)) as cup:
+            ladder.write_snapshot(cup, "a class of thirty", True)
+    made = Server(where.root)
+    try:
+        make_class(made, made.start(), ["ann"])
+        sign_in(browser, made, "teach")
+        browser.set_window_size(390, 844)
+        try:
+            for path in ("/ladder", "/final"):
+                browser.get(made.url + path)
+                assert len(browser.find_elements(_by().CSS_SELECTOR, "#board tr.row")) == 30
+                width = browser.execute_script("return document.documentElement.clientWidth")
+                assert width <= 400, f"the window is a phone's, not {width} px"
+                assert overflow(browser, "board", "recent") == [], path
+        finally:
+            browser.set_window_size(1280, 1000)
+    finally:
+        made.stop()
