@@ -33,6 +33,7 @@ from arena.tournament.settings import (
     SPRT_BETA,
     SPRT_ELO0,
     SPRT_ELO1,
+    RunOptions,
     Settings,
 )
 
@@ -191,19 +192,16 @@ def run(  # type: ignore[no-untyped-def]
         from arena.report.terminal import Progress
 
         progress = Progress(quiet, sys.stderr, open_ended=rounds is None)
-        result = cup.run(
-            entered,
-            rounds,
-            settle=rule,
-            max_games=max_games,
+        options = RunOptions(
             jobs=jobs,
             fresh=fresh,
-            progress=progress,
             bench_after=bench_after,
+            progress=progress,
             live=True,
             on_page=_open_in_browser if open_page else None,
             cluster=_cluster(cluster, cluster_certs, insecure_cluster, require_sandbox),
         )
+        result = cup.run(entered, rounds, settle=rule, max_games=max_games, options=options)
         progress.close()
         standings = cup.standings()
         page = cup.report(standings)
@@ -395,7 +393,8 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
             if not quiet and total and done == total:  # a batch is complete: the test is judged again
                 echo(match.status(cup.store.results()).line())
 
-        result = cup.sprt(new, base, entered, design, max_games=max_games, jobs=jobs, progress=progress)
+        options = RunOptions(jobs=jobs, progress=progress)
+        result = cup.sprt(new, base, entered, design, max_games=max_games, options=options)
         final = match.status(cup.store.results())
         page = cup.report()
     if result.interrupted:
