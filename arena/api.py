@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from arena.game.openings import Book, generate, load_book, order
+from arena.game.openings import Book, generate, load_book, order, sequel
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
@@ -224,7 +224,9 @@ class Tournament:
             self.settings = resolve(settings or self.stored, asked)
             grant(self.settings.read_only, [self.folder.parent])  # GrantError before a store is made
             book = store.book() if store and self.stored else None
-            self.book = book if book is not None else make_book(self.settings)
+            book = book if book is not None else make_book(self.settings)
+            rules = self.settings.game_rules()
+            self.book = sequel(book, rules, self.settings.seed, given=self.settings.book is not None)
             # A new tournament's file is written only once its settings and openings hold.
             store = store or Store(path)
             if create:
@@ -540,7 +542,9 @@ class Tournament:
                 "author": r.author if isinstance(r.author, str) else None,
             }
             if writer:
-                writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
+                writer.writerow(
+                    {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in row.items()}
+                )
             else:
                 file.write(json.dumps(row) + "\n")
         return len(board)
@@ -593,7 +597,8 @@ class Match:
         # Openings as in a tournament (two deterministic bots would repeat one pair of games otherwise); a
         # person, or a bot whose protocol must begin at the start, plays from the start.
         if all(isinstance(x, Bot) and starts_anywhere(x) for x in (a, b)):
-            self.book = make_book(self.settings)
+            given = self.settings.book is not None
+            self.book = sequel(make_book(self.settings), self.rules, self.settings.seed, given)
         else:
             self.book = Book((), "none: every game starts at the start position")
         self.warden = Warden(conf)
