@@ -512,7 +512,8 @@ class Tournament:
     def export_standings(self, file: IO[str], fmt: str = "jsonl") -> int:
         """Write the leaderboard to `file`, best first, as JSON lines or CSV: each bot's place ('3-5' when
         shared), its Elo with the 95% interval, its chance of each place (`rank_odds`, place 1 first) and
-        its TrueSkill; returns the rows written."""
+        its TrueSkill, and its verdict against each reference bot of the rule (`against`); returns the rows
+        written."""
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
         board = self.standings().board
@@ -540,6 +541,7 @@ class Tournament:
                 "forfeits": int(r.forfeits),
                 "digest": r.digest,
                 "author": r.author if isinstance(r.author, str) else None,
+                "against": r.against,  # reference bot -> "better", "worse", "within" (the resolution), "open"
             }
             if writer:
                 writer.writerow(
@@ -570,7 +572,7 @@ class Tournament:
 
 STANDINGS_FIELDS = [
     "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games", "wins",
-    "draws", "losses", "score_pct", "forfeits", "digest", "author",
+    "draws", "losses", "score_pct", "forfeits", "digest", "author", "against",
 ]  # fmt: skip
 
 

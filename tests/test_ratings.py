@@ -51,7 +51,9 @@ class Tournament:
             rules="kalah",
             south=south.name,
             north=north.name,
-            moves=(1, SWAP, 3) if swapped else (1, 3),
+            # a last ply of the game's number: every game distinct, as games between real bots that play
+            # from distinct openings are (an exact repeat counts once: store.REPEAT)
+            moves=((1, SWAP, 3) if swapped else (1, 3)) + (self.round,),
             south_store=stores[0],
             north_store=stores[1],
             winner=winner.name if winner else None,

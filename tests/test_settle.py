@@ -109,3 +109,23 @@ def test_a_settled_ranking_from_real_fits_of_clearly_different_bots() -> None:
     pairs = Pairs.empty(3).add(np.repeat([0, 1, 0], 40), np.repeat([1, 2, 2], 40), np.repeat([3, 3, 4], 40))
     v = verdict(posterior(pairs), Rule(), NAMES[:3])
     assert v.settled and v.order == (0, 1, 2) and v.places == ("1", "2", "3")
+
+
+def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_each() -> None:
+    """`--reference cat` without `--settle top K`: no neighbour order is claimed, only every bot against cat,
+    and each bot's verdict reads better, worse, within the resolution, or open."""
+    post = known([1760, 1700, 1510, 1500, 1460, 1300], 12)
+    post.cov[0, 0] = post.cov[1, 1] = 60.0**2  # ann and bob: far above dan, not yet told apart
+    names = [*NAMES, "fay"]
+    v = verdict(post, Rule(references=("dan",)), names)
+    assert all(c.reference for c in v.claims) and len(v.claims) == 5
+    words = {bot: a.word for bot, a in ((b, x["dan"]) for b, x in v.against().items())}
+    assert words == {"ann": "better", "bob": "better", "cat": "within", "eve": "worse", "fay": "worse"}
+    assert v.settled
+    assert not verdict(post, Rule(), names).settled  # the whole order is not: ann and bob
+    (line,) = v.describe_against()
+    assert line == "against dan (95% sure): better: ann, bob; within 30 Elo: cat; worse: eve, fay"
+    assert "every bot is placed against dan: better, worse, or within 30 Elo" in v.rule.describe()
+    unsure = verdict(known([1700, 1500, 1460], 30), Rule(references=("bob",)), names[:3])
+    assert unsure.against()["cat"]["bob"].word == "open" and not unsure.settled
+    assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]

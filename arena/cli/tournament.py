@@ -226,6 +226,8 @@ def run(  # type: ignore[no-untyped-def]
         if result.before:
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         echo(terminal.format_table(standings.board))
+        for line in settled.describe_against() if settled is not None else ():
+            echo(line)
     if settled is not None and settled.settled and not quiet:
         echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
     elif settled is not None and not settled.settled:  # a warning even when quiet: the ranking is open

@@ -192,7 +192,7 @@ def _reasons(rows: pd.DataFrame) -> str:
 COLUMNS = [
     "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
     "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "rank_odds", "close_above",
-    "close_below", "id", "digest", "author", "unranked",
+    "close_below", "id", "digest", "author", "unranked", "against",
 ]  # fmt: skip
 _SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
@@ -281,6 +281,9 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board["bt_elo"] = [elo[index[i]] if i in index else math.nan for i in ids]
     board["bt_pm"] = [pm[index[i]] if i in index else math.nan for i in ids]
     board["rank_odds"] = [tuple(float(x) for x in odds[index[i]]) if i in index else () for i in ids]
+    # Each bot's verdict against each reference bot of the rule: "better", "worse", "within", "open"
+    against = judged.against() if judged else {}
+    board["against"] = [{ref: v.word for ref, v in against.get(names[i], {}).items()} for i in ids]
 
     # The verdict's order and places; bots without games share the places below them, and bots never
     # ranked come last, placed '-'.
