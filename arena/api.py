@@ -224,15 +224,16 @@ class Tournament:
             self.settings = resolve(settings or self.stored, asked)
             grant(self.settings.read_only, [self.folder.parent])  # GrantError before a store is made
             book = store.book() if store and self.stored else None
-            book = book if book is not None else make_book(self.settings)
-            rules = self.settings.game_rules()
-            self.book = sequel(book, rules, self.settings.seed, given=self.settings.book is not None)
+            self.book = book if book is not None else make_book(self.settings)
             # A new tournament's file is written only once its settings and openings hold.
             store = store or Store(path)
             if create:
                 store.lock()  # one writer: a second run of this tournament stops here, saying whose it is
             store.fix_settings(self.settings)
             store.fix_book(self.book)
+            # Past the book's last opening, new ones from the seed (once the settings are known to hold)
+            given = self.settings.book is not None
+            self.book = sequel(self.book, self.settings.game_rules(), self.settings.seed, given)
         except BaseException:
             if store:
                 store.close()

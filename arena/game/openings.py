@@ -76,7 +76,7 @@ class Sequel:
         self.rules, self.seed, self.what = rules, seed, what  # what: the book's end in words, to say it
         self.book = book
         self.made: list[Opening] = []
-        self.seen = {position_after(rules, line) for line in book}
+        self.seen: set[Position] | None = None  # the positions of every opening so far, once one is made
         self.rng = random.Random(hashlib.blake2b(f"sequel:{seed}:{rules.spec}".encode()).digest())
         self.plies = PLIES
         self.ended = False
@@ -105,8 +105,9 @@ class Sequel:
 
     def _next(self) -> Opening | None:
         allowed = tolerance(self.rules)
-        if self.start is None:
+        if self.start is None or self.seen is None:
             self.start = score(self.rules, self.rules.initial())
+            self.seen = {position_after(self.rules, line) for line in self.book}
         while self.plies <= PLIES + MORE_PLIES:
             for _ in range(ATTEMPTS_PER_OPENING):
                 opening = _draw(self.rules, self.rng, self.plies)
