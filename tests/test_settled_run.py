@@ -159,3 +159,28 @@ def test_a_reference_alone_settles_each_bot_against_it_and_says_so_everywhere(tm
     assert rows["greedy"] == {}
     words = {"better": "better", "worse": "worse", "within 100 Elo": "within"}
     assert {bot: rows[bot]["greedy"] for bot in said} == {bot: words[w] for bot, w in said.items()}
+
+
+def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
+    """An adaptive run plays batch after batch; its workers, and so its bots' processes, live through the
+    run: each bot runs in at most one process per worker, however many batches (they once were all ended
+    after every batch and started again, twice a round robin's wall time per game)."""
+    pid = "import os, sys\nprint(os.getpid(), file=sys.stderr, flush=True)\n"
+    bots = write_bots(
+        tmp_path / "bots",
+        first=pid + first_legal(),
+        last=pid + first_legal(pick="last"),
+        greedy=GREEDY,
+        alphabeta=ALPHABETA_2,
+    )
+    library_run(tmp_path, bots, jobs=2)
+    stored = records(tmp_path)
+    rounds = {r["round"] for r in stored}
+    assert len(rounds) >= 4  # several batches
+    for name in ("first", "last"):
+        pids = {
+            r["stderr"][name].split()[0]
+            for r in stored
+            if name in (r["south"], r["north"]) and r["stderr"][name]
+        }
+        assert 1 <= len(pids) <= 2, (name, pids)

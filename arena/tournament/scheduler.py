@@ -160,6 +160,9 @@ def run(
             todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if isinstance(back, Local):  # its workers and their bots lived from batch to batch: now they end
+            back.close(finished=not interrupted)
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
     results = store.results()
     played = schedule.played(results)
