@@ -165,7 +165,8 @@ def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
     """An adaptive run plays batch after batch; its workers, and so its bots' processes, live through the
     run: each bot runs in at most one process per worker, however many batches (they once were all ended
     after every batch and started again, twice a round robin's wall time per game)."""
-    pid = "import os, sys\nprint(os.getpid(), file=sys.stderr, flush=True)\n"
+    # a token per process, said once at its start (its pid is the sandbox's, the same for every process)
+    pid = "import os, sys\nprint(os.urandom(8).hex(), file=sys.stderr, flush=True)\n"
     bots = write_bots(
         tmp_path / "bots",
         first=pid + first_legal(),
