@@ -129,3 +129,21 @@ def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_e
     unsure = verdict(known([1700, 1500, 1460], 30), Rule(references=("bob",)), names[:3])
     assert unsure.against()["cat"]["bob"].word == "open" and not unsure.settled
     assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]
+
+
+def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
+    """An adaptive run's progress line says the open pairs and how sure each is, not a batch's count."""
+    import io
+
+    from arena.report.terminal import Progress
+
+    out = io.StringIO()
+    progress = Progress(False, out, open_ended=True)
+    progress(0, 16, None)
+    v = verdict(known([1600, 1520, 1500, 1300], 25), Rule(), NAMES[:4])
+    progress.left = v.describe_open(3)
+    progress.said -= Progress.EVERY
+    progress(16, 16, None)
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("arena: 16 games, ")
+    assert last.endswith("; still open, 1 pair: bob vs cat (71% sure of the order)")

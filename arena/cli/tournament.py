@@ -26,6 +26,7 @@ from arena.cli.options import (
 )
 from arena.match.bots import Bot, BotError, find_bot
 from arena.match.printable import printable
+from arena.match.record import GameRecord
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import (
     BENCH_AFTER,
@@ -194,11 +195,17 @@ def run(  # type: ignore[no-untyped-def]
         from arena.report.terminal import Progress
 
         progress = Progress(quiet, sys.stderr, open_ended=rounds is None)
+
+        def told(done: int, total: int, record: GameRecord | None) -> None:
+            if rounds is None and not quiet and total and done == total:  # a batch is complete: what is left
+                progress.left = cup.verdict(rule).describe_open(3) or "settled"
+            progress(done, total, record)
+
         options = RunOptions(
             jobs=jobs,
             fresh=fresh,
             bench_after=bench_after,
-            progress=progress,
+            progress=told,
             live=True,
             on_page=_open_in_browser if open_page else None,
             cluster=_cluster(cluster, cluster_certs, insecure_cluster, require_sandbox),

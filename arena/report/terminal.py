@@ -334,6 +334,7 @@ class Progress:
         self.done = 0
         self.drawn = 0  # lines of the last table drawn, to draw over
         self.scores = Scores()
+        self.left = ""  # an open-ended run: what is still open, told after each batch (the pairs, how sure)
 
     def rate(self, _: object = None) -> str:
         return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
@@ -346,7 +347,7 @@ class Progress:
             return
         now = time.monotonic()
         if self.open_ended:
-            count = f"{done} games, {self.rate()}; playing until the ranking is settled"
+            count = f"{done} games, {self.rate()}; {self.left or 'playing until the ranking is settled'}"
         else:
             left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
             count = f"{done} of {total} games, {self.rate()}, {left}"
