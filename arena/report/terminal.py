@@ -279,15 +279,17 @@ def format_table(board: pd.DataFrame) -> str:
 
     if board.empty:
         return "no bots in the current field yet"
-    heads = ["place", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
-    heads += ["ms/move", "BT Elo ±"]
-    left = {1, 9}  # bot and forfeits read best left-aligned
+    # The Elo decides the order, so it leads; TrueSkill (mu - 3σ: a strength the bot almost surely has) beside
+    heads = ["place", "bot", "BT Elo ±", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
+    heads += ["ms/move"]
+    left = {1, 10}  # bot and forfeits read best left-aligned
     rows = [heads]
     for r in board.itertuples(index=False):
         rows.append(
             [
                 str(r.place),
                 r.bot,
+                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
                 f"{r.conservative:.1f}",
                 f"{r.mu:.1f}",
                 f"{r.sigma:.2f}",
@@ -297,7 +299,6 @@ def format_table(board: pd.DataFrame) -> str:
                 _num(r.margin, "+.1f"),
                 _forfeits(r.forfeits, r.forfeit_reasons),
                 _num(r.ms_per_move, ".1f"),
-                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
             ]
         )
     widths = [max(len(row[k]) for row in rows) for k in range(len(heads))]

@@ -273,15 +273,7 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
         Claim(a, b, _status(odds[k][0], k in is_open, rule), odds[k][0], odds[k][1], ref)
         for k, (a, b, ref) in enumerate(pairs)
     )
-    # The places now, open or not; every neighbour pair is judged for them, also where the rule settles
-    # no order (references alone)
-    neighbours = [(order[k], order[k + 1]) for k in range(n - 1)]
-    ordered = {
-        pair
-        for pair, (p, _) in zip(neighbours, risks(post, neighbours, rule.resolution), strict=True)
-        if p >= rule.confidence
-    }
-    return Verdict(rule, tuple(names), tuple(order), _places(order, ordered), claims)
+    return Verdict(rule, tuple(names), tuple(order), _places(post, order, rule.confidence), claims)
 
 
 def _status(p: float, is_open: bool, rule: Rule) -> Status:
@@ -290,14 +282,21 @@ def _status(p: float, is_open: bool, rule: Rule) -> Status:
     return Status.ORDERED if p >= rule.confidence else Status.SHARED
 
 
-def _places(order: Sequence[int], ordered: set[tuple[int, int]]) -> tuple[str, ...]:
-    """Places shown: neighbours not ordered share a place, so a run of them reads '3-5'."""
+def _places(post: Posterior, order: Sequence[int], confidence: float) -> tuple[str, ...]:
+    """The place shown at each position: the range the games allow the bot, from one plus the bots surely
+    (at `confidence`) above it to the count less those surely below it: "1", "3-5". Every pair is judged,
+    not only neighbours, so a bot plainly apart from the field early in a run is not one block with it."""
     n = len(order)
-    places: list[str] = []
-    start = 0
-    for k in range(n):
-        if k == n - 1 or (order[k], order[k + 1]) in ordered:
-            label = str(start + 1) if k == start else f"{start + 1}-{k + 1}"
-            places += [label] * (k - start + 1)
-            start = k + 1
+    if n == 0:
+        return ()
+    mean = post.elo[:, None] - post.elo[None, :]
+    var = np.diag(post.cov)[:, None] + np.diag(post.cov)[None, :] - 2.0 * post.cov
+    z = mean / np.sqrt(np.maximum(var, 1e-12))
+    above = np.vectorize(normal_cdf)(z) >= confidence  # above[i, j]: i surely better than j
+    np.fill_diagonal(above, False)
+    places = []
+    for b in order:
+        first, last = 1 + int(above[:, b].sum()), n - int(above[b, :].sum())
+        last = max(first, last)
+        places.append(str(first) if first == last else f"{first}-{last}")
     return tuple(places)
