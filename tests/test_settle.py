@@ -148,3 +148,25 @@ def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("arena: 16 games, ")
     assert last.endswith("; still open, 1 pair: bob vs cat (71% sure of the order)")
+
+
+def test_a_long_run_of_rounds_says_how_long_it_takes_and_what_a_settled_run_costs() -> None:
+    """`arena run --rounds 100` on a class of 30: 87,000 games. Once its first games show the pace, it says
+    how long all of them take, and that a run without --rounds stops when settled."""
+    import io
+
+    from arena.report.terminal import Progress
+
+    out = io.StringIO()
+    progress = Progress(False, out)
+    progress(0, 87_000, None)
+    progress.started -= 20.0  # the first 8 games took 20 s
+    progress(8, 87_000, None)
+    said = [line for line in out.getvalue().splitlines() if "pace" in line]
+    assert said == [
+        "arena: at the pace of the first 8 games, the 87,000 games take about 60.4 h; without --rounds, "
+        "arena run stops once the ranking is settled (30 bots in simulation: 13.5% of a 100-round round "
+        "robin's games)"
+    ]
+    progress(9, 87_000, None)
+    assert sum("pace" in line for line in out.getvalue().splitlines()) == 1  # said once
