@@ -19,6 +19,7 @@ _EXPORTS = {
     "Tournament": "arena.api",
     "Match": "arena.api",
     "Settings": "arena.tournament.settings",
+    "RunOptions": "arena.tournament.settings",
     "GameRecord": "arena.match.record",
     "Bot": "arena.match.bots",
     "BotError": "arena.match.bots",

@@ -15,6 +15,7 @@ settings say otherwise; what this machine cannot enforce is logged as a warning 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from arena.game.openings import Book, generate, load_book, order
+from arena.game.openings import Book, generate, load_book, order, sequel
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
@@ -30,13 +31,12 @@ from arena.match.confine import Capabilities, Confinement, Warden, grant
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
 from arena.tournament.schedule import RoundRobin
-from arena.tournament.settings import BENCH_AFTER, Settings, confinement_here, not_granted, resolve
+from arena.tournament.settings import Progress, RunOptions, Settings, confinement_here, not_granted, resolve
 from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Allowances, Enforced, Store
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from arena.tournament.backend import Backend
     from arena.tournament.ratings import Standings
     from arena.tournament.schedule import Schedule
     from arena.tournament.scheduler import RunResult
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
 
 log = logging.getLogger("arena")
-
-Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
 
 
 def _shown(value: object) -> str:
@@ -233,6 +231,9 @@ class Tournament:
                 store.lock()  # one writer: a second run of this tournament stops here, saying whose it is
             store.fix_settings(self.settings)
             store.fix_book(self.book)
+            # Past the book's last opening, new ones from the seed (once the settings are known to hold)
+            given = self.settings.book is not None
+            self.book = sequel(self.book, self.settings.game_rules(), self.settings.seed, given)
         except BaseException:
             if store:
                 store.close()
@@ -322,36 +323,31 @@ class Tournament:
         *,
         settle: Rule | None = None,
         max_games: int | None = None,
-        jobs: int | None = None,
         gauntlet: str | None = None,
-        fresh: bool = False,
-        progress: Progress | None = None,
-        bench_after: int = BENCH_AFTER,
-        live: bool = False,
-        on_page: Callable[[Path], None] | None = None,
-        cluster: str | Backend | None = None,
+        options: RunOptions | None = None,
+        **how: Any,
     ) -> RunResult:
-        """Play what the schedule of `rounds` rounds lacks, on `jobs` processes (default: all cores), or on
-        the workers of the Dask cluster `cluster` (its scheduler's address, 'tls://HOST:8786', or a back end:
-        arena/tournament/cluster.py). With `rounds` None, play adaptively until the ranking is settled by
-        `settle` (a `settle.Rule`; default: 95% confidence, 30 Elo resolution), or the field has
-        `max_games` games (`schedule`); `verdict` then says how settled it is.
+        """Play what the schedule of `rounds` rounds lacks, as `options` say (`RunOptions`: on this machine's
+        cores or a Dask cluster, progress, the live page; `how` are its fields, to change a few of them:
+        `run(bots, jobs=2)`). With `rounds` None, play adaptively until the ranking is settled by `settle` (a
+        `settle.Rule`; default: 95% confidence, 30 Elo resolution), or the field has `max_games` games
+        (`schedule`); `verdict` then says how settled it is.
 
         `bots` is a folder (every bot in it), a list of bots, or `enter`'s answer (one survey of the folder
-        for a plan and its run); `gauntlet` names the one bot whose games alone are played; `fresh` starts new
-        bot processes for every game. KeyboardInterrupt stops the run cleanly: the result says `interrupted`,
-        and every finished game is stored. A bot with no first answer in `bench_after` games in a row (0:
-        never) sits out the rest of the run; the next run tries it again. `live` rewrites the page
-        (FOLDER/index.html) every few seconds while games finish, showing the progress and the standings so
-        far and reloading itself in the browser; `on_page` is called with the page's path once it is first
-        written (to open it). The caller writes the final page. Bots with a `build` in their bot.toml are
-        built first, on this machine (`enter`); a bot whose build fails is not entered."""
+        for a plan and its run); `gauntlet` names the one bot whose games alone are played. KeyboardInterrupt
+        stops the run cleanly: the result says `interrupted`, and every finished game is stored. A bot with no
+        first answer in `bench_after` games in a row (0: never) sits out the rest of the run; the next run
+        tries it again. `live` rewrites the page (FOLDER/index.html) every few seconds while games finish,
+        showing the progress and the standings so far and reloading itself in the browser; `on_page` is
+        called with the page's path once it is first written (to open it). The caller writes the final page.
+        Bots with a `build` in their bot.toml are built first, on this machine (`enter`); a bot whose build
+        fails is not entered."""
         entered = self._entered(bots, gauntlet)  # built here, also for a cluster: the built folder travels
         field, hero = list(entered.bots), entered.hero
         check_rules(field, self.settings.game_rules())
         schedule = self.schedule(field, rounds, hero, settle, max_games, keep=True)
         self.store.set_stopping(None if rounds is not None else _rule_dict(settle))
-        return self._play(entered, schedule, jobs, fresh, progress, bench_after, live, on_page, cluster)
+        return self._play(entered, schedule, dataclasses.replace(options or RunOptions(), **how))
 
     def match(
         self,
@@ -389,18 +385,14 @@ class Tournament:
         design: SprtDesign | None = None,
         *,
         max_games: int | None = None,
-        jobs: int | None = None,
-        fresh: bool = False,
-        progress: Progress | None = None,
-        bench_after: int = BENCH_AFTER,
-        live: bool = False,
-        on_page: Callable[[Path], None] | None = None,
-        cluster: str | Backend | None = None,
+        options: RunOptions | None = None,
+        **how: Any,
     ) -> RunResult:
         """Play `new` against `base` in pairs of games (one opening, once from each side) until the SPRT
         `design` (default: elo0 0, elo1 10, alpha = beta = 0.05) decides, or `max_games`; stored like any
         tournament, so the same call resumes it. The store (and so the page) keeps where the test stands,
         judged again after every batch: `match(...).status(store.results())` says it too."""
+        options = dataclasses.replace(options or RunOptions(), **how)
         entered = self._entered(bots, None)  # surveyed once, for the match and its play
         schedule = self.match(new, base, entered, design, max_games)
         self.store.set_stopping(None)
@@ -410,32 +402,21 @@ class Tournament:
             if done == total:  # a batch is complete (or none was left): the test is judged again
                 now = schedule.status(self.store.results()).line()
                 self.store.set_sprt(f"{new} against {base}: {schedule.design.describe()}. {now}")
-            if progress is not None:
-                progress(done, total, record)
+            if options.progress is not None:
+                options.progress(done, total, record)
 
-        result = self._play(chosen, schedule, jobs, fresh, judged, bench_after, live, on_page, cluster)
+        result = self._play(chosen, schedule, dataclasses.replace(options, progress=judged))
         judged(0, 0, None)  # also when nothing was left to play
         return result
 
-    def _play(
-        self,
-        entered: Entrants,
-        schedule: Schedule,
-        jobs: int | None,
-        fresh: bool,
-        progress: Progress | None,
-        bench_after: int,
-        live: bool,
-        on_page: Callable[[Path], None] | None,
-        cluster: str | Backend | None,
-    ) -> RunResult:
+    def _play(self, entered: Entrants, schedule: Schedule, options: RunOptions) -> RunResult:
         from arena.tournament import scheduler
 
         field = list(entered.bots)
-        if live:
-            progress = self._live(progress, on_page)
+        if options.live:
+            options = dataclasses.replace(options, progress=self._live(options.progress, options.on_page))
         self.store.set_not_entered(entered.broken)
-        back = scheduler.backend(jobs, cluster)
+        back = scheduler.backend(options.jobs, options.cluster)
         # What bots asked for in their bot.toml beyond the tournament's limits, for the page to show.
         conf = self.settings.confinement()
         asked = {b.name: b.memory_mb for b in field if b.memory_mb is not None}
@@ -447,17 +428,7 @@ class Tournament:
         else:
             conf, caps = self._local()
             self.store.set_confinement(Enforced(caps.sandbox, caps.cgroups, tuple(caps.notes)))
-        return scheduler.run(
-            self.store,
-            self.settings,
-            schedule,
-            conf,
-            jobs=jobs,
-            fresh=fresh,
-            progress=progress,
-            bench_after=bench_after,
-            backend=back,
-        )
+        return scheduler.run(self.store, self.settings, schedule, conf, options, back)
 
     def _live(self, progress: Progress | None, on_page: Callable[[Path], None] | None) -> Progress:
         """The progress callback that keeps the page current, then calls `progress`."""
@@ -542,7 +513,8 @@ class Tournament:
     def export_standings(self, file: IO[str], fmt: str = "jsonl") -> int:
         """Write the leaderboard to `file`, best first, as JSON lines or CSV: each bot's place ('3-5' when
         shared), its Elo with the 95% interval, its chance of each place (`rank_odds`, place 1 first) and
-        its TrueSkill; returns the rows written."""
+        its TrueSkill, and its verdict against each reference bot of the rule (`against`); returns the rows
+        written."""
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
         board = self.standings().board
@@ -570,9 +542,12 @@ class Tournament:
                 "forfeits": int(r.forfeits),
                 "digest": r.digest,
                 "author": r.author if isinstance(r.author, str) else None,
+                "against": r.against,  # reference bot -> "better", "worse", "within" (the resolution), "open"
             }
             if writer:
-                writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
+                writer.writerow(
+                    {k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in row.items()}
+                )
             else:
                 file.write(json.dumps(row) + "\n")
         return len(board)
@@ -598,7 +573,7 @@ class Tournament:
 
 STANDINGS_FIELDS = [
     "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games", "wins",
-    "draws", "losses", "score_pct", "forfeits", "digest", "author",
+    "draws", "losses", "score_pct", "forfeits", "digest", "author", "against",
 ]  # fmt: skip
 
 
@@ -625,7 +600,8 @@ class Match:
         # Openings as in a tournament (two deterministic bots would repeat one pair of games otherwise); a
         # person, or a bot whose protocol must begin at the start, plays from the start.
         if all(isinstance(x, Bot) and starts_anywhere(x) for x in (a, b)):
-            self.book = make_book(self.settings)
+            given = self.settings.book is not None
+            self.book = sequel(make_book(self.settings), self.rules, self.settings.seed, given)
         else:
             self.book = Book((), "none: every game starts at the start position")
         self.warden = Warden(conf)

@@ -18,6 +18,17 @@ For each field size, over `--seeds` fields of bots drawn with Elo SD `--sd`, it 
   the rule stated at the stop: the mean over those runs of the summed risks (the posterior's chance of such
   a pair), which a calibrated posterior matches.
 
+`--fields` runs four kinds of field instead of one normal one, as a class may be: `normal` (Elo SD `--sd`),
+`tight` (near-equal bots, SD 30), `groups` (two halves 700 Elo apart: working bots and broken ones) and
+`class` (a third near random, 600 below the rest, and a tenth that forfeit every game), printing for each the
+coverage of the page's 95% intervals (the share of bots whose true Elo, both centred on the field's mean
+without the forfeiting bots, lies inside their interval) at the adaptive run's stop, and the stopping rule's
+calibration as above.
+
+`--reference` settles every bot against one reference bot only (the field's median, `--reference` alone on
+`arena run`) and prints its games beside the full ranking's, and the share of verdicts (better, worse,
+within the resolution) wrong by more than the resolution.
+
 `--looks` replaces the rule's margin for stopping at the first batch that passes (`settle.LOOKS`): the risks
 must sum to (1 - confidence) / looks. Runs at several values, confidences and resolutions give the curve of
 games against calibration.
@@ -37,7 +48,17 @@ import numpy as np  # noqa: E402  (after the thread counts, which numpy reads on
 
 from arena.tournament import settle  # noqa: E402
 from arena.tournament.adaptive import batch_size, plan  # noqa: E402
-from arena.tournament.posterior import SCORES, Pairs, Posterior, posterior  # noqa: E402
+from arena.tournament.posterior import (  # noqa: E402
+    ELO_CENTRE,
+    ELO_PER_NAT,
+    SCORES,
+    Pairs,
+    Posterior,
+    dispersion,
+    fit,
+    posterior,
+    prior_games,
+)
 from arena.tournament.settle import Rule, verdict  # noqa: E402
 
 
@@ -70,6 +91,7 @@ class Outcome:
     settled: bool
     post: Posterior
     risk: float  # the summed risks of the claims at the stop: what the rule stated
+    pairs: Pairs  # the results at the stop
 
 
 def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> Outcome:
@@ -98,7 +120,7 @@ def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> 
         if nxt:
             in_hand.append(nxt)
     judged = verdict(post, rule, names)
-    return Outcome(games, judged.settled, post, sum(c.risk for c in judged.claims))
+    return Outcome(games, judged.settled, post, sum(c.risk for c in judged.claims), done)
 
 
 def round_robin(elo: np.ndarray, rounds: int, draws: float, rng: np.random.Generator) -> Posterior:
@@ -127,6 +149,120 @@ def judge(elo: np.ndarray, post: Posterior, resolution: float) -> tuple[float, b
     return float(share), top3, reversed_neighbour
 
 
+FORFEIT = -3000.0  # a bot that forfeits every game: it loses to all, as far below as the curve can tell
+
+
+def field(kind: str, n: int, sd: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """True Elos of a field of `kind`, and which of them forfeit every game (left out of the coverage: no
+    finite Elo is true of them)."""
+    forfeits = np.zeros(n, dtype=bool)
+    if kind == "normal":
+        elo = rng.normal(0.0, sd, n)
+    elif kind == "tight":
+        elo = rng.normal(0.0, 30.0, n)
+    elif kind == "groups":
+        elo = np.where(np.arange(n) < n // 2, rng.normal(0.0, 100.0, n), rng.normal(-700.0, 100.0, n))
+    elif kind == "class":
+        third, tenth = n // 3, max(1, n // 10)
+        elo = rng.normal(0.0, 200.0, n)
+        elo[:third] = rng.normal(-600.0, 60.0, third)  # near random
+        elo[third : third + tenth] = FORFEIT
+        forfeits[third : third + tenth] = True
+    else:
+        raise ValueError(f"unknown field {kind!r}")
+    return elo, forfeits
+
+
+def flat(pairs: Pairs) -> Posterior:
+    """The same results without the field's prior (only `posterior.PRIOR_DRAWS` virtual draws keep the fit
+    finite): the alternative of no prior for what the page reports, the prior only for the schedule."""
+    n = pairs.n
+    prior = prior_games(n)
+    score, games = pairs.points()
+    total = games + prior
+    theta = fit(score + 0.5 * prior, total)
+    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
+    info = total * p * (1.0 - p)
+    phi = dispersion(pairs, p)
+    pin = np.full((n, n), 1.0 / n)
+    cov = ELO_PER_NAT**2 * (np.linalg.inv((np.diag(info.sum(axis=1)) - info) / phi + pin) - pin)
+    return Posterior(ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta)
+
+
+def coverage(elo: np.ndarray, forfeits: np.ndarray, post: Posterior) -> tuple[int, int]:
+    """(bots whose true Elo lies inside their 95% interval, bots counted), both centred on the mean of the
+    bots that do not forfeit everything."""
+    keep = ~forfeits
+    truth = elo[keep] - elo[keep].mean()
+    shown = post.elo[keep] - post.elo[keep].mean()
+    return int((np.abs(shown - truth) <= post.pm()[keep]).sum()), int(keep.sum())
+
+
+def reference_errors(elo: np.ndarray, judged: settle.Verdict, ref: int, resolution: float) -> int:
+    """Verdicts against the reference wrong by more than the resolution: 'better' of a bot more than the
+    resolution worse, 'worse' of one more than it better, 'within' of one more than it away either way."""
+    wrong = 0
+    for name, verdicts in judged.against().items():
+        b = judged.names.index(name)
+        gap = elo[b] - elo[ref]
+        word = next(iter(verdicts.values())).word
+        wrong += (word == "better" and gap < -resolution) or (word == "worse" and gap > resolution)
+        wrong += word == "within" and abs(gap) > 2 * resolution  # shared: not reversed beyond the resolution
+    return wrong
+
+
+def fields(args: argparse.Namespace, rule: Rule) -> None:
+    """Coverage and calibration on the four kinds of field."""
+    for n in args.bots:
+        cap = n * (n - 1) * args.rounds
+        for kind in ("normal", "tight", "groups", "class"):
+            started = time.perf_counter()
+            inside = counted = games = wrong = settled = unshrunk = 0
+            for seed in range(args.seeds):
+                elo, forfeits = field(kind, n, args.sd, np.random.default_rng(seed))
+                run = adaptive(elo, rule, seed, args.draws, cap=cap)
+                k, m = coverage(elo, forfeits, run.post)
+                inside, counted, games = inside + k, counted + m, games + run.games
+                unshrunk += coverage(elo, forfeits, flat(run.pairs))[0]
+                if run.settled:
+                    settled += 1
+                    wrong += judge(elo, run.post, rule.resolution)[2]
+            lo, hi = wilson(wrong, settled)
+            print(
+                f"{n} bots, {kind:6} field, {args.seeds} seeds ({time.perf_counter() - started:.0f} s): 95% "
+                f"intervals cover {inside / counted:.1%} of {counted} bots (without the prior "
+                f"{unshrunk / counted:.1%}); games {games / args.seeds:,.0f} "
+                f"= {games / args.seeds / cap:.1%} of the round robin; settled {settled}/{args.seeds}, "
+                f"with a neighbour reversed by > {rule.resolution:g} Elo {wrong}/{settled} "
+                f"({lo:.0%}-{hi:.0%})",
+                flush=True,
+            )
+
+
+def references(args: argparse.Namespace, rule: Rule) -> None:
+    """Settling every bot against the median bot only, beside settling the whole ranking."""
+    for n in args.bots:
+        cap = n * (n - 1) * args.rounds
+        full = alone = wrong = verdicts = 0
+        started = time.perf_counter()
+        for seed in range(args.seeds):
+            elo = np.random.default_rng(seed).normal(0.0, args.sd, n)
+            ref = int(np.argsort(elo)[n // 2])
+            against = Rule(rule.confidence, rule.resolution, references=(f"bot{ref}",))
+            full += adaptive(elo, rule, seed, args.draws, cap=cap).games
+            run = adaptive(elo, against, seed, args.draws, cap=cap)
+            alone += run.games
+            judged = verdict(run.post, against, [f"bot{i}" for i in range(n)])
+            wrong, verdicts = wrong + reference_errors(elo, judged, ref, rule.resolution), verdicts + n - 1
+        print(
+            f"{n} bots, {args.seeds} seeds ({time.perf_counter() - started:.0f} s): every bot against the "
+            f"median bot alone took {alone / args.seeds:,.0f} games, the whole ranking "
+            f"{full / args.seeds:,.0f} "
+            f"({alone / full:.0%}); verdicts wrong by more than the resolution: {wrong}/{verdicts}",
+            flush=True,
+        )
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson's 95% interval of a share k/n."""
     if n == 0:
@@ -147,10 +283,16 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--resolution", type=float, default=30.0)
     parser.add_argument("--looks", type=float, default=settle.LOOKS, help="the rule's margin (settle.LOOKS)")
+    parser.add_argument("--fields", action="store_true", help="coverage on four kinds of field")
+    parser.add_argument("--reference", action="store_true", help="every bot against the median bot only")
     args = parser.parse_args()
     settle.LOOKS = args.looks
     rule = Rule(args.confidence, args.resolution)
     print(rule.describe(), f"(risks summed to at most (1 - confidence) / {settle.LOOKS:g})")
+    if args.fields or args.reference:
+        print(f"seeds 0-{args.seeds - 1}, {args.draws:.0%} draws", flush=True)
+        fields(args, rule) if args.fields else references(args, rule)
+        return
     for n in args.bots:
         rr_games = n * (n - 1) * args.rounds
         rows = []

@@ -27,9 +27,10 @@ def test_far_apart_bots_are_ordered_and_take_places_one_by_one() -> None:
 
 
 def test_close_bots_that_cannot_be_wrong_by_the_resolution_share_a_place() -> None:
-    # 10 Elo apart, each ± 5: the order is not sure, but neither is 30 Elo better than the other
+    # 10 Elo apart, each ± 5: the order is not sure, but neither is 30 Elo better than the other. Each
+    # place is the range the games allow: bob is surely above dan (20 Elo apart), so bob is 2-3 and dan 3-4
     v = verdict(known([1600, 1510, 1500, 1490, 1300], 5), Rule(), NAMES)
-    assert v.places == ("1", "2-4", "2-4", "2-4", "5")
+    assert v.places == ("1", "2-3", "2-4", "3-4", "5")
     assert v.settled
 
 
@@ -109,3 +110,63 @@ def test_a_settled_ranking_from_real_fits_of_clearly_different_bots() -> None:
     pairs = Pairs.empty(3).add(np.repeat([0, 1, 0], 40), np.repeat([1, 2, 2], 40), np.repeat([3, 3, 4], 40))
     v = verdict(posterior(pairs), Rule(), NAMES[:3])
     assert v.settled and v.order == (0, 1, 2) and v.places == ("1", "2", "3")
+
+
+def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_each() -> None:
+    """`--reference cat` without `--settle top K`: no neighbour order is claimed, only every bot against cat,
+    and each bot's verdict reads better, worse, within the resolution, or open."""
+    post = known([1760, 1700, 1510, 1500, 1460, 1300], 12)
+    post.cov[0, 0] = post.cov[1, 1] = 60.0**2  # ann and bob: far above dan, not yet told apart
+    names = [*NAMES, "fay"]
+    v = verdict(post, Rule(references=("dan",)), names)
+    assert all(c.reference for c in v.claims) and len(v.claims) == 5
+    words = {bot: a.word for bot, a in ((b, x["dan"]) for b, x in v.against().items())}
+    assert words == {"ann": "better", "bob": "better", "cat": "within", "eve": "worse", "fay": "worse"}
+    assert v.settled
+    assert not verdict(post, Rule(), names).settled  # the whole order is not: ann and bob
+    (line,) = v.describe_against()
+    assert line == "against dan (95% sure): better: ann, bob; within 30 Elo: cat; worse: eve, fay"
+    assert "every bot is placed against dan: better, worse, or within 30 Elo" in v.rule.describe()
+    unsure = verdict(known([1700, 1500, 1460], 30), Rule(references=("bob",)), names[:3])
+    assert unsure.against()["cat"]["bob"].word == "open" and not unsure.settled
+    assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]
+
+
+def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
+    """An adaptive run's progress line says the open pairs and how sure each is, not a batch's count."""
+    import io
+
+    from arena.report.terminal import Progress
+
+    out = io.StringIO()
+    progress = Progress(False, out, open_ended=True)
+    progress(0, 16, None)
+    v = verdict(known([1600, 1520, 1500, 1300], 25), Rule(), NAMES[:4])
+    progress.left = v.describe_open(3)
+    progress.said -= Progress.EVERY
+    progress(16, 16, None)
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("arena: 16 games, ")
+    assert last.endswith("; still open, 1 pair: bob vs cat (71% sure of the order)")
+
+
+def test_a_long_run_of_rounds_says_how_long_it_takes_and_what_a_settled_run_costs() -> None:
+    """`arena run --rounds 100` on a class of 30: 87,000 games. Once its first games show the pace, it says
+    how long all of them take, and that a run without --rounds stops when settled."""
+    import io
+
+    from arena.report.terminal import Progress
+
+    out = io.StringIO()
+    progress = Progress(False, out)
+    progress(0, 87_000, None)
+    progress.started -= 20.0  # the first 8 games took 20 s
+    progress(8, 87_000, None)
+    said = [line for line in out.getvalue().splitlines() if "pace" in line]
+    assert said == [
+        "arena: at the pace of the first 8 games, the 87,000 games take about 60.4 h; without --rounds, "
+        "arena run stops once the ranking is settled (30 bots in simulation: 13.5% of a 100-round round "
+        "robin's games)"
+    ]
+    progress(9, 87_000, None)
+    assert sum("pace" in line for line in out.getvalue().splitlines()) == 1  # said once

@@ -14,6 +14,7 @@ from test_tournament import (
     ALPHABETA_2,
     GREEDY,
     RULES,
+    arena,
     db_file,
     first_legal,
     records,
@@ -62,7 +63,9 @@ def test_an_adaptive_run_stops_by_itself_settled_and_a_rerun_plays_nothing(tmp_p
     assert set(sides.values()) == {1}
     page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
     assert (
-        'id="settling"' in page and "Settled when, with 95% confidence" in page and "This ranking is." in page
+        'id="settling"' in page
+        and "Settled when, with 95% confidence" in page
+        and "This ranking is settled." in page
     )
     assert page.count('class="opt odds"') == 4  # a place-odds strip per bot
 
@@ -130,3 +133,55 @@ def test_bad_adaptive_flags_are_one_line_and_write_nothing(tmp_path: Path, flags
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("arena: error: ")
     assert message in out.stderr
     assert not db_file(tmp_path).exists()
+
+
+def test_a_reference_alone_settles_each_bot_against_it_and_says_so_everywhere(tmp_path: Path) -> None:
+    """`--reference greedy` without --settle: the run settles every bot against greedy, and each bot's
+    verdict (better, worse, within the resolution) is on the terminal, the page and the standings export."""
+    import json
+
+    bots = four(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--resolution", 100, "--reference", "greedy")
+    assert out.returncode == 0, out.stderr
+    assert "every bot is placed against greedy: better, worse, or within 100 Elo" in out.stdout
+    line = next(x for x in out.stdout.splitlines() if x.startswith("against greedy (95% sure): "))
+    said = {
+        bot: word
+        for part in line.split(": ", 1)[1].split("; ")
+        for word, bots_ in [part.split(": ")]
+        for bot in bots_.split(", ")
+    }
+    assert set(said) == {"first", "last", "alphabeta"}
+    page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
+    assert line.replace(">", "&gt;") in page
+    exported = arena(tmp_path, "export", "--out", tmp_path / "reports", "--name", "t", "--standings")
+    rows = {r["bot"]: r["against"] for r in map(json.loads, exported.stdout.splitlines())}
+    assert rows["greedy"] == {}
+    words = {"better": "better", "worse": "worse", "within 100 Elo": "within"}
+    assert {bot: rows[bot]["greedy"] for bot in said} == {bot: words[w] for bot, w in said.items()}
+
+
+def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
+    """An adaptive run plays batch after batch; its workers, and so its bots' processes, live through the
+    run: each bot runs in at most one process per worker, however many batches (they once were all ended
+    after every batch and started again, twice a round robin's wall time per game)."""
+    # a token per process, said once at its start (its pid is the sandbox's, the same for every process)
+    pid = "import os, sys\nprint(os.urandom(8).hex(), file=sys.stderr, flush=True)\n"
+    bots = write_bots(
+        tmp_path / "bots",
+        first=pid + first_legal(),
+        last=pid + first_legal(pick="last"),
+        greedy=GREEDY,
+        alphabeta=ALPHABETA_2,
+    )
+    library_run(tmp_path, bots, jobs=2)
+    stored = records(tmp_path)
+    rounds = {r["round"] for r in stored}
+    assert len(rounds) >= 4  # several batches
+    for name in ("first", "last"):
+        pids = {
+            r["stderr"][name].split()[0]
+            for r in stored
+            if name in (r["south"], r["north"]) and r["stderr"][name]
+        }
+        assert 1 <= len(pids) <= 2, (name, pids)

@@ -77,6 +77,25 @@ def test_a_handful_of_pairs_decides_nothing_however_lopsided() -> None:
 
 
 @pytest.mark.parametrize(
+    "counts, words",
+    [
+        ([0, 0, 0, 0, 24], "Elo: all 24 pairs won"),
+        ([3, 0, 0, 0, 0], "Elo: all 3 pairs lost"),
+        ([0, 0, 7, 0, 0], "Elo: all 7 pairs split (1-1 or two draws)"),
+        ([0, 0, 0, 0, 0], "Elo: no pairs yet"),
+        ([0, 0, 1], "Elo: all 1 game won"),
+        ([0, 1, 1, 1, 0], "Elo +0.0 [-"),
+        ([0, 0, 0, 1, 9], "[+"),
+    ],
+)
+def test_the_elo_says_what_the_counts_allow_never_inf_nor_minus_zero(counts: list[int], words: str) -> None:
+    line = status(Design(), counts).line()
+    elo = status(Design(), counts).elo_words()
+    assert words in elo and elo in line
+    assert "inf" not in elo and "-0.0 " not in elo + " " and "-0.0]" not in elo
+
+
+@pytest.mark.parametrize(
     "kwargs, message",
     [
         ({"elo0": 10, "elo1": 0}, "elo0 must be below elo1 (H0: no better than elo0), not 10 and 0"),

@@ -37,8 +37,8 @@ def test_a_clearly_better_version_is_accepted_and_the_test_is_printed_as_it_goes
     lines = out.stdout.splitlines()
     assert lines[0] == "SPRT elo0 0, elo1 50, alpha 0.05, beta 0.05: stops when the LLR leaves [-2.94, 2.94]"
     progress = [LINE.match(x) for x in lines[1:-1]]
-    assert all(progress) and len(progress) >= 3, out.stdout  # one line per batch of 8 pairs, and the last
-    assert [int(m[1]) for m in progress[:-1]] == list(range(16, 16 * len(progress), 16))
+    assert all(progress) and len(progress) >= 2, out.stdout  # one line per batch of 8 pairs, the last once
+    assert [int(m[1]) for m in progress] == list(range(16, 16 * len(progress) + 1, 16))
     assert lines[-2].endswith("H1 accepted: the new version is better")
     games = stored(tmp_path)
     assert len(games) == int(progress[-1][1]) and len(games) % 16 == 0
@@ -47,6 +47,20 @@ def test_a_clearly_better_version_is_accepted_and_the_test_is_printed_as_it_goes
     page = (tmp_path / "reports" / "sprt-alphabeta-first" / "index.html").read_text()
     assert "SPRT: alphabeta against first: SPRT elo0 0, elo1 50" in page  # where the test stands, on its page
     assert "H1 accepted: the new version is better" in page
+
+
+def test_new_and_base_may_be_paths_two_versions_of_one_bot(tmp_path: Path) -> None:
+    """As `arena play` takes them: v2/player.py against v1/player.py, one name, two versions."""
+    write_bots(tmp_path / "v1", player=first_legal())
+    write_bots(tmp_path / "v2", player=ALPHABETA_2)
+    (tmp_path / "bots").mkdir()
+    out = sprt(tmp_path, tmp_path / "v2" / "player.py", tmp_path / "v1" / "player.py", *ARGS)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-2].endswith("H1 accepted: the new version is better")
+    with Store(tmp_path / "reports" / "sprt-player-player-base" / "arena.sqlite", create=False) as store:
+        assert {r["south"] for r in store.records()} == {"player", "player-base"}
+    same = sprt(tmp_path, tmp_path / "v1" / "player.py", "v1/player.py")
+    assert same.returncode == 2 and "are the same code" in same.stderr
 
 
 def test_a_capped_test_resumed_plays_the_games_of_an_uncapped_one(tmp_path: Path) -> None:

@@ -1,15 +1,17 @@
 """The flags that several `arena` commands share, declared once, and how arena prints.
 
-Each option group hands its command one value: `time_options` a `clock`, `confinement_options` the
-`limits`, so that a command builds the settings it asks for with one call (`asked`). Every default a help
+Each option group hands its command one typed value: `time_options` a `ClockAsked`, `confinement_options`
+`LimitsAsked`, so that a command builds the settings it asks for with one call (`asked`). Every default a help
 text names is read from where it lives (`Settings`, and through it `Limits` and `Confinement`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -52,16 +54,33 @@ RULES_HELP = (
 )
 
 
-LIMITS = ("memory_mb", "max_memory_mb", "max_procs", "sandbox", "ponder")  # settings the flags below set
+@dataclass(frozen=True, slots=True)
+class LimitsAsked:
+    """The confinement flags as asked, by their setting's name; None: not asked, so that a resumed
+    tournament keeps its own."""
+
+    memory_mb: int | None = None
+    max_memory_mb: int | None = None
+    max_procs: int | None = None
+    sandbox: bool | None = None
+    ponder: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClockAsked:
+    """The time flags as asked, by their setting's name; None: not asked."""
+
+    move_ms: int | None = None
+    startup_ms: int | None = None
+    bank_ms: int | None = None
 
 
 def confinement_options(command):  # type: ignore[no-untyped-def]
-    """Limits on bots, given to the command as `limits` (setting -> value; None: not asked, so that a
-    resumed tournament keeps its own) and `read_only`."""
+    """Limits on bots, given to the command as `limits` (a `LimitsAsked`) and `read_only`."""
 
     @functools.wraps(command)
     def with_limits(*args: Any, **kwargs: Any) -> Any:
-        limits = {name: kwargs.pop(name) for name in LIMITS}
+        limits = LimitsAsked(**{f.name: kwargs.pop(f.name) for f in dataclasses.fields(LimitsAsked)})
         return command(*args, limits=limits, **kwargs)
 
     f = click.option(
@@ -144,8 +163,8 @@ def _bank_ms(seconds: float | None) -> int | None:
 
 
 def time_options(tournament: bool):  # type: ignore[no-untyped-def]
-    """--move-time, --startup-ms and --time-bank, declared once, given to the command as `clock` (setting ->
-    value; None: not asked). For a tournament (`tournament`) a flag not given keeps the stored tournament's
+    """--move-time, --startup-ms and --time-bank, declared once, given to the command as `clock` (a
+    `ClockAsked`). For a tournament (`tournament`) a flag not given keeps the stored tournament's
     setting, so none has a default filled in here: resolve() does it."""
     kept = ", or the tournament's" if tournament else ""
     default = Settings()
@@ -156,7 +175,7 @@ def time_options(tournament: bool):  # type: ignore[no-untyped-def]
         def with_clock(
             *args: Any, move_ms: int | None, startup_ms: int | None, time_bank: float | None, **kw: Any
         ) -> Any:
-            clock = {"move_ms": move_ms, "startup_ms": startup_ms, "bank_ms": _bank_ms(time_bank)}
+            clock = ClockAsked(move_ms, startup_ms, _bank_ms(time_bank))
             return command(*args, clock=clock, **kw)
 
         f = click.option(
@@ -187,15 +206,21 @@ def time_options(tournament: bool):  # type: ignore[no-untyped-def]
 
 def asked(
     rules: Kalah | Relay | None,
-    clock: dict[str, Any],
-    limits: dict[str, Any],
+    clock: ClockAsked,
+    limits: LimitsAsked,
     read_only: tuple[str, ...],
     **more: object,
 ) -> dict[str, Any]:
     """The settings the rules, time and confinement flags ask for, as `resolve` takes them (None: not
-    asked): one dict for every command that plays. `more` are further flags by their setting's name."""
+    asked): one mapping for every command that plays. `more` are further flags by their setting's name."""
     spec = rules.spec if rules is not None else None
-    return {"rules": spec, **clock, **limits, "read_only": read_only_paths(read_only), **more}
+    return {
+        "rules": spec,
+        **dataclasses.asdict(clock),
+        **dataclasses.asdict(limits),
+        "read_only": read_only_paths(read_only),
+        **more,
+    }
 
 
 def seed_option(text: str):  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 from pathlib import Path
@@ -23,7 +24,9 @@ from arena.cli.options import (
     time_options,
     tournament_options,
 )
+from arena.match.bots import Bot, BotError, find_bot
 from arena.match.printable import printable
+from arena.match.record import GameRecord
 from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import (
     BENCH_AFTER,
@@ -33,6 +36,7 @@ from arena.tournament.settings import (
     SPRT_BETA,
     SPRT_ELO0,
     SPRT_ELO1,
+    RunOptions,
     Settings,
 )
 
@@ -191,19 +195,22 @@ def run(  # type: ignore[no-untyped-def]
         from arena.report.terminal import Progress
 
         progress = Progress(quiet, sys.stderr, open_ended=rounds is None)
-        result = cup.run(
-            entered,
-            rounds,
-            settle=rule,
-            max_games=max_games,
+
+        def told(done: int, total: int, record: GameRecord | None) -> None:
+            if rounds is None and not quiet and total and done == total:  # a batch is complete: what is left
+                progress.left = cup.verdict(rule).describe_open(3) or "settled"
+            progress(done, total, record)
+
+        options = RunOptions(
             jobs=jobs,
             fresh=fresh,
-            progress=progress,
             bench_after=bench_after,
+            progress=told,
             live=True,
             on_page=_open_in_browser if open_page else None,
             cluster=_cluster(cluster, cluster_certs, insecure_cluster, require_sandbox),
         )
+        result = cup.run(entered, rounds, settle=rule, max_games=max_games, options=options)
         progress.close()
         standings = cup.standings()
         page = cup.report(standings)
@@ -226,6 +233,8 @@ def run(  # type: ignore[no-untyped-def]
         if result.before:
             echo(f"resumed: {result.before} games were already stored, {result.played} played now")
         echo(terminal.format_table(standings.board))
+        for line in settled.describe_against() if settled is not None else ():
+            echo(line)
     if settled is not None and settled.settled and not quiet:
         echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
     elif settled is not None and not settled.settled:  # a warning even when quiet: the ranking is open
@@ -373,9 +382,10 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
     limits,
     read_only,
 ):
-    """Test NEW against BASE (bot names) in pairs of games until a sequential probability ratio test
-    decides: H1, NEW is better by --elo1, or H0, it is no better than --elo0. Prints the LLR, its bounds, the
-    Elo with its 95% interval and the five pair counts as it runs; the same command resumes it."""
+    """Test NEW against BASE (bot names in --bots, or paths to bots) in pairs of games until a sequential
+    probability ratio test decides: H1, NEW is better by --elo1, or H0, it is no better than --elo0. Prints
+    the LLR, its bounds, the Elo with its 95% interval and the five pair counts as it runs; the same command
+    resumes it."""
     from arena.api import Tournament, entrants
     from arena.tournament.sprt import Design
 
@@ -388,7 +398,12 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
             f"{new} and {base} are the same bot: an SPRT needs a new version and an old one"
         )
     # Before the store exists: a missing bot, or a grant of a private place, leaves nothing behind.
-    found = entrants(bots_dir, None, read_only=read_only_paths(read_only) or (), private=[out])
+    grants = read_only_paths(read_only) or ()
+    if _is_path(new) or _is_path(base):  # as `arena play` takes them: a path, or a name in --bots
+        new, base, pair = _two_versions(new, base, bots_dir)
+        found = entrants(pair, None, read_only=grants, private=[out])
+    else:
+        found = entrants(bots_dir, None, read_only=grants, private=[out])
     names = sorted(b.name for b in found.bots)
     for bot in (new, base):
         if bot not in names:
@@ -403,20 +418,62 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
         if not quiet:
             echo(design.describe())
 
+        said: list[str] = []  # the last line printed: a line is printed once, also the last
+
         def progress(done: int, total: int, record: object) -> None:
             if not quiet and total and done == total:  # a batch is complete: the test is judged again
-                echo(match.status(cup.store.results()).line())
+                line = match.status(cup.store.results()).line()
+                if line not in said[-1:]:
+                    echo(line)
+                said.append(line)
 
-        result = cup.sprt(new, base, entered, design, max_games=max_games, jobs=jobs, progress=progress)
-        final = match.status(cup.store.results())
+        options = RunOptions(jobs=jobs, progress=progress)
+        result = cup.sprt(new, base, entered, design, max_games=max_games, options=options)
+        results = cup.store.results()
+        final, played, repeats = match.status(results), match.played(results), match.repeats(results)
+        why = (
+            "the games repeat: more would teach nothing (give openings: --openings N)"
+            if match.repeating(results)
+            else "the cap of --max-games came first"
+            if max_games
+            else ""
+        )
         page = cup.report()
     if result.interrupted:
         echo(f"arena: interrupted: {final.line()}; run the same command again to resume", err=True)
         sys.exit(130)
-    echo(final.line())
+    if final.line() not in said[-1:] or quiet:
+        echo(final.line())
+    if repeats:
+        echo(
+            f"arena: warning: {repeats} of {played} games repeated an earlier game exactly (the same bots on "
+            "the same sides, opening and moves: deterministic bots from one position); each counts once",
+            err=True,
+        )
     if final.decision is None:
-        echo("not decided: the cap of --max-games came first" if max_games else "not decided")
+        echo(f"not decided: {why}" if why else "not decided")
     echo(f"report: {page}")
+
+
+def _is_path(given: str) -> bool:
+    """Whether a bot named on the command line is a path to it rather than a name in --bots (find_bot)."""
+    return "/" in given or given.endswith(".py") and Path(given).exists()
+
+
+def _two_versions(new: str, base: str, bots_dir: Path) -> tuple[str, str, list[Bot]]:
+    """NEW and BASE found as `arena play` finds them (a path, or a name in `bots_dir`), as bots of distinct
+    names: two versions of one bot (v2/mybot.py against v1/mybot.py) play as mybot and mybot-base."""
+    try:
+        a, b = find_bot(new, bots_dir), find_bot(base, bots_dir)
+    except BotError as e:
+        raise click.UsageError(str(e)) from None
+    if a.digest == b.digest:
+        raise click.UsageError(
+            f"{new} and {base} are the same code: an SPRT needs a new version and an old one"
+        )
+    if b.name == a.name:
+        b = dataclasses.replace(b, name=f"{b.name}-base")
+    return a.name, b.name, [a, b]
 
 
 @click.command("report")

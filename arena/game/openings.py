@@ -20,9 +20,10 @@ skipped. Every line must be legal from the start under the tournament's rules.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena.game.rules import SOUTH, SWAP, Move, Position, Rules
@@ -31,8 +32,10 @@ from arena.game.solver import Solver
 PLIES = 4  # plies of a generated opening (extra turns count: a ply is one move)
 BALANCE_DEPTH = 6  # moves of the search that judges an opening (~25 ms a position on Kalah(6,6))
 ATTEMPTS_PER_OPENING = 40  # random draws per opening wanted before the generator settles for fewer
+MORE_PLIES = 8  # how much longer than PLIES an opening past the book may grow before there are no more
 
 Opening = tuple[Move, ...]
+log = logging.getLogger("arena")
 
 
 class BookError(ValueError):
@@ -41,14 +44,92 @@ class BookError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Book:
-    """The openings of a tournament, in the order rounds go through them, and where they came from."""
+    """The openings of a tournament, in the order rounds go through them, and where they came from; `more`
+    makes new ones once they are used up (`sequel`), else they repeat."""
 
     lines: tuple[Opening, ...]
     source: str  # for the page: how they were made, or the file they came from
+    more: Sequel | None = field(default=None, compare=False, repr=False)
 
     def for_round(self, rnd: int) -> Opening:
-        """Round 1 plays the first opening, round 2 the second, ...; after the last, they repeat."""
-        return self.lines[(rnd - 1) % len(self.lines)] if self.lines else ()
+        """Round 1 plays the first opening, round 2 the second, ...; after the last, the sequel's (each
+        distinct from all before it), and once there are no more, they repeat."""
+        if rnd <= len(self.lines) or (self.more is None and self.lines):
+            return self.lines[(rnd - 1) % len(self.lines)]
+        if self.more is None:
+            return ()
+        return self.more.opening(rnd - len(self.lines))
+
+
+class Sequel:
+    """Openings after a book's last: an unbounded sequence (while the rules have new positions) drawn from the
+    seed as the generated book's are, balanced as they are, each leading to a position no opening before it
+    led to, the same for the same seed, rules and book on any machine and on resume. An adaptive run pairs
+    two bots again and again; from one opening, deterministic bots would only replay a game already counted.
+
+    Each opening depends on those before it, so they are made in order and kept (`made`); when the plies of
+    a generated book yield no new balanced position, longer ones are drawn (up to `MORE_PLIES` more). A
+    first use past the book is said once on the "arena" logger; so is the end, after which the openings
+    repeat (the pie rule allows only South's first turns: a few), and a repeated game counts once."""
+
+    def __init__(self, rules: Rules, seed: int, book: tuple[Opening, ...], what: str | None) -> None:
+        self.rules, self.seed, self.what = rules, seed, what  # what: the book's end in words, to say it
+        self.book = book
+        self.made: list[Opening] = []
+        self.seen: set[Position] | None = None  # the positions of every opening so far, once one is made
+        self.rng = random.Random(hashlib.blake2b(f"sequel:{seed}:{rules.spec}".encode()).digest())
+        self.plies = PLIES
+        self.ended = False
+        self.start: float | None = None  # the start position's score, once an opening is judged
+
+    def opening(self, k: int) -> Opening:
+        """The k-th opening after the book (k >= 1); once there are no more, the book's and the sequel's
+        again, in turn."""
+        if not self.made and not self.ended and self.what:
+            log.warning(f"{self.what}: further rounds start from new openings drawn from seed {self.seed}")
+        while len(self.made) < k and not self.ended:
+            found = self._next()
+            if found is None:
+                self.ended = True
+                log.warning(
+                    f"the {len(self.book) + len(self.made)} openings are used up: the rules allow no other "
+                    "balanced one, so openings repeat from here; a game that repeats an earlier one exactly "
+                    "counts once"
+                )
+            else:
+                self.made.append(found)
+        if k <= len(self.made):
+            return self.made[k - 1]
+        every = self.book + tuple(self.made)
+        return every[(len(self.book) + k - 1) % len(every)] if every else ()
+
+    def _next(self) -> Opening | None:
+        allowed = tolerance(self.rules)
+        if self.start is None or self.seen is None:
+            self.start = score(self.rules, self.rules.initial())
+            self.seen = {position_after(self.rules, line) for line in self.book}
+        while self.plies <= PLIES + MORE_PLIES:
+            for _ in range(ATTEMPTS_PER_OPENING):
+                opening = _draw(self.rules, self.rng, self.plies)
+                pos = position_after(self.rules, opening)
+                if not opening or self.rules.is_over(pos) or pos in self.seen:
+                    continue
+                self.seen.add(pos)
+                if abs(score(self.rules, pos) - self.start) <= allowed:
+                    return opening
+            if self.rules.pie:  # an opening is South's first turn, whatever its length
+                return None
+            self.plies += 1
+        return None
+
+
+def sequel(book: Book, rules: Rules, seed: int, given: bool) -> Book:
+    """`book` with the openings after its last (`Sequel`); a book of no openings (every game from the start
+    position, as asked) stays one. The end of a `given` book (a file's) is said when it comes."""
+    if not book.lines:
+        return book
+    what = f"the book's {len(book.lines)} openings are used up" if given else None
+    return Book(book.lines, book.source, Sequel(rules, seed, book.lines, what))
 
 
 def tolerance(rules: Rules) -> float:
@@ -71,14 +152,14 @@ def score(rules: Rules, pos: Position) -> float:
     return found.value if pos.to_move == SOUTH else -found.value
 
 
-def _draw(rules: Rules, rng: random.Random) -> Opening:
+def _draw(rules: Rules, rng: random.Random, count: int = PLIES) -> Opening:
     """Random legal plies from the start, SWAP never among them: under the pie rule South's first turn,
-    else PLIES plies."""
-    pos, plies = rules.initial(), list[Move]()
+    else `count` plies."""
+    plies, pos = list[Move](), rules.initial()
     while not rules.is_over(pos):
         if rules.pie and (pos.to_move != SOUTH or pos.turn > 0):
             break
-        if not rules.pie and len(plies) == PLIES:
+        if not rules.pie and len(plies) == count:
             break
         moves = [m for m in rules.legal_moves(pos) if m != SWAP]
         ply = rng.choice(moves)

@@ -191,8 +191,8 @@ def _settling(store: Store, standings: ratings.Standings) -> str:
         return ""
     v = standings.verdict
     if v.settled:
-        return f"{v.rule.describe()} This ranking is."
-    return f"{v.rule.describe()} This ranking is not yet: {v.describe_open()}."
+        return f"{v.rule.describe()} This ranking is settled."
+    return f"{v.rule.describe()} This ranking is not settled yet: {v.describe_open()}."
 
 
 def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
@@ -402,6 +402,7 @@ def render(
         unconfined=list(enforced.notes) if enforced else [],
         order_rule=ratings.order_rule(standings.verdict.rule) if standings.verdict else ratings.ORDER_RULE,
         settling=_settling(store, standings),
+        against=standings.verdict.describe_against() if standings.verdict and not store.sprt() else [],
         any_shared=bool(board["close_above"].any()),
         shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),
         matrix=_matrix(board, standings.pairs, variety),

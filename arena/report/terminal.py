@@ -279,15 +279,17 @@ def format_table(board: pd.DataFrame) -> str:
 
     if board.empty:
         return "no bots in the current field yet"
-    heads = ["place", "bot", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
-    heads += ["ms/move", "BT Elo ±"]
-    left = {1, 9}  # bot and forfeits read best left-aligned
+    # The Elo decides the order, so it leads; TrueSkill (mu - 3σ: a strength the bot almost surely has) beside
+    heads = ["place", "bot", "BT Elo ±", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
+    heads += ["ms/move"]
+    left = {1, 10}  # bot and forfeits read best left-aligned
     rows = [heads]
     for r in board.itertuples(index=False):
         rows.append(
             [
                 str(r.place),
                 r.bot,
+                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
                 f"{r.conservative:.1f}",
                 f"{r.mu:.1f}",
                 f"{r.sigma:.2f}",
@@ -297,7 +299,6 @@ def format_table(board: pd.DataFrame) -> str:
                 _num(r.margin, "+.1f"),
                 _forfeits(r.forfeits, r.forfeit_reasons),
                 _num(r.ms_per_move, ".1f"),
-                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
             ]
         )
     widths = [max(len(row[k]) for row in rows) for k in range(len(heads))]
@@ -314,6 +315,15 @@ def format_table(board: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _duration(seconds: float) -> str:
+    """'40 s', '12 min', '3.5 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 class Progress:
     """Progress and the scores so far on `out` (stderr) while games finish, with the real games/s: on a
     terminal a compact table redrawn in place every few seconds, else (a log file, CI) a plain line every few
@@ -323,6 +333,8 @@ class Progress:
 
     EVERY = 5.0  # seconds between plain lines
     REDRAW = 2.0  # seconds between redraws of the table on a terminal
+    PACE = (8, 10.0)  # games and seconds after which a run of rounds says how long it will take
+    LONG = 600.0  # seconds: a run this long is told what a settled run would cost instead
 
     def __init__(self, quiet: bool, out: TextIO, open_ended: bool = False) -> None:
         self.quiet = quiet
@@ -334,6 +346,8 @@ class Progress:
         self.done = 0
         self.drawn = 0  # lines of the last table drawn, to draw over
         self.scores = Scores()
+        self.left = ""  # an open-ended run: what is still open, told after each batch (the pairs, how sure)
+        self.paced = open_ended  # a run of rounds says once, by its first games' pace, how long it will take
 
     def rate(self, _: object = None) -> str:
         return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
@@ -346,11 +360,14 @@ class Progress:
             return
         now = time.monotonic()
         if self.open_ended:
-            count = f"{done} games, {self.rate()}; playing until the ranking is settled"
+            count = f"{done} games, {self.rate()}; {self.left or 'playing until the ranking is settled'}"
         else:
             left = f"about {(total - done) * (now - self.started) / done:.0f} s left" if done else ""
             count = f"{done} of {total} games, {self.rate()}, {left}"
         due = now - self.said >= (self.REDRAW if self.tty else self.EVERY)
+        if not self.paced and done >= self.PACE[0] and now - self.started >= self.PACE[1] and done < total:
+            self.paced = True
+            self._pace(done, total, now - self.started)
         if done == 0:
             self._say(
                 "arena: playing until the ranking is settled"
@@ -372,6 +389,21 @@ class Progress:
         self.out.write(up + printable("\n".join(lines), lines=True) + "\n")
         self.out.flush()
         self.drawn = len(lines)
+
+    def _pace(self, done: int, total: int, took: float) -> None:
+        """How long the whole run takes at its first games' pace, and for a long one what settles sooner."""
+        whole = took * total / done
+        line = (
+            f"arena: at the pace of the first {done} games, the {total:,} games take about {_duration(whole)}"
+        )
+        if whole >= self.LONG:
+            # the README's figure (benchmarks/schedule_efficiency.py): 30 bots, 40 seeds
+            line += (
+                "; without --rounds, arena run stops once the ranking is settled (30 bots in simulation: "
+                "13.5% of a 100-round round robin's games)"
+            )
+        self._say(line)
+        self.drawn = 0  # a table drawn before stays above this line
 
     def _say(self, line: str) -> None:
         self.out.write(printable(line) + "\n")

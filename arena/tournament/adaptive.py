@@ -176,18 +176,21 @@ class Adaptive:
     max_games: int | None = None
     store: Store | None = None
 
-    def games(self, results: Sequence[Result]) -> list[tuple[int, int, int, int | None]]:
-        """The field's played games as (round, south, north, winner or None), bots by their index."""
+    def games(
+        self, results: Sequence[Result], repeats: bool = False
+    ) -> list[tuple[int, int, int, int | None]]:
+        """The field's played games as (round, south, north, winner or None), bots by their index: those
+        that are evidence, or with `repeats` every one played (exact repeats of an earlier game too)."""
         index = {(b.name, b.digest): k for k, b in enumerate(self.bots)}
         names = {b.name: k for k, b in enumerate(self.bots)}
         return [
             (r.round, index[r.south], index[r.north], None if r.winner is None else names[r.winner])
             for r in results
-            if r.south in index and r.north in index
+            if r.south in index and r.north in index and (repeats or not r.repeat)
         ]
 
     def pairs(self, results: Sequence[Result]) -> Pairs:
-        """The field's played games as game pairs."""
+        """The field's played games as game pairs, each exact repeat of an earlier game left out."""
         return from_games(self.games(results), range(len(self.bots)))
 
     def verdict(self, results: Sequence[Result]) -> Verdict:
@@ -205,14 +208,16 @@ class Adaptive:
             ]
             if left:
                 return left
-        mine = self.games(results)
-        if self.max_games is not None and len(mine) >= self.max_games:
+        played = self.games(results, repeats=True)  # the games' cost, and the rounds they used
+        if self.max_games is not None and len(played) >= self.max_games:
+            return []
+        if self.store is not None and self._nothing_new(results):
             return []
         names = [b.name for b in self.bots]
-        pairs = from_games(mine, range(len(self.bots)))
-        batch = plan(pairs, self.rule, names, self.seed, len(mine), batch_size(len(self.bots)))
+        pairs = from_games(self.games(results), range(len(self.bots)))
+        batch = plan(pairs, self.rule, names, self.seed, len(played), batch_size(len(self.bots)))
         last: dict[tuple[int, int], int] = {}
-        for rnd, south, north, _ in mine:
+        for rnd, south, north, _ in played:
             pair = (min(south, north), max(south, north))
             last[pair] = max(last.get(pair, 0), rnd)
         slots = []
@@ -225,5 +230,14 @@ class Adaptive:
             self.store.set_batch(key(s) for s in slots)
         return slots
 
+    def _nothing_new(self, results: Sequence[Result]) -> bool:
+        """Whether the last batch (kept in the store) was played and every game of it repeated an earlier
+        one: the openings are used up (`--openings 0`, or the pie rule's few) and the bots deterministic,
+        so more batches would teach nothing either."""
+        assert self.store is not None
+        last = set(self.store.batch())
+        played = {key(r): r.repeat for r in results if key(r) in last}
+        return bool(last) and len(played) == len(last) and all(played.values())
+
     def played(self, results: Sequence[Result]) -> int:
-        return len(self.games(results))
+        return len(self.games(results, repeats=True))

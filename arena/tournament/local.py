@@ -14,6 +14,7 @@ import pickle
 import queue
 import signal
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import multiprocess
 
@@ -83,21 +84,48 @@ def play_slots(
     instead: Instead | None = None,
 ) -> None:
     """Play `slots` on `jobs` worker processes of this machine (the `Local` back end)."""
-    Local(jobs).play(slots, Conditions(spec, limits, conf, fresh), on_game, instead)
+    local = Local(jobs)
+    try:
+        local.play(slots, Conditions(spec, limits, conf, fresh), on_game, instead)
+    finally:
+        local.close()
 
 
 class Local:
     """The back end of one machine: `jobs` worker processes (default: one per core).
 
-    Games are handed out a few at a time (one more than the workers), so that `instead` can still decide,
-    just before a game would be sent, to record it without playing (a benched bot's forfeit).
-    KeyboardInterrupt (Ctrl-C) stops the workers, which end their bots; games already reported are kept.
+    The workers, and so their bots' processes, live across `play` calls until `close`: an adaptive run plays
+    batch after batch, and workers started anew for each batch started every bot again (an adaptive run of
+    16 bots took twice a round robin's wall time for as many games, most of it process starts). Games are
+    handed out a few at a time (one more than the workers), so that `instead` can still decide, just before
+    a game would be sent, to record it without playing (a benched bot's forfeit). KeyboardInterrupt (Ctrl-C)
+    stops the workers, which end their bots; games already reported are kept.
     """
 
     remote = False
 
     def __init__(self, jobs: int | None = None) -> None:
         self.jobs = jobs or os.cpu_count() or 1
+        self._workers: list[Any] = []
+        self._queues: tuple[Any, Any] | None = None
+        self._conditions: Conditions | None = None
+
+    def _crew(self, conditions: Conditions, wanted: int) -> tuple[Any, Any]:
+        """The task and result queues of at least `wanted` live workers (up to `jobs`) under `conditions`:
+        those of the last call, more started if this batch needs them."""
+        if self._conditions is not None and self._conditions != conditions:
+            self.close()
+        ctx = multiprocess.get_context("fork")
+        if self._queues is None:
+            self._queues = (ctx.Queue(), ctx.Queue())
+            self._conditions = conditions
+        tasks, results = self._queues
+        while len(self._workers) < min(self.jobs, wanted):
+            # daemon: a caller that never closes (a script) still ends them when it exits
+            worker = ctx.Process(target=_worker, args=(tasks, results, conditions), daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        return tasks, results
 
     def play(
         self,
@@ -109,21 +137,16 @@ class Local:
     ) -> None:
         if not slots:
             return
-        jobs = max(1, min(self.jobs, len(slots)))
-        ctx = multiprocess.get_context("fork")
-        tasks, results = ctx.Queue(), ctx.Queue()
+        tasks, results = self._crew(conditions, len(slots))
+        jobs = len(self._workers)
         pending = iter(enumerate(slots))
         sent = 0  # games handed to workers and not yet reported back
-        exhausted = False
 
         def feed() -> None:
-            nonlocal sent, exhausted
-            while not exhausted and sent <= jobs:
+            nonlocal sent
+            while sent <= jobs:
                 item = next(pending, None)
                 if item is None:
-                    exhausted = True
-                    for _ in range(jobs):
-                        tasks.put(None)  # after the last game, each worker ends its bots and leaves
                     return
                 i, slot = item
                 record = instead(slot) if instead else None
@@ -134,9 +157,6 @@ class Local:
                 tasks.put(pickle.dumps((i, slot.south, slot.north, slot.opening)))
                 sent += 1
 
-        workers = [ctx.Process(target=_worker, args=(tasks, results, conditions)) for _ in range(jobs)]
-        for w in workers:
-            w.start()
         finished = False
         try:
             feed()
@@ -146,19 +166,33 @@ class Local:
                         index, record = pickle.loads(results.get(timeout=1.0))
                         break
                     except queue.Empty:
-                        if not any(w.is_alive() for w in workers):
+                        if not any(w.is_alive() for w in self._workers):
                             raise RuntimeError("all game workers died; see the messages above") from None
                 sent -= 1
                 on_game(slots[index], record)
                 feed()
             finished = True
         finally:
-            for w in workers:
-                if finished:
-                    w.join(timeout=5)  # after the None, a worker ends its bots and leaves by itself
-                if w.is_alive():
-                    w.terminate()
-            for w in workers:
-                w.join(timeout=10)
-            tasks.cancel_join_thread()
-            results.cancel_join_thread()
+            if not finished:  # Ctrl-C, or a failure: the workers end their bots now
+                self.close(finished=False)
+
+    def close(self, finished: bool = True) -> None:
+        """End the workers (each ends its bots): after the last game of a run, at once when `finished` is
+        False (Ctrl-C, a failure)."""
+        workers, self._workers = self._workers, []
+        queues, self._queues, self._conditions = self._queues, None, None
+        if queues is None:
+            return
+        tasks, results = queues
+        if finished:
+            for _ in workers:
+                tasks.put(None)  # after the last game, each worker ends its bots and leaves
+        for w in workers:
+            if finished:
+                w.join(timeout=5)  # after the None, a worker ends its bots and leaves by itself
+            if w.is_alive():
+                w.terminate()
+        for w in workers:
+            w.join(timeout=10)
+        tasks.cancel_join_thread()
+        results.cancel_join_thread()

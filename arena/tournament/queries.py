@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.match.bots import Where
-from arena.tournament.store import _DECODE, EXPORT_FIELDS, Store
+from arena.tournament.store import _DECODE, EXPORT_FIELDS, REPEAT, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -250,6 +250,11 @@ def margins(store: Store, field: Iterable[int]) -> pd.DataFrame:
 
 def pair_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int, int | None]]:
     """(round, south id, north id, winner id or None) of the field's games, one at a time: a round's two
-    games of two bots, one from each side, are a pair of games from one opening."""
-    query = f"WITH {_FIELD} SELECT round, south_id, north_id, winner_id FROM games WHERE {_IN_FIELD}"
+    games of two bots, one from each side, are a pair of games from one opening. A game that repeats an
+    earlier one exactly (`store.REPEAT`) is left out: it is no new evidence."""
+    query = (
+        f"WITH {_FIELD}, counted AS (SELECT round, south_id, north_id, winner_id, {REPEAT} AS repeat "
+        f"FROM games WHERE {_IN_FIELD}) SELECT round, south_id, north_id, winner_id FROM counted "
+        "WHERE NOT repeat"
+    )
     yield from store.db.execute(query, {"field": _field(field)})

@@ -192,7 +192,7 @@ def _reasons(rows: pd.DataFrame) -> str:
 COLUMNS = [
     "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
     "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "rank_odds", "close_above",
-    "close_below", "id", "digest", "author", "unranked",
+    "close_below", "id", "digest", "author", "unranked", "against",
 ]  # fmt: skip
 _SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
@@ -209,7 +209,8 @@ class Standings:
 
 ORDER_RULE = (
     "Ordered by Elo (Bradley-Terry, fitted to all games at once; TrueSkill's mu − 3σ is shown but does not "
-    "decide the order): neighbours share a place (3-5) unless the games order them with 95% confidence."
+    "decide the order): a place is the range the games allow the bot (3-5), from one plus the bots above "
+    "it with 95% confidence to the count less those below it."
 )
 
 
@@ -281,6 +282,9 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board["bt_elo"] = [elo[index[i]] if i in index else math.nan for i in ids]
     board["bt_pm"] = [pm[index[i]] if i in index else math.nan for i in ids]
     board["rank_odds"] = [tuple(float(x) for x in odds[index[i]]) if i in index else () for i in ids]
+    # Each bot's verdict against each reference bot of the rule: "better", "worse", "within", "open"
+    against = judged.against() if judged else {}
+    board["against"] = [{ref: v.word for ref, v in against.get(names[i], {}).items()} for i in ids]
 
     # The verdict's order and places; bots without games share the places below them, and bots never
     # ranked come last, placed '-'.
@@ -294,7 +298,9 @@ def standings(store: Store, model: Model | None = None) -> Standings:
     board = board.loc[order + rest + unranked]
     board["rank"] = [int(p.split("-")[0]) for p in places] + [len(places) + 1] * len(unranked)
     board["place"] = places + ["-"] * len(unranked)
-    group = board["rank"].tolist()
-    board["close_above"] = [k > 0 and group[k] == group[k - 1] for k in range(len(group))]
-    board["close_below"] = [k + 1 < len(group) and group[k] == group[k + 1] for k in range(len(group))]
+    # A row's place overlaps the row above's (or below's): the games do not yet order the two
+    first = board["rank"].tolist()
+    last = [int(p.split("-")[-1]) if p != "-" else first[k] for k, p in enumerate(board["place"])]
+    board["close_above"] = [k > 0 and first[k] <= last[k - 1] for k in range(len(first))]
+    board["close_below"] = [k + 1 < len(first) and first[k + 1] <= last[k] for k in range(len(first))]
     return Standings(board[COLUMNS].reset_index(drop=True), pairs, tuple(ids), judged)

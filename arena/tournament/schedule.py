@@ -81,6 +81,7 @@ class Result:
     south: Version
     north: Version
     winner: str | None  # the winner's name; None: a draw
+    repeat: bool = False  # an exact repeat of an earlier game (store.REPEAT): played, but no new evidence
 
 
 def key(game: Slot | Result) -> tuple[int, Version, Version]:

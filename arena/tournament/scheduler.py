@@ -12,7 +12,7 @@ import hashlib
 import logging
 import socket
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.game.openings import position_after
@@ -23,7 +23,7 @@ from arena.match.referee import check_rules
 from arena.tournament.backend import Backend, Conditions, Machine
 from arena.tournament.local import Local
 from arena.tournament.schedule import Schedule, Slot, Version, key
-from arena.tournament.settings import BENCH_AFTER, Settings
+from arena.tournament.settings import BENCH_AFTER, RunOptions, Settings
 from arena.tournament.store import Enforced, Store
 
 log = logging.getLogger("arena")
@@ -113,16 +113,14 @@ def run(
     settings: Settings,
     schedule: Schedule,
     conf: Confinement,
-    *,
-    jobs: int | None = None,
-    fresh: bool = False,
-    progress: Callable[[int, int, GameRecord | None], None] | None = None,
-    bench_after: int = BENCH_AFTER,
-    backend: Backend | None = None,
+    options: RunOptions | None = None,
+    back: Backend | None = None,
 ) -> RunResult:
     """Play what `schedule` names until it names no new game, under `settings` (the store's: rules, clock
-    and seed, fixed before) and `conf` (for `Local`, the default back end on `jobs` processes: the limits as
-    this machine can enforce them, `confine.capabilities`; for a remote back end, as asked)."""
+    and seed, fixed before) and `conf` (for `Local`, the default back end on `options.jobs` processes: the
+    limits as this machine can enforce them, `confine.capabilities`; for a remote back end, as asked), on
+    `back` (default: the back end `options` asks for). `options.live` and `options.on_page` are the API's."""
+    options = options or RunOptions()
     rules = settings.game_rules()
     check_rules(schedule.bots, rules)  # in this process: a worker would only die of it
     store.set_current(schedule.bots)
@@ -131,7 +129,8 @@ def run(
     before = schedule.played(results)
     tried: set[tuple[int, Version, Version]] = set()
     done = total = 0
-    bench = Bench(rules, bench_after)
+    bench = Bench(rules, options.bench_after)
+    progress = options.progress
     machines: list[Machine] = []
 
     def on_game(slot: Slot, record: GameRecord) -> None:
@@ -150,8 +149,8 @@ def run(
         machines.append(machine)
         _note_machines(store, machines)
 
-    back = backend or Local(jobs)
-    conditions = Conditions(settings.rules, settings.limits(), conf, fresh, _tag(store))
+    back = back or backend(options.jobs, options.cluster)
+    conditions = Conditions(settings.rules, settings.limits(), conf, options.fresh, _tag(store))
     interrupted = False
     todo = schedule.next(results)
     if progress:
@@ -164,6 +163,9 @@ def run(
             todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if isinstance(back, Local):  # its workers and their bots lived from batch to batch: now they end
+            back.close(finished=not interrupted)
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
     results = store.results()
     played = schedule.played(results)

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
 from arena.match.bots import Bot
 from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, capabilities, ungranted
+from arena.match.record import GameRecord
+
+if TYPE_CHECKING:
+    from arena.tournament.backend import Backend
 
 BENCH_AFTER = 3  # a run's default: games in a row without a first answer that bench a bot for the run
 MANKALAH_BANK_MS = 3_600_000  # the Manchester engine's clock: an hour per agent per game (its agentTimeout)
@@ -27,6 +32,22 @@ SPRT_ALPHA = SPRT_BETA = 0.05  # and its error rates
 _LIMITS = Limits()
 _CONFINEMENT = Confinement()
 log = logging.getLogger("arena")
+
+Progress = Callable[[int, int, GameRecord | None], None]  # (games done, games to play, the last record)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How one run plays, where `Settings` is what the tournament is for its whole life: declared once, from
+    the CLI's flags (or a script) through `Tournament.run` and `sprt` to `scheduler.run`."""
+
+    jobs: int | None = None  # games in parallel on this machine (default: one per core)
+    fresh: bool = False  # a new bot process for every game
+    bench_after: int = BENCH_AFTER  # games in a row without a first answer that bench a bot for the run
+    progress: Progress | None = None  # told of every game as it is stored
+    live: bool = False  # keep the page current while the games run
+    on_page: Callable[[Path], None] | None = None  # called once the live page is first written (to open it)
+    cluster: str | Backend | None = None  # a Dask scheduler's address or a back end; None: this machine
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ round in 7.5% and 30% of the runs they called settled, where the rule promises a
 
 `top` settles only the first `top` places: the neighbours among them and the last of them against every bot
 below; `references` (bot names) settle every bot against each reference bot, so a big class gets pass/fail
-against `greedy` without ordering everyone.
+against `greedy` without ordering everyone: given alone (no `top`), they are all the rule settles, and each
+bot's verdict against each reference (`Verdict.against`) is better, worse, or within the resolution.
 """
 
 from __future__ import annotations
@@ -57,6 +58,23 @@ class Status(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Against:
+    """One bot's verdict against one reference bot: "better", "worse", "within" (the resolution: the
+    order not sure, but neither more than the resolution better) or "open" (more games needed), and
+    P(the bot is the better)."""
+
+    word: str
+    p: float
+
+    def describe(self, resolution: float) -> str:
+        if self.word == "within":
+            return f"within {resolution:g} Elo"
+        if self.word == "open":
+            return f"open ({self.p:.0%} sure it is better)"
+        return self.word
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """What 'settled' means for a run: stated on the terminal and the page as `describe()` says it."""
 
@@ -91,9 +109,20 @@ class Rule:
             tuple(str(r) for r in stored.get("references", ())),
         )
 
+    @property
+    def orders(self) -> bool:
+        """Whether the rule settles an order (all of it, or the first `top` places), not only references."""
+        return self.top is not None or not self.references
+
     def describe(self) -> str:
         """The rule in one sentence."""
         c, r = f"{self.confidence * 100:g}%", f"{self.resolution:g}"
+        if not self.orders:
+            refs = ", ".join(self.references)
+            return (
+                f"Settled when, with {c} confidence, every bot is placed against {refs}: better, worse, or "
+                f"within {r} Elo; the order among the other bots is not settled."
+            )
         where = "" if self.top is None else f"among the first {self.top} places (and against any bot below), "
         sentence = (
             f"Settled when, with {c} confidence, {where}no bot stands below a neighbour that is more than "
@@ -134,6 +163,51 @@ class Verdict:
     def open(self) -> tuple[Claim, ...]:
         return tuple(c for c in self.claims if c.status is Status.OPEN)
 
+    def against(self) -> dict[str, dict[str, Against]]:
+        """Each bot's verdict against each reference bot of the rule, bot name -> reference -> verdict."""
+        by_pair = {frozenset((c.upper, c.lower)): c for c in self.claims}
+        index = {name: i for i, name in enumerate(self.names)}
+        out: dict[str, dict[str, Against]] = {}
+        for ref in self.rule.references:
+            r = index.get(ref)
+            for b, name in enumerate(self.names):
+                claim = None if r is None or b == r else by_pair.get(frozenset((b, r)))
+                if claim is None:
+                    continue
+                p = claim.p if claim.upper == b else 1.0 - claim.p
+                if claim.status is Status.OPEN:
+                    word = "open"
+                elif claim.status is Status.SHARED:
+                    word = "within"
+                else:
+                    word = "better" if claim.upper == b else "worse"
+                out.setdefault(name, {})[ref] = Against(word, p)
+        return out
+
+    def describe_against(self) -> list[str]:
+        """One line per reference bot: who is better, within the resolution, worse, still open."""
+        lines = []
+        verdicts = self.against()
+        c, r = f"{self.rule.confidence * 100:g}%", self.rule.resolution
+        for ref in self.rule.references:
+            groups: dict[str, list[str]] = {}
+            for bot in (self.names[b] for b in self.order):
+                if ref in verdicts.get(bot, {}):
+                    v = verdicts[bot][ref]
+                    groups.setdefault(v.word, []).append(bot if v.word != "open" else f"{bot} ({v.p:.0%})")
+            parts = [
+                f"{label}: {', '.join(groups[word])}"
+                for word, label in (
+                    ("better", "better"),
+                    ("within", f"within {r:g} Elo"),
+                    ("worse", "worse"),
+                    ("open", "still open (how sure each is better)"),
+                )
+                if word in groups
+            ]
+            lines.append(f"against {ref} ({c} sure): " + "; ".join(parts))
+        return lines
+
     def place_of(self) -> dict[int, str]:
         """Each bot's shown place."""
         return {b: p for b, p in zip(self.order, self.places, strict=True)}
@@ -170,10 +244,10 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
     order = [int(i) for i in post.order()]
     n = len(order)
     pairs: list[tuple[int, int, bool]] = []
-    top = n if rule.top is None else min(rule.top, n)
+    top = (n if rule.top is None else min(rule.top, n)) if rule.orders else 0
     for k in range(min(top, n - 1)):
         pairs.append((order[k], order[k + 1], False))
-    if top < n:  # the last of the first `top` places against everyone below
+    if 0 < top < n:  # the last of the first `top` places against everyone below
         pairs += [(order[top - 1], order[j], False) for j in range(top + 1, n)]
     index = {name: i for i, name in enumerate(names)}
     position = {b: k for k, b in enumerate(order)}
@@ -199,8 +273,7 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
         Claim(a, b, _status(odds[k][0], k in is_open, rule), odds[k][0], odds[k][1], ref)
         for k, (a, b, ref) in enumerate(pairs)
     )
-    ordered = {(c.upper, c.lower) for c in claims if c.p >= rule.confidence}  # open or not: the places now
-    return Verdict(rule, tuple(names), tuple(order), _places(order, ordered), claims)
+    return Verdict(rule, tuple(names), tuple(order), _places(post, order, rule.confidence), claims)
 
 
 def _status(p: float, is_open: bool, rule: Rule) -> Status:
@@ -209,14 +282,21 @@ def _status(p: float, is_open: bool, rule: Rule) -> Status:
     return Status.ORDERED if p >= rule.confidence else Status.SHARED
 
 
-def _places(order: Sequence[int], ordered: set[tuple[int, int]]) -> tuple[str, ...]:
-    """Places shown: neighbours not ordered share a place, so a run of them reads '3-5'."""
+def _places(post: Posterior, order: Sequence[int], confidence: float) -> tuple[str, ...]:
+    """The place shown at each position: the range the games allow the bot, from one plus the bots surely
+    (at `confidence`) above it to the count less those surely below it: "1", "3-5". Every pair is judged,
+    not only neighbours, so a bot plainly apart from the field early in a run is not one block with it."""
     n = len(order)
-    places: list[str] = []
-    start = 0
-    for k in range(n):
-        if k == n - 1 or (order[k], order[k + 1]) in ordered:
-            label = str(start + 1) if k == start else f"{start + 1}-{k + 1}"
-            places += [label] * (k - start + 1)
-            start = k + 1
+    if n == 0:
+        return ()
+    mean = post.elo[:, None] - post.elo[None, :]
+    var = np.diag(post.cov)[:, None] + np.diag(post.cov)[None, :] - 2.0 * post.cov
+    z = mean / np.sqrt(np.maximum(var, 1e-12))
+    above = np.vectorize(normal_cdf)(z) >= confidence  # above[i, j]: i surely better than j
+    np.fill_diagonal(above, False)
+    places = []
+    for b in order:
+        first, last = 1 + int(above[:, b].sum()), n - int(above[b, :].sum())
+        last = max(first, last)
+        places.append(str(first) if first == last else f"{first}-{last}")
     return tuple(places)

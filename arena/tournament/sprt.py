@@ -130,9 +130,35 @@ class Status:
             None: "running",
         }[self.decision]
         return (
-            f"LLR {self.llr:+.2f} [{self.test.lower:.2f}, {self.test.upper:.2f}]  Elo {self.elo:+.1f} "
-            f"[{self.elo_lo:+.1f}, {self.elo_hi:+.1f}]  {self.games} games, pairs {counts}  {verdict}"
+            f"LLR {self.llr:+.2f} [{self.test.lower:.2f}, {self.test.upper:.2f}]  {self.elo_words()}  "
+            f"{self.games} games, pairs {counts}  {verdict}"
         )
+
+    def elo_words(self) -> str:
+        """The Elo with its 95% interval, or what the counts allow where they allow no finite one: a test
+        whose every pair (or game) came out the same has no spread to measure ("all 24 pairs won")."""
+        total = sum(self.counts)
+        unit = "pair" if len(self.counts) == 5 else "game"
+        if total == 0:
+            return f"Elo: no {unit}s yet"
+        alike = next((k for k, c in enumerate(self.counts) if c == total), None)
+        if alike is not None:
+            five = (
+                "lost",
+                "lost one and drew one",
+                "split (1-1 or two draws)",
+                "won one and drew one",
+                "won",
+            )
+            word = (five if len(self.counts) == 5 else ("lost", "drawn", "won"))[alike]
+            return f"Elo: all {total} {unit}{'s' * (total != 1)} {word}"
+
+        def elo(x: float) -> str:
+            return f"{x + 0.0:+.1f}"  # + 0.0: no "-0.0"
+
+        lo = elo(self.elo_lo) if math.isfinite(self.elo_lo) else "no lower bound"
+        hi = elo(self.elo_hi) if math.isfinite(self.elo_hi) else "no upper bound"
+        return f"Elo {elo(self.elo)} [{lo}, {hi}]"
 
 
 def status(test: Design, counts: Sequence[int]) -> Status:
@@ -193,10 +219,11 @@ class Match:
         return rounds
 
     def counts(self, results: Sequence[Result], through: int | None = None) -> list[int]:
-        """The five pair counts of `new`'s score in the complete pairs (of the rounds up to `through`)."""
+        """The five pair counts of `new`'s score in the complete pairs (of the rounds up to `through`); a pair
+        with a game that repeats an earlier one exactly is no new evidence and is not counted."""
         counts = [0] * 5
         for rnd, games in self._rounds(results).items():
-            if len(games) == 2 and (through is None or rnd <= through):
+            if len(games) == 2 and (through is None or rnd <= through) and not any(g.repeat for g in games):
                 half = sum(2 if g.winner == self.new.name else 1 if g.winner is None else 0 for g in games)
                 counts[half] += 1
         return counts
@@ -221,6 +248,8 @@ class Match:
             return []
         if self.max_games is not None and 2 * through >= self.max_games:
             return []
+        if self.repeating(results):
+            return []
         done = {key(r) for r in results}
         slots = [
             game(rnd, south, north, self.seed, self.book)
@@ -228,6 +257,19 @@ class Match:
             for south, north in ((self.new, self.base), (self.base, self.new))
         ]
         return [s for s in slots if key(s) not in done]
+
+    def repeats(self, results: Sequence[Result]) -> int:
+        """Games played that repeat an earlier one exactly: not counted."""
+        return sum(g.repeat for games in self._rounds(results).values() for g in games)
+
+    def repeating(self, results: Sequence[Result]) -> bool:
+        """Whether the last complete batch repeated earlier games only: the openings are used up (`--openings
+        0`, the pie rule's few) and the bots deterministic, so more would teach nothing."""
+        through = self.judged(results)
+        if through < self.batch:
+            return False
+        rounds = self._rounds(results)
+        return all(g.repeat for r in range(through - self.batch + 1, through + 1) for g in rounds[r])
 
     def played(self, results: Sequence[Result]) -> int:
         return sum(len(g) for g in self._rounds(results).values())

@@ -76,6 +76,15 @@ def _games_table(name: str = "games") -> str:
 """
 
 
+# A game that repeats an earlier one exactly (the same versions on the same sides, opening, moves and end):
+# deterministic bots that meet again in the same position play it again, and it is no new evidence, so the
+# ratings, the stopping rule and the SPRT count it once. 1 for each such game after the first in schedule
+# order (not the order games happened to finish in, so that the first pair of games stays whole and a run
+# on any number of cores counts the same games); benched placeholders are left out before it is applied.
+REPEAT = (
+    "(row_number() OVER (PARTITION BY south_id, north_id, opening, moves, winner_id, reason "
+    "ORDER BY round, ordinal) > 1)"
+)
 _GAMES_ORDER = "CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal)"
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -400,12 +409,13 @@ class Store:
     def results(self) -> list[Result]:
         """Every game played (not a benched bot's forfeit placeholder), as a schedule sees it."""
         query = (
-            "SELECT g.round, s.name, s.digest, n.name, n.digest, w.name FROM games g "
+            f"SELECT g.round, s.name, s.digest, n.name, n.digest, w.name, g.repeat FROM (SELECT *, {REPEAT} "
+            "AS repeat FROM games WHERE reason != ?) g "
             "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
-            "LEFT JOIN bots w ON w.id = g.winner_id WHERE g.reason != ? ORDER BY g.round, g.ordinal"
+            "LEFT JOIN bots w ON w.id = g.winner_id ORDER BY g.round, g.ordinal"
         )
         rows = self.db.execute(query, (Reason.BENCHED,))
-        return [Result(r, (sn, sd), (nn, nd), w) for r, sn, sd, nn, nd, w in rows]
+        return [Result(r, (sn, sd), (nn, nd), w, bool(x)) for r, sn, sd, nn, nd, w, x in rows]
 
     def add_game(self, slot: Slot, record: GameRecord) -> int:
         """Store one finished game and commit at once."""
