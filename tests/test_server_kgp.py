@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arena.game.rules import parse_rules
+from arena.match.record import GameRecord
 from tests.server_kit import ROOT, Server, free_port, need_extra
 
 need_extra()
@@ -107,6 +109,12 @@ def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
     for game in (first, second):
         assert game["faulty"] is None and game["remote"] and game["agent"] == "spec agent", game
         assert len(game["moves"]) > 10  # type: ignore[arg-type]
+    rules = parse_rules(str(first["rules"]))
+    for game in map(GameRecord.from_dict, kit.games()[:2]):  # replayable: the moves play out to the stores
+        pos = rules.initial()
+        for move in game.moves:
+            pos = rules.play(pos, move)
+        assert rules.is_over(pos) and (pos.store(0), pos.store(1)) == (game.south_store, game.north_store)
     ladder = (kit.server.class_dir / "ladder" / "arena.sqlite").read_bytes()
     assert b"tom (KGP)" not in ladder, "practice games never go to the ladder's store"
 

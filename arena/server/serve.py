@@ -1,5 +1,6 @@
 """`arena serve`: the class folder made, the database migrated, then three processes started and kept
-running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages).
+running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages,
+and the KGP port's with --kgp-port).
 
 Why gunicorn: Django speaks WSGI, and gunicorn is the WSGI server Django's own deployment guide puts first
 on Linux, where arena's sandbox runs anyway: a master process that restarts its workers, several worker
