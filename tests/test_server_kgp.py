@@ -30,8 +30,8 @@ AGENT = ROOT / "tests" / "kgp_agent.py"
 
 
 class Kit:
-    def __init__(self, server: Server, port: int, token: str) -> None:
-        self.server, self.port, self.token = server, port, token
+    def __init__(self, server: Server, port: int, ws_port: int, token: str) -> None:
+        self.server, self.port, self.ws_port, self.token = server, port, ws_port, token
 
     def games(self, slug: str = "tom") -> list[dict[str, object]]:
         path = self.server.class_dir / "practice" / f"{slug}.jsonl"
@@ -79,15 +79,16 @@ class Client:
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
-    port = free_port()
-    server = Server(tmp_path_factory.mktemp("kgp") / "class", args=("--kgp-port", str(port)))
+    port, ws_port = free_port(), free_port()
+    args = ("--kgp-port", str(port), "--kgp-websocket-port", str(ws_port))
+    server = Server(tmp_path_factory.mktemp("kgp") / "class", args=args)
     try:
         people = make_class(server, server.start(), ["tom"])
         people["teach"].post("/teacher/references", {"greedy": "on"}, page="/teacher")
         page = people["tom"].http.get(server.url + "/me", timeout=30).text
         token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
         until("the ladder's bots", lambda: any((server.class_dir / "bots").iterdir()), 60)
-        yield Kit(server, port, token)
+        yield Kit(server, port, ws_port, token)
     finally:
         server.stop()
 
@@ -117,6 +118,28 @@ def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
         assert rules.is_over(pos) and (pos.store(0), pos.store(1)) == (game.south_store, game.north_store)
     ladder = (kit.server.class_dir / "ladder" / "arena.sqlite").read_bytes()
     assert b"tom (KGP)" not in ladder, "practice games never go to the ladder's store"
+
+
+def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{kit.ws_port}/socket") as ws:
+        assert ws.recv(timeout=20) == "kgp 1 0 1"
+        ws.send('1 set info:name "ws agent"')
+        ws.send(f'3 set auth:token "{kit.token}"')
+        ws.send("5 mode freeplay")
+        ident = 7
+        while not any(g["agent"] == "ws agent" and g["faulty"] is None for g in kit.games()):
+            message = str(ws.recv(timeout=20))
+            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>", message)
+            if found:  # the first legal pit, then yield
+                n, _, _, *pits = map(int, found.group(2).split(","))
+                pit = next(k + 1 for k in range(n) if pits[k])
+                ws.send(f"{ident}@{found.group(1)} move {pit}")
+                ws.send(f"{ident + 2}@{found.group(1)} yield")
+                ident += 4
+    with pytest.raises(Exception, match="404"):
+        connect(f"ws://127.0.0.1:{kit.ws_port}/elsewhere")
 
 
 def test_garbage_and_an_over_long_line_are_answered_error_and_a_dropped_connection_forfeits(kit: Kit) -> None:

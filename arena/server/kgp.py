@@ -62,11 +62,30 @@ class SocketLines:
         self._skipping = False  # inside an over-long line, until its end
         self.on_close: Callable[[], None] = lambda: None  # the student's connection given back
 
+    def _write(self, data: bytes, wait: float) -> None:
+        """Send a line (TimeoutError, OSError)."""
+        self.sock.settimeout(wait)
+        self.sock.sendall(data)
+
+    def _recv(self, wait: float) -> bytes | None:
+        """What came within `wait` seconds (None: nothing; b"": the connection closed)."""
+        try:
+            self.sock.settimeout(wait)
+            return self.sock.recv(65536)
+        except TimeoutError:
+            return None
+        except OSError:
+            return b""
+
+    def _close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
     def send(self, line: str, deadline: float) -> None:
         data = (line + "\n").encode("ascii")
         try:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            self.sock.sendall(data)
+            self._write(data, max(0.01, deadline - time.monotonic()))
         except TimeoutError:
             raise Fault(Reason.TIMEOUT, "does not read what the server writes") from None
         except OSError:
@@ -105,13 +124,9 @@ class SocketLines:
                 wait = min(wait, on_slow_at - now)
             if wait <= 0 and on_slow_at is None:
                 return None
-            try:
-                self.sock.settimeout(max(wait, 0.001))
-                chunk = self.sock.recv(65536)
-            except TimeoutError:
+            chunk = self._recv(max(wait, 0.001))
+            if chunk is None:
                 continue
-            except OSError:
-                chunk = b""
             if not chunk:
                 self.kill()
                 raise Fault(Reason.CRASH, "the connection closed")
@@ -126,9 +141,7 @@ class SocketLines:
         if not self.closed:
             self.closed = True
             self.on_close()  # before the agent sees the end: it may connect again at once
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
-            self.sock.close()
+            self._close()
 
     # What a bot's process has and a remote agent has not: its stderr, limits, signals.
     def stderr_tail(self, since: int = 0) -> str:
@@ -148,6 +161,38 @@ class SocketLines:
 
     def resume(self) -> None:
         return None
+
+
+class WebSocketLines(SocketLines):
+    """The same over a WebSocket (`/socket`, as the course server's): a message is a line, or several."""
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__(cast(socket.socket, None))
+        self.ws = ws
+
+    def _write(self, data: bytes, wait: float) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.ws.send(data.decode("ascii").removesuffix("\n").removesuffix("\r"))
+        except ConnectionClosed:
+            raise OSError("closed") from None
+
+    def _recv(self, wait: float) -> bytes | None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = self.ws.recv(timeout=wait)
+        except TimeoutError:
+            return None
+        except ConnectionClosed:
+            return b""
+        data = message if isinstance(message, bytes) else message.encode("utf-8", "replace")
+        return data if data.endswith(b"\n") else data + b"\n"
+
+    def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
 
 
 class Remote(Player):
@@ -287,14 +332,13 @@ def opponents(where: ClassDir) -> list[Bot]:
 
 
 def serve_connection(
-    sock: socket.socket, address: str, where: ClassDir, settings: Settings, doors: Doors
+    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors
 ) -> None:
     """One agent's connection, from the greeting to its last game."""
     from django.db import connection
 
     from arena.api import Match
 
-    lines = SocketLines(sock)
     gate = Gate(address, doors)
     lines.on_close = gate.leave
     try:
@@ -342,10 +386,14 @@ def _play(
             played.warden.close()
 
 
-def listen(host: str, port: int, where: ClassDir, settings: Settings) -> None:
-    """Accept connections until interrupted, each served by a thread of its own."""
+def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: int | None = None) -> None:
+    """Accept connections until interrupted, each served by a thread of its own; WebSockets on `ws_port`
+    (at /socket) too, if given."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     doors = Doors()
+    if ws_port:
+        websockets = _websockets(host, ws_port, where, settings, doors)
+        threading.Thread(target=websockets.serve_forever, daemon=True).start()
     with socket.socket(family, socket.SOCK_STREAM) as server:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         server.bind((host, port))
@@ -353,5 +401,19 @@ def listen(host: str, port: int, where: ClassDir, settings: Settings) -> None:
         while True:
             sock, peer = server.accept()
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            args = (sock, str(peer[0]), where, settings, doors)
+            args = (SocketLines(sock), str(peer[0]), where, settings, doors)
             threading.Thread(target=serve_connection, args=args, daemon=True).start()
+
+
+def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors: Doors) -> Any:
+    """The WebSocket listener (the websockets library's threaded server): /socket alone, a message at
+    most a few lines long."""
+    from websockets.sync.server import serve
+
+    def only_socket(ws: Any, request: Any) -> Any:
+        return None if request.path == "/socket" else ws.respond(404, "KGP is at /socket\n")
+
+    def handler(ws: Any) -> None:
+        serve_connection(WebSocketLines(ws), str(ws.remote_address[0]), where, settings, doors)
+
+    return serve(handler, host, port, process_request=only_socket, max_size=4 * LINE_LIMIT, compression=None)

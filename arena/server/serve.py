@@ -61,6 +61,7 @@ class Options:
     settings: Settings = Settings()  # the ladder's and the final's rules and clock, as arena run's
     trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (throttle.py)
     kgp_port: int | None = None  # where KGP agents connect (kgp.py); None: no KGP port
+    kgp_websocket_port: int | None = None  # where they connect by WebSocket (/socket); only with kgp_port
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -92,7 +93,7 @@ def environment(opts: Options) -> dict[str, str]:
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
         ARENA_SETTINGS=json.dumps(dataclasses.asdict(opts.settings)),
         ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
-        ARENA_KGP=f"{opts.host} {opts.kgp_port or ''}",
+        ARENA_KGP=f"{opts.host} {opts.kgp_port or ''} {opts.kgp_websocket_port or ''}",
     )
     for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):
         if value:
@@ -179,9 +180,17 @@ def _die_with_parent() -> None:
 
 def _free(opts: Options) -> None:
     family = socket.AF_INET6 if ":" in opts.host else socket.AF_INET
-    if opts.kgp_port == opts.port:
-        raise ServeError(f"--kgp-port {opts.kgp_port} is the pages' --port too: give the KGP port another")
-    for port, flag in ((opts.port, "--port"), (opts.kgp_port, "--kgp-port")):
+    if opts.kgp_websocket_port and not opts.kgp_port:
+        raise ServeError("--kgp-websocket-port comes with --kgp-port: give both")
+    ports = [p for p in (opts.port, opts.kgp_port, opts.kgp_websocket_port) if p]
+    if len(set(ports)) < len(ports):
+        raise ServeError(f"--port, --kgp-port and --kgp-websocket-port must differ: {ports}")
+    flags = (
+        (opts.port, "--port"),
+        (opts.kgp_port, "--kgp-port"),
+        (opts.kgp_websocket_port, "--kgp-websocket-port"),
+    )
+    for port, flag in flags:
         if port is None:
             continue
         with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -251,6 +260,8 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
         say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
         if opts.kgp_port:
             say(f"arena serve: KGP agents connect to {opts.host}:{opts.kgp_port} with a student's token")
+        if opts.kgp_websocket_port:
+            say(f"arena serve: and by WebSocket to ws://{opts.host}:{opts.kgp_websocket_port}/socket")
         say(sign_in)
         while True:
             time.sleep(0.5)

@@ -242,8 +242,8 @@ def main(argv: list[str]) -> int:
         elif role == "kgp":
             from arena.server.kgp import listen
 
-            host, _, port = os.environ.get("ARENA_KGP", "").partition(" ")
-            listen(host, int(port), class_dir(), settings_here())
+            host, port, ws_port = os.environ.get("ARENA_KGP", "").split(" ")
+            listen(host, int(port), class_dir(), settings_here(), int(ws_port) if ws_port else None)
         else:
             print("usage: python -m arena.server.worker checks|ladder|scrimmages|kgp", file=sys.stderr)
             return 2
