@@ -201,6 +201,20 @@ def test_fuzzed_lines_before_the_token_never_bring_the_listener_down(kit: Kit) -
     client.close()
 
 
+def test_a_student_plays_so_many_practice_games_a_day(kit: Kit) -> None:
+    path = kit.server.class_dir / "practice" / "tom.jsonl"
+    kept = path.read_bytes()
+    row = json.dumps({**kit.games()[0], "at": time.time()}) + "\n"
+    try:
+        path.write_bytes(kept + row.encode() * 1000)
+        client = Client(kit.port)
+        client.enter(kit.token)
+        assert "1000 practice games in 24 hours" in client.until("error")
+        client.close()
+    finally:
+        path.write_bytes(kept)
+
+
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:
     """Last: the throttle then refuses every token from this address for a while."""
     none = Client(kit.port)

@@ -43,6 +43,7 @@ PER_STUDENT = 2  # connections one student may hold at once
 CONNECTIONS = 64  # connections in all, authenticated or not
 HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
+GAMES_A_DAY = 1000  # practice games a student may play in 24 hours (each starts a ladder bot's process)
 GAMES_PER_OPPONENT = 2  # a game from each side, then the next bot of the ladder
 NO_TOKEN = "auth:token required: set it to your token from your page on the server"
 WRONG_TOKEN = "no valid token: copy it from your page on the server"
@@ -322,6 +323,15 @@ def practice_games(where: ClassDir, slug: str) -> list[GameRecord]:
     return [GameRecord.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
+def games_today(where: ClassDir, slug: str) -> int:
+    """The student's practice games of the last 24 hours."""
+    path, since = practice_file(where, slug), time.time() - 86400
+    if not path.exists():
+        return 0
+    with path.open() as rows:
+        return sum(1 for row in rows if float(json.loads(row).get("at", 0)) >= since)
+
+
 def opponents(where: ClassDir) -> list[Bot]:
     """The ladder's bots as they are now (a folder that cannot be loaded is left out)."""
     found = []
@@ -367,7 +377,11 @@ def _play(
     remote: Remote, lines: SocketLines, where: ClassDir, settings: Settings, slug: str, wire: Kgp, match: Any
 ) -> None:
     rng = random.Random()
+    today = games_today(where, slug)
     while not lines.closed:
+        if today >= GAMES_A_DAY:
+            refuse(lines, f"you have played {GAMES_A_DAY} practice games in 24 hours: try again later")
+            return
         field = opponents(where)
         if not field:
             refuse(lines, "the ladder has no bots yet: try again later")
@@ -377,6 +391,7 @@ def _play(
             for _ in range(GAMES_PER_OPPONENT):
                 record = played.play()
                 store(where, slug, record, wire.agent)
+                today += 1
                 if lines.closed:
                     break
         finally:
