@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.game.rules import parse_rules
-from arena.match.record import GameRecord
+from arena.server.classdir import ClassDir
+from arena.server.kgp import practice_games
 from tests.server_kit import ROOT, Server, free_port, need_extra
 
 need_extra()
@@ -111,7 +112,9 @@ def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
         assert game["faulty"] is None and game["remote"] and game["agent"] == "spec agent", game
         assert len(game["moves"]) > 10  # type: ignore[arg-type]
     rules = parse_rules(str(first["rules"]))
-    for game in map(GameRecord.from_dict, kit.games()[:2]):  # replayable: the moves play out to the stores
+    for game in practice_games(ClassDir(kit.server.class_dir), "tom")[
+        :2
+    ]:  # replayable: the moves play out to the stores
         pos = rules.initial()
         for move in game.moves:
             pos = rules.play(pos, move)

@@ -21,6 +21,7 @@ import contextlib
 import hmac
 import json
 import logging
+import os
 import random
 import socket
 import threading
@@ -308,11 +309,15 @@ def practice_file(where: ClassDir, slug: str) -> Path:
 
 
 def store(where: ClassDir, slug: str, record: GameRecord, agent: str) -> None:
-    """One practice game, appended to the student's file (one writer: this connection's thread)."""
+    """One practice game, appended to the student's file in one write (O_APPEND): their two connections
+    may end games at the same moment, and a line is never split between them."""
     row = {**record.to_dict(), "remote": True, "agent": agent, "at": time.time()}
     where.practice.mkdir(exist_ok=True)
-    with practice_file(where, slug).open("a") as out:
-        out.write(json.dumps(row) + "\n")
+    fd = os.open(practice_file(where, slug), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (json.dumps(row) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def practice_games(where: ClassDir, slug: str) -> list[GameRecord]:
