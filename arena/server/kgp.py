@@ -1,6 +1,7 @@
 """The class server's KGP port (`arena serve --kgp-port PORT`): a student's agent, on their own machine,
-connects over TCP, is greeted `kgp 1 0 1`, says `set auth:token TOKEN` (the token of `arena submit`) and
-`mode freeplay`, and then plays practice games against the ladder's bots, game after game, until it leaves.
+connects over TCP (or a WebSocket at /socket, with --kgp-websocket-port, as on the course server), is
+greeted `kgp 1 0 1`, says `set auth:token TOKEN` (the token of `arena submit`) and `mode freeplay`, and
+then plays practice games against the ladder's bots, game after game, until it leaves.
 
 The referee is arena's own: the agent's side is the KgpWire of arena/match/kgp_wire.py (what a sandboxed KGP
 agent speaks over its relay), here over the socket, and the opponent a ladder bot in the sandbox, under the
@@ -10,9 +11,10 @@ and ends the connection, as a faulty bot's process is ended. The games go to a p
 (CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's.
 
 The port faces the open internet: a token is required (wrong ones counted by the sign-in throttle as
-`arena submit`'s are), connections are bounded per student and in all, a line by kgp.py's limit (a longer
-one is answered `error`, as garbage is, and counted), the handshake by HANDSHAKE_S; nothing an agent writes
-ends more than its own connection. One thread a connection: the games' work is the bots' processes.
+`arena submit`'s are), connections are bounded per student and in all, games per student a day, a line
+by kgp.py's limit (a longer one is answered `error`, as garbage is, and counted), the handshake by
+HANDSHAKE_S; nothing an agent writes ends more than its own connection. One thread a connection: the
+games' work is the bots' processes.
 """
 
 from __future__ import annotations
