@@ -213,7 +213,8 @@ class Remote(Player):
             if self._connection is None:
                 raise Fault(Reason.CRASH, "the connection closed")
             self._wire, self._connection = self._connection, None
-            self._fresh, self._mark = True, 0
+            # No startup allowance: the agent was running before it connected, on a machine of its own.
+            self._fresh, self._mark = False, 0
         return self._wire
 
     def kill(self) -> None:
