@@ -1,6 +1,7 @@
 """A KGP agent written from the spec alone (KWARC kalah-game, spec/: grammar, freeplay, set), standard library
-only, as a student's agent would be: `python3 kgp_agent.py [HOST [PORT]] [--style STYLE]`. It connects, says
-its name, asks for freeplay, and answers each `state` as South: its first legal pit at once, then its best
+only, as a student's agent would be: `python3 kgp_agent.py [HOST [PORT]] [--style STYLE] [--token TOKEN]`. It
+connects, says its name (and its token, given one, as the class server asks), asks for freeplay, and
+answers each `state` as South: its first legal pit at once, then its best
 pit by a one-move look-ahead, then `yield`. The tests give it a style that breaks one thing:
 
     greedy        as above (the default)
@@ -68,7 +69,8 @@ def gain(store, south, north, pit):
 
 def main(argv):
     style = argv[argv.index("--style") + 1] if "--style" in argv else "greedy"
-    args = [a for a in argv[1:] if not a.startswith("--") and a != style]
+    token = argv[argv.index("--token") + 1] if "--token" in argv else None
+    args = [a for a in argv[1:] if not a.startswith("--") and a not in (style, token)]
     host, port = (args + ["localhost"])[0], int((args + ["", "2671"])[1] or 2671)
     if style == "elsewhere":
         try:
@@ -96,6 +98,8 @@ def main(argv):
                 send('error "protocol not supported"')
                 break
             send('set info:name "spec agent"')
+            if token is not None:
+                send(f'set auth:token "{token}"')
             send("mode freeplay")
         elif name == "state":
             store, _theirs, south, north = board_of(args[0])

@@ -32,3 +32,13 @@ def test_the_workers_get_the_settings_arena_run_would_play(tmp_path: Path) -> No
     assert Settings(**sent) == settings
     assert settings.move_ms == 30_000, "a bank without a move time: as arena run resolves it"
     assert Settings(**json.loads(environment(Options(tmp_path))["ARENA_SETTINGS"])) == Settings()
+
+
+def test_the_kgp_port_is_off_unless_asked_and_never_the_pages_port(tmp_path: Path) -> None:
+    from arena.server.serve import Options, commands
+
+    assert "kgp" not in commands(Options(tmp_path)), "no KGP port unless --kgp-port"
+    assert commands(Options(tmp_path, kgp_port=2671))["kgp"][-1] == "kgp"
+    ran = CliRunner().invoke(cli, ["serve", str(tmp_path / "class"), "--port", "8123", "--kgp-port", "8123"])
+    assert ran.exit_code == 1 and "must differ: [8123, 8123]" in ran.output, ran.output
+    assert not (tmp_path / "class").exists()

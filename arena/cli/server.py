@@ -70,8 +70,21 @@ def _address(value: str) -> str:
     help="The address of your HTTPS proxy: its X-Forwarded-For names the client the sign-in throttle "
     "counts (repeatable; no other's is believed).",
 )
+@click.option(
+    "--kgp-port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="Also listen here (on --host) for students' KGP agents, which play practice games against the "
+    "ladder's bots with the student's token (KGP's own port is 2671) [default: off].",
+)
+@click.option(
+    "--kgp-websocket-port",
+    type=click.IntRange(1, 65535),
+    metavar="PORT",
+    help="And here for KGP over a WebSocket, at ws://HOST:PORT/socket (with --kgp-port) [default: off].",
+)
 def serve_cmd(  # type: ignore[no-untyped-def]
-    class_dir, host, port, db, cluster, cluster_certs, rules, clock, proxies
+    class_dir, host, port, db, cluster, cluster_certs, rules, clock, proxies, kgp_port, kgp_websocket_port
 ):
     """Serve a class from CLASS_DIR (made if new): sign-in, uploads from a web page, every version
     checked in the sandbox, a ladder that plays all the time, a deadline and the final's gradebook.
@@ -93,7 +106,16 @@ def serve_cmd(  # type: ignore[no-untyped-def]
         ) from None
     settings = resolve(None, _asked(rules, clock))  # the rules and clock as arena run resolves them
     opts = Options(
-        class_dir, host, port, db, cluster, cluster_certs, settings=settings, trusted_proxies=proxies
+        class_dir,
+        host,
+        port,
+        db,
+        cluster,
+        cluster_certs,
+        settings=settings,
+        trusted_proxies=proxies,
+        kgp_port=kgp_port,
+        kgp_websocket_port=kgp_websocket_port,
     )
     try:
         serve(opts, lambda line: echo(line))

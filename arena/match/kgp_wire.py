@@ -44,8 +44,12 @@ class Kgp:
     one_game = False  # one connection plays game after game, as on the course server
     from_position = True  # every `state` carries the whole board
 
-    def __init__(self, proc: BotProcess) -> None:
+    def __init__(self, proc: BotProcess, gate: Callable[[str], str | None] | None = None) -> None:
         self.proc = proc
+        # The class server's door (arena/server/kgp.py): given the agent's `set auth:token` ("" if none)
+        # when it asks for freeplay, why it is refused, or None to let it play.
+        self.gate = gate
+        self.token = ""
         self._rules: Rules | None = None
         self._ready = False  # greeted, and the agent chose freeplay
         self._id = 0  # arena's ids are even, as the course server's
@@ -117,10 +121,20 @@ class Kgp:
                         "asked for a mode arena does not play (only `mode freeplay`)",
                         f"it asked for mode {mode}",
                     )
+                refused = self.gate(self.token) if self.gate is not None else None
+                if refused is not None:
+                    self._send("error", refused, ref=command.id, deadline=deadline)
+                    self._send("goodbye", deadline=deadline, ident=False)
+                    raise Fault(Reason.GARBLED, f"was refused: {refused}")
                 self._send("ok", "freeplay", ref=command.id, deadline=deadline)
                 self._ready = True
                 return
             self._aside(command, deadline)
+
+    def greet(self, deadline: float) -> None:
+        """The greeting now, unless done: the class server greets before it chooses the opponent."""
+        if not self._ready:
+            self._greet(deadline)
 
     def _aside(self, command: Command, deadline: float) -> None:
         """What may come at any time: `set`, `ping`, replies; `goodbye` ends the agent's part."""
@@ -132,6 +146,8 @@ class Kgp:
                 self.agent = str(value)[:100]
             elif key == "info:comment":
                 self.comment = str(value)[:200]
+            elif key == "auth:token" and not self._ready:
+                self.token = str(value)[:200]
         elif command.name == "goodbye":
             raise Fault(Reason.CRASH, "said goodbye during the game")
         elif command.name == "mode":

@@ -13,6 +13,7 @@ settings, the worker and the tests all find the same paths here.
     CLASS_DIR/final/ranking/          the final settled tournament
     CLASS_DIR/final/references/       the frozen versions against each reference bot, for the pass rule
     CLASS_DIR/scrimmages/ID/          one scrimmage: its two bots (bots/) and its games (games/)
+    CLASS_DIR/practice/SLUG.jsonl     a student's practice games over the KGP port (`arena serve --kgp-port`)
 
 The class folder is the server's user's alone: every folder of the class's 0700 and every file of the
 server's own 0600 (the databases with their -wal and -shm, the key, the URL), so no other user of the
@@ -68,6 +69,11 @@ class ClassDir:
     def scrimmages(self) -> Path:
         return self.root / "scrimmages"
 
+    @property
+    def practice(self) -> Path:
+        """The games of agents on the KGP port (kgp.py), a file a student: never the ladder's."""
+        return self.root / "practice"
+
     def version(self, slug: str, number: int) -> Path:
         """The folder of version `number` of `slug`'s bot: named as the bot, as arena names bots."""
         return self.submissions / slug / str(number) / slug
@@ -75,7 +81,7 @@ class ClassDir:
     def make(self) -> None:
         """The folders (the server's alone), and the bundled reference bots copied in once."""
         for folder in (self.root, self.submissions, self.references, self.bots, self.ladder, self.final,
-                       self.scrimmages):  # fmt: skip
+                       self.scrimmages, self.practice):  # fmt: skip
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             folder.chmod(0o700)
         for name in REFERENCES:

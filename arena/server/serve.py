@@ -1,5 +1,6 @@
 """`arena serve`: the class folder made, the database migrated, then three processes started and kept
-running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages).
+running until Ctrl-C: gunicorn serving the pages, and the workers (worker.py: checks, ladder, scrimmages,
+and the KGP port's with --kgp-port).
 
 Why gunicorn: Django speaks WSGI, and gunicorn is the WSGI server Django's own deployment guide puts first
 on Linux, where arena's sandbox runs anyway: a master process that restarts its workers, several worker
@@ -59,6 +60,13 @@ class Options:
     web_workers: int = 2
     settings: Settings = Settings()  # the ladder's and the final's rules and clock, as arena run's
     trusted_proxies: tuple[str, ...] = ()  # whose X-Forwarded-For names the client (throttle.py)
+    kgp_port: int | None = None  # where KGP agents connect (kgp.py); None: no KGP port
+    kgp_websocket_port: int | None = None  # where they connect by WebSocket (/socket); only with kgp_port
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The workers this server runs: the KGP port's only when asked for."""
+        return WORKERS + (("kgp",) if self.kgp_port else ())
 
     @property
     def address(self) -> str:
@@ -85,6 +93,7 @@ def environment(opts: Options) -> dict[str, str]:
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
         ARENA_SETTINGS=json.dumps(dataclasses.asdict(opts.settings)),
         ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
+        ARENA_KGP=f"{opts.host} {opts.kgp_port or ''} {opts.kgp_websocket_port or ''}",
     )
     for key, value in (("ARENA_DB", opts.db), ("ARENA_CLUSTER", opts.cluster)):
         if value:
@@ -171,14 +180,27 @@ def _die_with_parent() -> None:
 
 def _free(opts: Options) -> None:
     family = socket.AF_INET6 if ":" in opts.host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((opts.host, opts.port))
-        except OSError as e:
-            raise ServeError(
-                f"cannot listen on {opts.host}:{opts.port}: {e.strerror}; give another --port"
-            ) from None
+    if opts.kgp_websocket_port and not opts.kgp_port:
+        raise ServeError("--kgp-websocket-port comes with --kgp-port: give both")
+    ports = [p for p in (opts.port, opts.kgp_port, opts.kgp_websocket_port) if p]
+    if len(set(ports)) < len(ports):
+        raise ServeError(f"--port, --kgp-port and --kgp-websocket-port must differ: {ports}")
+    flags = (
+        (opts.port, "--port"),
+        (opts.kgp_port, "--kgp-port"),
+        (opts.kgp_websocket_port, "--kgp-websocket-port"),
+    )
+    for port, flag in flags:
+        if port is None:
+            continue
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((opts.host, port))
+            except OSError as e:
+                raise ServeError(
+                    f"cannot listen on {opts.host}:{port}: {e.strerror}; give another {flag}"
+                ) from None
 
 
 def commands(opts: Options) -> dict[str, list[str]]:
@@ -189,7 +211,7 @@ def commands(opts: Options) -> dict[str, list[str]]:
         "--timeout", "120", "--graceful-timeout", "5", "--log-level", "warning", "--preload",
     ]  # fmt: skip
     worker = [sys.executable, "-m", "arena.server.worker"]
-    return {"web": web, **{role: [*worker, role] for role in WORKERS}}
+    return {"web": web, **{role: [*worker, role] for role in opts.roles}}
 
 
 def _start(argv: list[str], env: dict[str, str], group: Cgroups | None = None) -> subprocess.Popen[bytes]:
@@ -233,9 +255,13 @@ def serve(opts: Options, say: Callable[[str], None]) -> None:
     children = {"web": _start(argvs["web"], env, group)}
     try:
         _ready(opts, children["web"])
-        for role in WORKERS:
+        for role in opts.roles:
             children[role] = _start(argvs[role], env)
         say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
+        if opts.kgp_port:
+            say(f"arena serve: KGP agents connect to {opts.host}:{opts.kgp_port} with a student's token")
+        if opts.kgp_websocket_port:
+            say(f"arena serve: and by WebSocket to ws://{opts.host}:{opts.kgp_websocket_port}/socket")
         say(sign_in)
         while True:
             time.sleep(0.5)

@@ -7,12 +7,13 @@
   once (its finished games are stored) and the next starts with the new field. At the deadline it plays
   the final instead (final.py);
 - `scrimmages`: the unranked games students ask for, oldest first, each a tournament of its own
-  (scrimmages.py), played in the sandbox as the ladder's are.
+  (scrimmages.py), played in the sandbox as the ladder's are;
+- `kgp`: the KGP port (`arena serve --kgp-port`), where students' agents play practice games (kgp.py).
 
 Each is the arena library's one writer of what they write; a kill -9 loses at most the games and the check
 in flight, which are played and checked again on the next start.
 
-    python -m arena.server.worker checks|ladder|scrimmages     (with the environment `arena serve` sets)
+    python -m arena.server.worker checks|ladder|scrimmages|kgp     (with the environment `arena serve` sets)
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ IDLE_S = 1.0  # how often an idle worker looks for work
 SNAPSHOT_S = 3.0  # how often a playing ladder rewrites its snapshot
 # Background work yields the CPU to the pages: on a machine whose cores the games fill, a person waiting for
 # a page comes first (the games' pace is what the ladder measures over minutes; a page's is a person's).
-NICE = {"checks": 5, "ladder": 10, "scrimmages": 8}
+NICE = {"checks": 5, "ladder": 10, "scrimmages": 8, "kgp": 8}
 # A run is restarted for a changed field at most this often: a burst of new versions (a class uploading at
 # the deadline) joins in one restart, not one each (a restart surveys, hashes and starts the workers again).
 RESTART_S = 10.0
@@ -238,8 +239,13 @@ def main(argv: list[str]) -> int:
             ladder_loop(os.environ.get("ARENA_CLUSTER") or None, stop)
         elif role == "scrimmages":
             scrimmages(os.environ.get("ARENA_CLUSTER") or None, stop)
+        elif role == "kgp":
+            from arena.server.kgp import listen
+
+            host, port, ws_port = os.environ.get("ARENA_KGP", "").split(" ")
+            listen(host, int(port), class_dir(), settings_here(), int(ws_port) if ws_port else None)
         else:
-            print("usage: python -m arena.server.worker checks|ladder|scrimmages", file=sys.stderr)
+            print("usage: python -m arena.server.worker checks|ladder|scrimmages|kgp", file=sys.stderr)
             return 2
     except KeyboardInterrupt:
         return 0

@@ -1,0 +1,442 @@
+"""The class server's KGP port (`arena serve --kgp-port PORT`): a student's agent, on their own machine,
+connects over TCP (or a WebSocket at /socket, with --kgp-websocket-port, as on the course server), is
+greeted `kgp 1 0 1`, says `set auth:token TOKEN` (the token of `arena submit`) and `mode freeplay`, and
+then plays practice games against the ladder's bots, game after game, until it leaves.
+
+The referee is arena's own: the agent's side is the KgpWire of arena/match/kgp_wire.py (what a sandboxed KGP
+agent speaks over its relay), here over the socket, and the opponent a ladder bot in the sandbox, under the
+server's rules and clock (the last legal `move` before `stop` counts; none is a forfeit on time). A fault of
+the agent (no move in time, a dropped connection, too many lines that are not KGP) loses the game in progress
+and ends the connection, as a faulty bot's process is ended. The games go to a practice store of their own
+(CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's.
+
+The port faces the open internet: a token is required (wrong ones counted by the sign-in throttle as
+`arena submit`'s are), connections are bounded per student and in all, games per student a day, a line
+by kgp.py's limit (a longer one is answered `error`, as garbage is, and counted), the handshake by
+HANDSHAKE_S; nothing an agent writes ends more than its own connection. One thread a connection: the
+games' work is the bots' processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+from arena.match.bots import Bot, BotError, load_bot
+from arena.match.kgp import LINE_LIMIT, Command
+from arena.match.kgp_wire import Kgp
+from arena.match.process import BotProcess, Fault
+from arena.match.protocol import Wire
+from arena.match.record import GameRecord, Reason
+from arena.match.referee import Player
+from arena.server.classdir import ClassDir
+from arena.tournament.settings import Settings
+
+PER_STUDENT = 2  # connections one student may hold at once
+CONNECTIONS = 64  # connections in all, authenticated or not
+HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
+LATE_S = 0.5  # past a deadline, lines already come are still read for this long
+GAMES_A_DAY = 1000  # practice games a student may play in 24 hours (each starts a ladder bot's process)
+GAMES_PER_OPPONENT = 2  # a game from each side, then the next bot of the ladder
+NO_TOKEN = "auth:token required: set it to your token from your page on the server"
+WRONG_TOKEN = "no valid token: copy it from your page on the server"
+THROTTLED = "too many wrong tokens from your address: wait a few minutes, then try again"
+log = logging.getLogger("arena")
+
+
+class SocketLines:
+    """What KgpWire asks of a bot's process (BotProcess's send, read_line, quit...), over a TCP socket.
+    A line over the limit is cut to one character past it (so that the grammar answers it `error` and
+    counts it) and the rest of it skipped: an agent cannot make the server hold more than a line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.closed = False
+        self._buffer = bytearray()
+        self._skipping = False  # inside an over-long line, until its end
+        self.on_close: Callable[[], None] = lambda: None  # the student's connection given back
+
+    def _write(self, data: bytes, wait: float) -> None:
+        """Send a line (TimeoutError, OSError)."""
+        self.sock.settimeout(wait)
+        self.sock.sendall(data)
+
+    def _recv(self, wait: float) -> bytes | None:
+        """What came within `wait` seconds (None: nothing; b"": the connection closed)."""
+        try:
+            self.sock.settimeout(wait)
+            return self.sock.recv(65536)
+        except TimeoutError:
+            return None
+        except OSError:
+            return b""
+
+    def _close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+    def send(self, line: str, deadline: float) -> None:
+        data = (line + "\n").encode("ascii")
+        try:
+            self._write(data, max(0.01, deadline - time.monotonic()))
+        except TimeoutError:
+            raise Fault(Reason.TIMEOUT, "does not read what the server writes") from None
+        except OSError:
+            self.kill()
+            raise Fault(Reason.CRASH, "the connection closed") from None
+
+    def read_line(
+        self, deadline: float, on_slow: Any = None, slow_after: float = 0.005, limit: int = LINE_LIMIT
+    ) -> str | None:
+        on_slow_at = time.monotonic() + slow_after if on_slow is not None else None
+        while True:
+            newline = self._buffer.find(b"\n")
+            if self._skipping and newline >= 0:
+                del self._buffer[: newline + 1]
+                self._skipping = False
+                continue
+            if self._skipping:
+                self._buffer.clear()
+            elif newline >= 0:
+                raw = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                return raw.removesuffix(b"\r").decode("ascii", errors="replace")
+            elif len(self._buffer) > limit:
+                cut = bytes(self._buffer[: limit + 1]).decode("ascii", errors="replace")
+                self._buffer.clear()
+                self._skipping = True
+                return cut
+            now = time.monotonic()
+            if now > deadline + LATE_S:  # what keeps coming after the deadline waits (a ping flood)
+                return None
+            if on_slow_at is not None and now >= on_slow_at:
+                on_slow()
+                on_slow_at = None
+            wait = deadline - now
+            if on_slow_at is not None:
+                wait = min(wait, on_slow_at - now)
+            if wait <= 0 and on_slow_at is None:
+                return None
+            chunk = self._recv(max(wait, 0.001))
+            if chunk is None:
+                continue
+            if not chunk:
+                self.kill()
+                raise Fault(Reason.CRASH, "the connection closed")
+            self._buffer += chunk
+
+    def quit(self, line: str, grace: float) -> None:
+        with contextlib.suppress(Fault):
+            self.send(line, time.monotonic() + grace)
+        self.kill()
+
+    def kill(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.on_close()  # before the agent sees the end: it may connect again at once
+            self._close()
+
+    # What a bot's process has and a remote agent has not: its stderr, limits, signals.
+    def stderr_tail(self, since: int = 0) -> str:
+        return ""
+
+    def stderr_mark(self, settle: float = 0.0) -> int:
+        return 0
+
+    def memory_verdict(self, said: str = "", settle: float = 0.0, since: int = 0) -> str:
+        return ""
+
+    def check_limits(self) -> None:
+        return None
+
+    def pause(self) -> None:
+        return None
+
+    def resume(self) -> None:
+        return None
+
+
+class WebSocketLines(SocketLines):
+    """The same over a WebSocket (`/socket`, as the course server's): a message is a line, or several."""
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__(cast(socket.socket, None))
+        self.ws = ws
+
+    def _write(self, data: bytes, wait: float) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.ws.send(data.decode("ascii").removesuffix("\n").removesuffix("\r"))
+        except ConnectionClosed:
+            raise OSError("closed") from None
+
+    def _recv(self, wait: float) -> bytes | None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = self.ws.recv(timeout=wait)
+        except TimeoutError:
+            return None
+        except ConnectionClosed:
+            return b""
+        data = message if isinstance(message, bytes) else message.encode("utf-8", "replace")
+        return data if data.endswith(b"\n") else data + b"\n"
+
+    def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
+
+
+class Remote(Player):
+    """The agent's seat: a Player whose wire is the connection's, never restarted (after a fault the
+    connection is closed, and the agent connects again)."""
+
+    def __init__(self, wire: Kgp, name: str) -> None:
+        here = Path(".")
+        super().__init__(Bot(name, (), here, here, "remote", protocol="kgp"), name)
+        self._connection: Kgp | None = wire
+
+    def start(self) -> Wire:
+        if self._wire is None:
+            if self._connection is None:
+                raise Fault(Reason.CRASH, "the connection closed")
+            self._wire, self._connection = self._connection, None
+            # No startup allowance: the agent was running before it connected, on a machine of its own.
+            self._fresh, self._mark = False, 0
+        return self._wire
+
+    def kill(self) -> None:
+        """After a fault: `goodbye` (if the connection still takes it), and the connection closed."""
+        if self._wire is not None:
+            self._wire.quit(0.2)
+        super().kill()
+
+
+class Doors:
+    """Who holds a connection: at most PER_STUDENT a student and CONNECTIONS in all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        self.open = 0
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[bool]:
+        with self._lock:
+            allowed = self.open < CONNECTIONS
+            self.open += allowed
+        try:
+            yield allowed
+        finally:
+            with self._lock:
+                self.open -= allowed
+
+    def take(self, slug: str) -> bool:
+        """One of the student's connections, if they have one left (give it back with `give_back`)."""
+        with self._lock:
+            if self._held.get(slug, 0) >= PER_STUDENT:
+                return False
+            self._held[slug] = self._held.get(slug, 0) + 1
+            return True
+
+    def give_back(self, slug: str) -> None:
+        with self._lock:
+            self._held[slug] -= 1
+
+
+def refuse(lines: SocketLines, why: str) -> None:
+    """`error` saying why, `goodbye`, and the connection closed."""
+    with contextlib.suppress(Fault):
+        lines.send(Command("error", (why,)).line() + "\r", time.monotonic() + 1.0)
+    lines.quit("goodbye\r", 1.0)
+
+
+def member_by_token(given: str) -> Any:
+    """The active member whose token this is, or None."""
+    from arena.server.models import Member
+
+    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
+    return found if found is not None and hmac.compare_digest(found.token, given) else None
+
+
+class Gate:
+    """The token check of one connection, counted by the sign-in throttle against its address."""
+
+    def __init__(self, address: str, doors: Doors) -> None:
+        from django.http import HttpRequest
+
+        self.doors = doors
+        self.request = HttpRequest()
+        self.request.META["REMOTE_ADDR"] = address
+        self.request.path = self.request.path_info = "/kgp"
+        self.request.method = "POST"
+        self.member: Any = None
+
+    def __call__(self, token: str) -> str | None:
+        from arena.server import throttle
+
+        if not throttle.token_allowed(self.request):
+            return THROTTLED
+        if not token:
+            return NO_TOKEN
+        self.member = member_by_token(token)
+        if self.member is None:
+            throttle.token_failed(self.request)
+            return WRONG_TOKEN
+        if not self.doors.take(self.member.slug):
+            self.member = None
+            return f"at most {PER_STUDENT} connections a student at once"
+        return None
+
+    def leave(self) -> None:
+        """The connection is closed: the student's connection given back, once."""
+        if self.member is not None:
+            self.doors.give_back(self.member.slug)
+            self.member = None
+
+
+def practice_file(where: ClassDir, slug: str) -> Path:
+    return where.practice / f"{slug}.jsonl"
+
+
+def store(where: ClassDir, slug: str, record: GameRecord, agent: str) -> None:
+    """One practice game, appended to the student's file in one write (O_APPEND): their two connections
+    may end games at the same moment, and a line is never split between them."""
+    row = {**record.to_dict(), "remote": True, "agent": agent, "at": time.time()}
+    where.practice.mkdir(exist_ok=True)
+    fd = os.open(practice_file(where, slug), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (json.dumps(row) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def practice_games(where: ClassDir, slug: str) -> list[GameRecord]:
+    """A student's practice games, oldest first, for the replay."""
+    path = practice_file(where, slug)
+    if not path.exists():
+        return []
+    return [GameRecord.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
+
+
+def games_today(where: ClassDir, slug: str) -> int:
+    """The student's practice games of the last 24 hours."""
+    path, since = practice_file(where, slug), time.time() - 86400
+    if not path.exists():
+        return 0
+    with path.open() as rows:
+        return sum(1 for row in rows if float(json.loads(row).get("at", 0)) >= since)
+
+
+def opponents(where: ClassDir) -> list[Bot]:
+    """The ladder's bots as they are now (a folder that cannot be loaded is left out)."""
+    found = []
+    for path in sorted(where.bots.iterdir()) if where.bots.is_dir() else []:
+        with contextlib.suppress(BotError, OSError):
+            found.append(load_bot(path))
+    return found
+
+
+def serve_connection(
+    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors
+) -> None:
+    """One agent's connection, from the greeting to its last game."""
+    from django.db import connection
+
+    from arena.api import Match
+
+    gate = Gate(address, doors)
+    lines.on_close = gate.leave
+    try:
+        with doors.connection() as allowed:
+            wire = Kgp(cast(BotProcess, lines), gate=gate)
+            if not allowed:
+                refuse(lines, "the server has too many connections: try again later")
+                return
+            if problem := Kgp.rules_problem(settings.game_rules()):
+                refuse(lines, f"the class plays other rules: an agent {problem}")
+                return
+            try:
+                wire.greet(time.monotonic() + HANDSHAKE_S)
+            except Fault:
+                return
+            slug = gate.member.slug
+            _play(Remote(wire, f"{slug} (KGP)"), lines, where, settings, slug, wire, Match)
+    except Exception:  # never the listener's end: this connection's alone, logged
+        log.exception("KGP connection from %s", address)
+    finally:
+        lines.kill()
+        connection.close()  # this thread's own
+
+
+def _play(
+    remote: Remote, lines: SocketLines, where: ClassDir, settings: Settings, slug: str, wire: Kgp, match: Any
+) -> None:
+    rng = random.Random()
+    today = games_today(where, slug)
+    while not lines.closed:
+        if today >= GAMES_A_DAY:
+            refuse(lines, f"you have played {GAMES_A_DAY} practice games in 24 hours: try again later")
+            return
+        field = opponents(where)
+        if not field:
+            refuse(lines, "the ladder has no bots yet: try again later")
+            return
+        played = match(remote, rng.choice(field), settings)
+        try:
+            for _ in range(GAMES_PER_OPPONENT):
+                record = played.play()
+                store(where, slug, record, wire.agent)
+                today += 1
+                if lines.closed:
+                    break
+        finally:
+            for player in played.players:
+                if player is not remote and isinstance(player, Player):
+                    player.close(settings.limits().quit_grace_ms)
+            played.warden.close()
+
+
+def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: int | None = None) -> None:
+    """Accept connections until interrupted, each served by a thread of its own; WebSockets on `ws_port`
+    (at /socket) too, if given."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    doors = Doors()
+    if ws_port:
+        websockets = _websockets(host, ws_port, where, settings, doors)
+        threading.Thread(target=websockets.serve_forever, daemon=True).start()
+    with socket.socket(family, socket.SOCK_STREAM) as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind((host, port))
+        server.listen(64)
+        while True:
+            sock, peer = server.accept()
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            args = (SocketLines(sock), str(peer[0]), where, settings, doors)
+            threading.Thread(target=serve_connection, args=args, daemon=True).start()
+
+
+def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors: Doors) -> Any:
+    """The WebSocket listener (the websockets library's threaded server): /socket alone, a message at
+    most a few lines long."""
+    from websockets.sync.server import serve
+
+    def only_socket(ws: Any, request: Any) -> Any:
+        return None if request.path == "/socket" else ws.respond(404, "KGP is at /socket\n")
+
+    def handler(ws: Any) -> None:
+        serve_connection(WebSocketLines(ws), str(ws.remote_address[0]), where, settings, doors)
+
+    return serve(handler, host, port, process_request=only_socket, max_size=4 * LINE_LIMIT, compression=None)

@@ -1,0 +1,242 @@
+"""The KGP port of a real `arena serve --kgp-port` on 127.0.0.1: the spec's agent (tests/kgp_agent.py) plays
+practice games with a student's token, stored apart from the ladder; a wrong token is refused and
+throttled; garbage and an over-long line are answered `error`; a dropped connection forfeits its game; a
+student holds two connections at most; hypothesis' lines never bring the listener down."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arena.game.rules import parse_rules
+from arena.server.classdir import ClassDir
+from arena.server.kgp import practice_games
+from tests.server_kit import ROOT, Server, free_port, need_extra
+
+need_extra()
+
+from tests.test_server_e2e import make_class, until  # noqa: E402
+
+pytestmark = pytest.mark.slow
+AGENT = ROOT / "tests" / "kgp_agent.py"
+
+
+class Kit:
+    def __init__(self, server: Server, port: int, ws_port: int, token: str) -> None:
+        self.server, self.port, self.ws_port, self.token = server, port, ws_port, token
+
+    def games(self, slug: str = "tom") -> list[dict[str, object]]:
+        path = self.server.class_dir / "practice" / f"{slug}.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def since(self, before: int, reason: str) -> dict[str, object] | None:
+        """The first game stored after the first `before` that ended for `reason` (another connection's
+        game may end meanwhile: the agent of an earlier test, killed mid-game)."""
+        return next((g for g in self.games()[before:] if g["reason"] == reason), None)
+
+
+class Client:
+    """A hand-driven KGP connection."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.file = self.sock.makefile("rb")
+
+    def send(self, text: str | bytes) -> None:
+        self.sock.sendall(text if isinstance(text, bytes) else text.encode() + b"\r\n")
+
+    def line(self) -> str:
+        return self.file.readline().decode().rstrip("\r\n")
+
+    def until(self, word: str) -> str:
+        """The next line whose command is `word` (ids and refs aside)."""
+        for _ in range(200):
+            got = self.line()
+            if not got:
+                raise AssertionError(f"the connection closed before {word!r}")
+            if re.match(rf"^[0-9]*(@[0-9]+)? ?{word}\b", got):
+                return got
+        raise AssertionError(f"no {word!r}")
+
+    def enter(self, token: str) -> None:
+        assert self.line() == "kgp 1 0 1"
+        self.send(f'1 set auth:token "{token}"')
+        self.send("3 mode freeplay")
+        assert "ok" in self.until("ok")
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
+    port, ws_port = free_port(), free_port()
+    args = ("--kgp-port", str(port), "--kgp-websocket-port", str(ws_port))
+    server = Server(tmp_path_factory.mktemp("kgp") / "class", args=args)
+    try:
+        people = make_class(server, server.start(), ["tom"])
+        people["teach"].post("/teacher/references", {"greedy": "on"}, page="/teacher")
+        page = people["tom"].http.get(server.url + "/me", timeout=30).text
+        token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+        until("the ladder's bots", lambda: any((server.class_dir / "bots").iterdir()), 60)
+        yield Kit(server, port, ws_port, token)
+    finally:
+        server.stop()
+
+
+def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
+    agent = subprocess.Popen(
+        [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        until("two practice games", lambda: len(kit.games()) >= 2, 120)
+    finally:
+        agent.kill()
+        agent.wait()
+    first, second = kit.games()[:2]
+    assert {first["south"], first["north"]} == {"tom (KGP)", "greedy"}
+    assert first["south"] == second["north"], "a game from each side"
+    for game in (first, second):
+        assert game["faulty"] is None and game["remote"] and game["agent"] == "spec agent", game
+        assert len(game["moves"]) > 10  # type: ignore[arg-type]
+    rules = parse_rules(str(first["rules"]))
+    for game in practice_games(ClassDir(kit.server.class_dir), "tom")[
+        :2
+    ]:  # replayable: the moves play out to the stores
+        pos = rules.initial()
+        for move in game.moves:
+            pos = rules.play(pos, move)
+        assert rules.is_over(pos) and (pos.store(0), pos.store(1)) == (game.south_store, game.north_store)
+    ladder = (kit.server.class_dir / "ladder" / "arena.sqlite").read_bytes()
+    assert b"tom (KGP)" not in ladder, "practice games never go to the ladder's store"
+
+
+def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{kit.ws_port}/socket") as ws:
+        assert ws.recv(timeout=20) == "kgp 1 0 1"
+        ws.send('1 set info:name "ws agent"')
+        ws.send(f'3 set auth:token "{kit.token}"')
+        ws.send("5 mode freeplay")
+        ident = 7
+        while not any(g["agent"] == "ws agent" and g["faulty"] is None for g in kit.games()):
+            message = str(ws.recv(timeout=20))
+            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>", message)
+            if found:  # the first legal pit, then yield
+                n, _, _, *pits = map(int, found.group(2).split(","))
+                pit = next(k + 1 for k in range(n) if pits[k])
+                ws.send(f"{ident}@{found.group(1)} move {pit}")
+                ws.send(f"{ident + 2}@{found.group(1)} yield")
+                ident += 4
+    with pytest.raises(Exception, match="404"):
+        connect(f"ws://127.0.0.1:{kit.ws_port}/elsewhere")
+
+
+def test_garbage_and_an_over_long_line_are_answered_error_and_a_dropped_connection_forfeits(kit: Kit) -> None:
+    before = len(kit.games())
+    client = Client(kit.port)
+    assert client.line() == "kgp 1 0 1"
+    client.send("7 this is @@ not KGP!")
+    assert re.match(r"^[0-9]+@7 error ", client.until("error"))
+    client.send(b"x" * 20000 + b"\r\n")
+    assert "longer than" in client.until("error")
+    client.send(f'set auth:token "{kit.token}"')
+    client.send("mode freeplay")
+    client.until("ok")
+    client.until("state")
+    client.close()  # dropped mid-game
+    lost = until("the forfeit", lambda: kit.since(before, "crash"), 30)
+    assert lost["faulty"] == "tom (KGP)" and "connection closed" in str(lost["detail"]), lost
+
+
+def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_connections(kit: Kit) -> None:
+    before = len(kit.games())
+    silent = Client(kit.port)
+    silent.enter(kit.token)
+    silent.until("state")  # and never a move: the clock's forfeit, then goodbye
+    silent.until("goodbye")
+    assert silent.line() == "", "and the connection closed"
+    silent.close()
+    lost = until("the timeout", lambda: kit.since(before, "timeout"), 30)
+    assert lost["faulty"] == "tom (KGP)" and "no move within" in str(lost["detail"]), lost
+    held = [Client(kit.port), Client(kit.port)]
+    for client in held:
+        client.enter(kit.token)
+    third = Client(kit.port)
+    assert third.line() == "kgp 1 0 1"
+    third.send(f'set auth:token "{kit.token}"')
+    third.send("mode freeplay")
+    assert "at most 2 connections" in third.until("error")
+    for client in (*held, third):
+        client.close()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.text(min_size=0, max_size=300), min_size=1, max_size=8))
+def fuzz_one(port: int, lines: list[str]) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        sock.sendall(b"".join(line.encode("utf-8", "replace") + b"\r\n" for line in lines))
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(20)
+        while sock.recv(65536):
+            pass  # the server answers what it will and closes: never hangs
+
+
+def test_fuzzed_lines_before_the_token_never_bring_the_listener_down(kit: Kit) -> None:
+    began = time.monotonic()
+    fuzz_one(kit.port)  # type: ignore[call-arg]
+    assert time.monotonic() - began < 120
+    client = Client(kit.port)
+    client.enter(kit.token)  # still serving
+    client.close()
+
+
+def test_a_student_plays_so_many_practice_games_a_day(kit: Kit) -> None:
+    path = kit.server.class_dir / "practice" / "tom.jsonl"
+    kept = path.read_bytes()
+    row = json.dumps({**kit.games()[0], "at": time.time()}) + "\n"
+    try:
+        path.write_bytes(kept + row.encode() * 1000)
+        client = Client(kit.port)
+        client.enter(kit.token)
+        assert "1000 practice games in 24 hours" in client.until("error")
+        client.close()
+    finally:
+        path.write_bytes(kept)
+
+
+def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:
+    """Last: the throttle then refuses every token from this address for a while."""
+    none = Client(kit.port)
+    assert none.line() == "kgp 1 0 1"
+    none.send("mode freeplay")
+    assert "auth:token required" in none.until("error")
+    assert none.until("goodbye")
+    none.close()
+    for _ in range(5):
+        client = Client(kit.port)
+        assert client.line() == "kgp 1 0 1"
+        client.send('set auth:token "not-my-token"')
+        client.send("mode freeplay")
+        assert "no valid token" in client.until("error")
+        assert client.until("goodbye")
+        client.close()
+    client = Client(kit.port)
+    assert client.line() == "kgp 1 0 1"
+    client.send(f'set auth:token "{kit.token}"')  # the right one, too late
+    client.send("mode freeplay")
+    assert "too many wrong tokens" in client.until("error")
+    client.close()
