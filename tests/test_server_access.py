@@ -310,6 +310,22 @@ def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> N
     assert not re.search(r"\d\.\d+ \[", ladder)
 
 
+def test_every_time_is_one_that_reads_in_the_readers_zone(world: World) -> None:
+    """The ladder's update and games, a game, a version's upload: each a <time> in UTC that the page's
+    script shows in the reader's zone, with UTC on hover; no raw ISO text (the ladder said
+    'updated 2026-11-27T03:40:00+00:00')."""
+    import re
+
+    alice = world.clients["alice"]
+    stamp = re.compile(r'<time datetime="[\d:T-]+\+00:00" class="utc" title="[\d -]+:\d\d UTC">')
+    version = f"/versions/{world.versions['alice']}"
+    for path, least in (("/ladder", 3), ("/games/1", 1), ("/me", 1), (version, 1)):
+        shown = alice.get(path).content.decode()
+        assert len(stamp.findall(shown)) >= least, (path, shown)
+        visible = re.sub(r"<[^>]*>", "", re.sub(r"(?s)<script.*?</script>", "", shown))
+        assert not re.search(r"\d\d:\d\d:\d\d", visible), (path, "a raw timestamp on the page")
+
+
 def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
     bob = world.clients["bob"]
     alice_version = world.versions["alice"]

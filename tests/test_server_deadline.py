@@ -51,7 +51,10 @@ def test_a_deadline_with_an_offset_is_that_moment(teacher: Any) -> None:
     teacher.post("/teacher/freeze", {"when": "2030-12-01T17:00+02:00"})
     assert classroom().freeze_at == datetime(2030, 12, 1, 15, 0, tzinfo=UTC)
     shown = page(teacher)
-    assert '<time datetime="2030-12-01T15:00:00+00:00" class="utc">2030-12-01 15:00 UTC</time>' in shown
+    assert (
+        '<time datetime="2030-12-01T15:00:00+00:00" class="utc" title="2030-12-01 15:00 UTC">'
+        "2030-12-01 15:00 UTC</time>" in shown
+    )
     teacher.post("/teacher/freeze", {"when": "2030-12-01T17:00"})
     assert classroom().freeze_at == datetime(2030, 12, 1, 17, 0, tzinfo=UTC), (
         "no offset: UTC, as the form says"

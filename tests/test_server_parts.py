@@ -263,3 +263,34 @@ def test_one_password_hash_at_a_time_per_process() -> None:
     for t in threads:
         t.join(timeout=30)
     assert most == hashing.HASHING == 1
+
+
+def test_before_the_class_exists_every_page_that_needs_it_says_so_alike(django_class: Path) -> None:
+    """One guard (views/common.in_class): before the class was made, a page answered as each view chose (a
+    student's page at 200 without a class, the teacher's pages a redirect or a message, a join form that
+    took any code), now each the same one line."""
+    from django.test import Client
+
+    from arena.server import accounts
+    from arena.server.models import Role
+    from arena.server.views.common import NO_CLASS
+
+    student, teacher = Client(), Client()
+    student.force_login(accounts.add_member("ida", "a long password 5").user)
+    teacher.force_login(accounts.add_member("tom", "a long password 6", Role.TEACHER).user)
+    for client, method, path in (
+        (student, "get", "/me"),
+        (student, "post", "/me/upload"),
+        (student, "get", "/ladder"),
+        (student, "get", "/games/1"),
+        (teacher, "get", "/teacher"),
+        (teacher, "post", "/teacher/settings"),
+        (teacher, "post", "/teacher/freeze"),
+        (Client(), "get", "/join"),
+    ):
+        answer = getattr(client, method)(path)
+        assert answer.status_code == 409 and NO_CLASS in answer.content.decode(), (path, answer)
+    for path in ("/ladder.json", "/final.json"):
+        answer = student.get(path)
+        assert answer.status_code == 409 and answer.json() == {"error": NO_CLASS}, path
+    assert Client().post("/api/submit").json() == {"error": NO_CLASS}

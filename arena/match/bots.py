@@ -82,26 +82,30 @@ def python_kind(argv: tuple[str, ...]) -> str:
     return "python" if argv and _PYTHON.fullmatch(os.path.basename(argv[0])) else ""
 
 
-def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None) -> str:
+def run_command(path: Path, argv: tuple[str, ...] | None = None, here: Path | None = None,
+                named: str | None = None) -> str:  # fmt: skip
     """How a person runs the bot at `path` from a shell, short and real: `python3 -P bots/mybot.py` for a
     single-file Python bot (-P as arena runs it, so bots/random.py cannot shadow the standard library),
     `bots/mybot` for a program, `(cd bots/mybot && ./run)` for a folder with its bot.toml command (`argv`,
-    when known). The path is shown relative to `here` (the current folder) when it lies inside it."""
-    shown = _shown(path, here or Path.cwd())
+    when known). The path is shown relative to `here` (the current folder) when it lies inside it.
+    `named`: a folder bot's folder as its author has it, shown instead of where it lies here (the class
+    server's copy); '' when they are in it (an uploaded file, which the server wrapped in a folder)."""
+    shown = _shown(path, here or Path.cwd()) if named is None else named
     if path.suffix == ".py" and not path.is_dir():
         return f"python3 -P {shlex.quote(shown)}"
     if path.is_dir():
         run = "the command in its bot.toml" if argv is None else shlex.join(_short(argv, path))
-        return f"(cd {shlex.quote(shown)} && {run})"
+        return f"(cd {shlex.quote(shown)} && {run})" if shown else run
     return shlex.quote(shown if "/" in shown else f"./{shown}")
 
 
 def reproduce_command(lines: tuple[str, ...] | list[str], path: Path, argv: tuple[str, ...] | None = None,
-                      here: Path | None = None) -> str:  # fmt: skip
+                      here: Path | None = None, named: str | None = None) -> str:  # fmt: skip
     """The one command, everywhere arena prints one (the page, `arena replay`, `arena check`), that feeds
-    the bot the referee's `lines` of a game: `printf '...' | python3 -P bots/mybot.py`."""
+    the bot the referee's `lines` of a game: `printf '...' | python3 -P bots/mybot.py` (`named`: as in
+    run_command)."""
     text = shlex.quote("".join(line + "\\n" for line in lines))
-    run = run_command(path, argv, here)
+    run = run_command(path, argv, here, named)
     if run.startswith("(cd "):  # the pipe goes into the command inside the brackets
         folder, _, command = run[1:-1].partition(" && ")
         return f"({folder} && printf {text} | {command})"

@@ -12,6 +12,7 @@ one place and the authorization tests (tests/test_server_access.py) hold them to
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -20,6 +21,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 
+from arena.server import throttle
 from arena.server.models import Classroom, Member, Scrimmage, Submission, Visibility
 
 View = Callable[..., HttpResponse]
@@ -31,6 +33,23 @@ def member_of(request: HttpRequest) -> Member | None:
     if not user.is_authenticated or not user.is_active:
         return None
     return Member.objects.filter(user=user).select_related("active").first()
+
+
+def member_by_token(request: HttpRequest) -> Member | None:
+    """The member whose token the request carries ('Authorization: Bearer TOKEN', as `arena submit` sends
+    it), if any and active; tries are throttled as sign-ins are (throttle.py)."""
+    if not throttle.token_allowed(request):
+        request.axes_locked_out = True  # type: ignore[attr-defined]  # axes' middleware answers 429
+        return None
+    header = str(request.META.get("HTTP_AUTHORIZATION", ""))
+    given = header.removeprefix("Bearer ").strip()
+    if not given or not header.startswith("Bearer "):
+        return None
+    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
+    if found is None or not hmac.compare_digest(found.token, given):
+        throttle.token_failed(request)
+        return None
+    return found
 
 
 def signed_in(view: View) -> View:

@@ -8,6 +8,7 @@ looks like a member's already (`rnybot` beside `mybot`); a name arena would refu
 from __future__ import annotations
 
 import re
+import secrets
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -66,6 +67,22 @@ def add_member(username: str, password: str, role: str = Role.STUDENT) -> Member
 
 
 def make_teacher(member: Member) -> None:
+    """A teacher of the class (Django's admin too); a student's bot leaves the ladder."""
     member.role = Role.TEACHER
     member.save(update_fields=["role"])
     User.objects.filter(pk=member.user_id).update(is_staff=True, is_superuser=True)
+    Member.objects.filter(pk=member.pk).update(active=None)
+
+
+def new_password(member: Member) -> str:
+    """Reset the member's password to a new random one, returned to be shown once."""
+    password = secrets.token_urlsafe(9)
+    member.user.set_password(password)
+    member.user.save(update_fields=["password"])
+    return password
+
+
+def remove(member: Member) -> None:
+    """The member can no longer sign in and their bot leaves the ladder; their versions are kept."""
+    User.objects.filter(pk=member.user_id).update(is_active=False)
+    Member.objects.filter(pk=member.pk).update(active=None)

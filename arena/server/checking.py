@@ -10,6 +10,7 @@ import logging
 from django.db import transaction
 
 from arena.match.bots import BotError, load_bot
+from arena.match.confine.grants import ungranted
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, Submission
 from arena.student.check import ARENA_BOTS, check, reference_bots
@@ -35,8 +36,11 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
     member = submission.member
     folder = where.version(member.slug, submission.number)
     try:
+        bot = load_bot(folder)
+        if asked := ungranted(bot.paths, settings.read_only):
+            raise BotError(not_readable(asked))
         refs = reference_bots((where.references, ARENA_BOTS))
-        report = check(load_bot(folder), settings, refs)
+        report = check(bot, settings, refs, named=folder_named(submission.filename))
         submission.checklist = report.to_dict()
         submission.verdict = report.verdict()
         submission.status = Status.FAILED if report.fails else Status.PASSED
@@ -55,6 +59,23 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
         if submission.status == Status.PASSED and classroom is not None and not classroom.frozen():
             activate(classroom, member, submission)
     return submission
+
+
+def folder_named(filename: str) -> str:
+    """The uploaded bot's folder as its author has it, for the checklist's reproduce lines: a zipped
+    folder's (mybot.zip, as arena submit zips bots/mybot) or '' for a single file, which the student runs
+    where it lies (the server wrapped it in a folder of its own)."""
+    return filename[:-4] if filename.lower().endswith(".zip") and len(filename) > 4 else ""
+
+
+def not_readable(asked: list[str]) -> str:
+    """Why a bot whose bot.toml asks to read `asked` cannot play here: arena serve grants no paths (arena
+    run's --read-only is the teacher's at a terminal, not a flag of the server)."""
+    return (
+        f"its bot.toml asks to read {', '.join(asked)}: this class's server lets a bot read its own folder "
+        "alone (the teacher cannot grant it more here), so put the files it needs in its folder and remove "
+        "paths from its bot.toml"
+    )
 
 
 def activate(classroom: Classroom, member: Member, submission: Submission) -> None:

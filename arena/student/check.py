@@ -263,14 +263,14 @@ class Sampler:
 # --- the check ----------------------------------------------------------------------------------------------
 
 
-def command_line(bot: Bot, lines: tuple[str, ...], wait_s: int = 0) -> str:
+def command_line(bot: Bot, lines: tuple[str, ...], wait_s: int = 0, named: str | None = None) -> str:
     """A shell line that feeds `lines` to the bot as the referee did (outside the sandbox): the one
     reproduce command (bots.reproduce_command). `wait_s`: then keep its input open (as the referee does) and
-    say whether it was still running after that long."""
+    say whether it was still running after that long. `named`: the bot's folder as its author has it."""
     if not wait_s:
-        return reproduce_command(lines, bot.path, bot.argv)
+        return reproduce_command(lines, bot.path, bot.argv, named=named)
     text = shlex.quote("".join(line + "\\n" for line in lines))
-    run = run_command(bot.path, bot.argv)
+    run = run_command(bot.path, bot.argv, named=named)
     inner = run[1:-1].partition(" && ") if run.startswith("(cd ") else ("", "", run)
     timed = (
         f"(printf {text}; sleep {wait_s + 1}) | timeout {wait_s} {inner[2]}; "
@@ -316,11 +316,13 @@ def check(
     settings: Settings | None = None,
     references: dict[str, Bot] | None = None,
     say: Callable[[str], None] | None = None,
+    named: str | None = None,
 ) -> Report:
     """Play the check's games with `bot` (confined as `arena run` would) and return its checklist.
     `references`: greedy and random (default: arena's bundled bots). Raises RulesError for rules the bot's
     protocol cannot play, BotError when there are no reference bots. A bot with a build (bot.toml `build`)
-    is built first, confined as `arena run` builds it; `say` hears of a build before it runs."""
+    is built first, confined as `arena run` builds it; `say` hears of a build before it runs. `named`: the
+    bot's folder as its author has it, for the reproduce lines (bots.run_command), when it lies elsewhere."""
     settings = settings or Settings()
     rules = settings.game_rules()
     check_rules((bot,), rules)
@@ -352,11 +354,11 @@ def check(
     try:
         with Sampler(me) as sampler:
             for number, trial in enumerate(trials(bot, rules), 1):
-                items.append(_game(number, trial, me, opponents[trial.opponent], limits, tally))
+                items.append(_game(number, trial, me, opponents[trial.opponent], limits, tally, named))
                 sampler.look()
             if bot.anytime:
                 items.append(_anytime(me))
-            items.append(_quit(me, limits, tally))
+            items.append(_quit(me, limits, tally, named))
             sampler.look()
         items += _figures(bot, settings, limits, caps, tally, sampler, bounded=conf.drop_root)
     finally:
@@ -389,6 +391,7 @@ def _game(
     ref: Player,
     limits: Limits,
     tally: _Tally,
+    named: str | None = None,
 ) -> Item:
     """Play one trial: its item; the bot's move times and a new process's startup go to the tally."""
     process_is = "second game in one process (NEWGAME after END)"
@@ -444,7 +447,7 @@ def _game(
         problem,
         _tail(record.stderr.get(me.name, "")),
         lines,
-        command_line(me.bot, lines) if v1 else "",
+        command_line(me.bot, lines, named=named) if v1 else "",
     )
 
 
@@ -479,7 +482,7 @@ def _anytime(me: Player) -> Item:
     return Item(name, OK, summary)
 
 
-def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
+def _quit(me: Player, limits: Limits, tally: _Tally, named: str | None = None) -> Item:
     """QUIT to the bot's process after its games (to a new one if the last game ended it): it must exit
     within the referee's grace, or be killed."""
     grace = limits.quit_grace_ms
@@ -508,7 +511,7 @@ def _quit(me: Player, limits: Limits, tally: _Tally) -> Item:
             f"exit when {word} comes (the referee kills a bot that stays, and every game's end waits for it)",
             _tail(me.stderr_tail()),
             lines if v1 else (),
-            command_line(me.bot, lines, wait_s=1) if v1 else "",
+            command_line(me.bot, lines, wait_s=1, named=named) if v1 else "",
         )
     said = f" with code {code}" if code else ""
     return Item(name, OK, f"exited{said} in {took:.0f} ms")

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from arena.server import accounts
 from arena.server.models import Classroom, Member, Role, TeacherLink, digest
+from arena.server.views.common import in_class
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"  # a new member's own sign-in (no password asked)
 
@@ -59,9 +60,9 @@ def _password_problem(password: str, again: str, username: str) -> str | None:
     return None
 
 
-def join(request: HttpRequest, code: str = "") -> HttpResponse:
+@in_class
+def join(request: HttpRequest, classroom: Classroom, code: str = "") -> HttpResponse:
     """A student joins with the class's code (from the teacher's link) and chooses name and password."""
-    classroom = Classroom.current()
     context: dict[str, Any] = {"code": request.POST.get("code", code), "classroom": classroom}
     if request.method != "POST":
         return render(request, "classroom/join.html", context)
@@ -69,7 +70,7 @@ def join(request: HttpRequest, code: str = "") -> HttpResponse:
     context["username"] = username
     password, again = request.POST.get("password", ""), request.POST.get("password2", "")
     error = None
-    if classroom is None or context["code"].strip() != classroom.join_code:
+    if context["code"].strip() != classroom.join_code:
         error = "that join code is not this class's: ask your teacher for the class's link"
     else:
         error = _password_problem(password, again, username)

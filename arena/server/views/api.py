@@ -4,31 +4,14 @@ line when refused."""
 
 from __future__ import annotations
 
-import hmac
-
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from arena.server import throttle
-from arena.server.models import Member, Submission
-from arena.server.views.student import upload_from
-
-
-def _bearer(request: HttpRequest) -> Member | None:
-    """The member whose token the request carries ('Authorization: Bearer TOKEN'), if any and active."""
-    if not throttle.token_allowed(request):
-        request.axes_locked_out = True  # type: ignore[attr-defined]  # axes' middleware answers 429
-        return None
-    header = str(request.META.get("HTTP_AUTHORIZATION", ""))
-    given = header.removeprefix("Bearer ").strip()
-    if not given or not header.startswith("Bearer "):
-        return None
-    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
-    if found is None or not hmac.compare_digest(found.token, given):
-        throttle.token_failed(request)
-        return None
-    return found
+from arena.server.access import member_by_token
+from arena.server.models import Classroom, Submission
+from arena.server.uploads import stored
+from arena.server.views.common import class_dir, in_class
 
 
 def _status(found: Submission) -> dict[str, object]:
@@ -43,11 +26,12 @@ def _status(found: Submission) -> dict[str, object]:
 
 @csrf_exempt
 @require_POST
-def submit(request: HttpRequest) -> HttpResponse:
-    member = _bearer(request)
+@in_class(json=True)
+def submit(request: HttpRequest, classroom: Classroom) -> HttpResponse:
+    member = member_by_token(request)
     if member is None:
         return JsonResponse({"error": "no valid token: copy it from your page on the server"}, status=401)
-    kind, said = upload_from(request, member)
+    kind, said = stored(request, class_dir(), classroom, member)
     if kind == "error":
         return JsonResponse({"error": said}, status=400)
     return JsonResponse(_status(said), status=201)
@@ -55,7 +39,7 @@ def submit(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def version(request: HttpRequest, ident: int) -> HttpResponse:
-    member = _bearer(request)
+    member = member_by_token(request)
     if member is None:
         return JsonResponse({"error": "no valid token: copy it from your page on the server"}, status=401)
     found = Submission.objects.filter(pk=ident, member=member).first()

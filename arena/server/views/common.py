@@ -1,16 +1,22 @@
-"""The front door and the errors every page shares, each one line for a person to read."""
+"""What every page shares: the front door, the errors, each one line for a person to read, the class folder,
+and one guard for the pages that need the class (none before the teacher's first sign-in creates it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
+from typing import Any, overload
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from arena.server.access import member_of
+from arena.server.access import View, member_of
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom
+
+NO_CLASS = "the class has not been created yet: its teacher creates it with the link arena serve printed"
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -28,10 +34,31 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return render(request, "classroom/message.html", {"title": "Form refused", "text": text}, status=403)
 
 
-def classroom_or_none() -> Classroom | None:
-    return Classroom.current()
-
-
 def class_dir() -> ClassDir:
     """The class folder the server was started on."""
     return ClassDir(Path(settings.ARENA_CLASS_DIR))
+
+
+@overload
+def in_class(view: View) -> View: ...
+@overload
+def in_class(*, json: bool) -> Callable[[View], View]: ...
+def in_class(view: View | None = None, *, json: bool = False) -> Any:
+    """The class for a view that needs it, given as `classroom`; before there is one, every such address
+    answers the same one line (409), a page or (`json`) {"error": ...}. Under signed_in/teacher_only, so
+    that a visitor is sent to sign in first."""
+
+    def guard(inner_view: View) -> View:
+        @wraps(inner_view)
+        def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            classroom = Classroom.current()
+            if classroom is None:
+                if json:
+                    return JsonResponse({"error": NO_CLASS}, status=409)
+                context = {"title": "No class yet", "text": NO_CLASS}
+                return render(request, "classroom/message.html", context, status=409)
+            return inner_view(request, *args, classroom=classroom, **kwargs)
+
+        return inner
+
+    return guard if view is None else guard(view)

@@ -7,65 +7,58 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from arena.server import final, ladder
 from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
-from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member
+from arena.server.views.common import class_dir, in_class
 
 HIDDEN = "the teacher has hidden the ladder for now"
 NOT_YET = "the final's results are not released yet"
 
 
-def _where() -> ClassDir:
-    return ClassDir(Path(settings.ARENA_CLASS_DIR))
-
-
 def _folder(which: str) -> Path:
-    return final.final_folder(_where()) if which == "final" else _where().ladder
+    return final.final_folder(class_dir()) if which == "final" else class_dir().ladder
 
 
-def _allowed(member: Member, which: str) -> str | None:
+def _allowed(member: Member, classroom: Classroom, which: str) -> str | None:
     """Why `member` may not see the ladder or the final now (None: they may)."""
-    classroom = Classroom.current()
-    if classroom is None:
-        return "the class has not been created yet"
     if which == "final":
         return None if sees_final(member, classroom) else NOT_YET
     return None if sees_ladder(member, classroom) else HIDDEN
 
 
 @signed_in
-def board(request: HttpRequest, member: Member, which: str = "ladder") -> HttpResponse:
-    why = _allowed(member, which)
+@in_class
+def board(request: HttpRequest, member: Member, classroom: Classroom, which: str = "ladder") -> HttpResponse:
+    why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
-    context = {
-        "member": member,
-        "which": which,
-        "data": ladder.snapshot(_folder(which)),
-        "classroom": Classroom.current(),
-    }
+    context = {"member": member, "which": which, "data": ladder.snapshot(_folder(which))}
     return render(request, "classroom/ladder.html", context)
 
 
 @signed_in
-def board_json(request: HttpRequest, member: Member, which: str = "ladder") -> HttpResponse:
-    why = _allowed(member, which)
+@in_class(json=True)
+def board_json(
+    request: HttpRequest, member: Member, classroom: Classroom, which: str = "ladder"
+) -> HttpResponse:
+    why = _allowed(member, classroom, which)
     if why:
         return JsonResponse({"error": why}, status=403)
     data = ladder.snapshot(_folder(which))
-    classroom = Classroom.current()
-    data["status"] = classroom.ladder_note if classroom else ""
+    data["status"] = classroom.ladder_note
     return JsonResponse(data)
 
 
 @signed_in
-def game(request: HttpRequest, game_id: int, member: Member, which: str = "ladder") -> HttpResponse:
-    why = _allowed(member, which)
+@in_class
+def game(
+    request: HttpRequest, game_id: int, member: Member, classroom: Classroom, which: str = "ladder"
+) -> HttpResponse:
+    why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
     shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member))

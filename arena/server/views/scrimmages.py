@@ -14,18 +14,16 @@ from django.views.decorators.http import require_POST
 from arena.server import ladder, scrimmages
 from arena.server.access import own_scrimmage, own_submission, sees_stderr, signed_in
 from arena.server.models import Classroom, Member
-from arena.server.views.common import class_dir
+from arena.server.views.common import class_dir, in_class
 
 
 @require_POST
 @signed_in
-def ask(request: HttpRequest, member: Member) -> HttpResponse:
-    classroom = Classroom.current()
+@in_class
+def ask(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     version = own_submission(member, request.POST.get("version", "0") or "0")
     opponent = request.POST.get("opponent", "")
     try:
-        if classroom is None:
-            raise scrimmages.Refused("the class has not been created yet")
         found = scrimmages.ask(class_dir(), classroom, member, version, opponent)
     except scrimmages.Refused as e:
         messages.error(request, str(e))
@@ -41,7 +39,6 @@ def show(request: HttpRequest, ident: int, member: Member) -> HttpResponse:
     found = own_scrimmage(member, ident)
     context = {
         "member": member,
-        "classroom": Classroom.current(),
         "scrimmage": found,
         "opponent": scrimmages.shown(found.opponent),
         "games": scrimmages.games(class_dir(), found),
@@ -56,5 +53,5 @@ def game(request: HttpRequest, ident: int, game_id: int, member: Member) -> Http
     shown = ladder.game(folder, game_id, partial(sees_stderr, member))
     if shown is None:
         raise Http404("no such game")
-    context = {"member": member, "classroom": Classroom.current(), "game": shown, "which": "scrimmage"}
+    context = {"member": member, "game": shown, "which": "scrimmage"}
     return render(request, "classroom/game.html", context)

@@ -4,7 +4,6 @@ token for `arena submit`; and one version's source. Only their own (access.own_s
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -14,39 +13,34 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import ladder, mine, scrimmages, submitting
+from arena.server import ladder, mine, scrimmages
 from arena.server.access import own_submission, sees_final, sees_ladder, sees_stderr, signed_in
 from arena.server.checking import activate
-from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, new_token
-from arena.server.unpack import Rejected
-from arena.server.uploads import HARD_CAP
+from arena.server.uploads import stored
+from arena.server.views.common import class_dir, in_class
 from arena.tournament.settings import Settings
 
 SHOWN_BYTES = 200_000  # of one source file on the page
 
 
-def _where() -> ClassDir:
-    return ClassDir(Path(settings.ARENA_CLASS_DIR))
-
-
 @signed_in
-def me(request: HttpRequest, member: Member) -> HttpResponse:
+@in_class
+def me(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Their bot: where it stands and its games first, then the deadline's word, then their versions."""
-    classroom = Classroom.current()
     chosen = request.GET.get("version", "")
     chosen = chosen if chosen[:1] == "v" and chosen[1:].isdigit() else ""
-    where = _where()
+    where = class_dir()
     context = {
         "member": member,
         "classroom": classroom,
         "versions": member.submissions.all()[:50],
-        "frozen": classroom.frozen() if classroom else False,
+        "frozen": classroom.frozen(),
         "server": request.build_absolute_uri("/").rstrip("/"),
         "ladder": mine.on_ladder(where, member, chosen),
         "chosen": chosen,
-        "deadline": mine.deadline(where, classroom, member) if classroom else None,
-        "sees_ladder": sees_ladder(member, classroom) if classroom else False,
+        "deadline": mine.deadline(where, classroom, member),
+        "sees_ladder": sees_ladder(member, classroom),
         "passed": member.submissions.filter(status=Status.PASSED)[:50],
         "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
         "scrimmages": member.scrimmages.select_related("submission")[:20],
@@ -54,28 +48,11 @@ def me(request: HttpRequest, member: Member) -> HttpResponse:
     return render(request, "classroom/me.html", context)
 
 
-def upload_from(request: HttpRequest, member: Member) -> tuple[str, Any]:
-    """Store the request's upload as a version: ('ok', submission) or ('error', one line)."""
-    classroom = Classroom.current()
-    if classroom is None:
-        return "error", "the class has not been created yet"
-    file = request.FILES.get("bot")  # read first: the upload's handler marks one far too big as it reads
-    if getattr(request, "arena_too_big", False):
-        most = classroom.upload_kib
-        return "error", f"upload too big: more than {HARD_CAP >> 20} MiB; this class takes at most {most} KiB"
-    if file is None:
-        return "error", "choose a file to upload: a bot's source file, or a zip of its folder"
-    try:
-        found = submitting.submit(_where(), classroom, member, file.name or "upload", file, file.size or 0)
-    except Rejected as e:
-        return "error", str(e)
-    return "ok", found
-
-
 @require_POST
 @signed_in
-def upload(request: HttpRequest, member: Member) -> HttpResponse:
-    kind, said = upload_from(request, member)
+@in_class
+def upload(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
+    kind, said = stored(request, class_dir(), classroom, member)
     if kind == "error":
         messages.error(request, said)
     else:
@@ -85,13 +62,13 @@ def upload(request: HttpRequest, member: Member) -> HttpResponse:
 
 @require_POST
 @signed_in
-def choose(request: HttpRequest, member: Member) -> HttpResponse:
+@in_class
+def choose(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Pick which passed version plays (not after the deadline: the frozen one plays the final)."""
-    classroom = Classroom.current()
     found = own_submission(member, request.POST.get("version", "0") or "0")
     if found.member_id != member.pk:  # a teacher picks from the student's own page, not here
         messages.error(request, "that version is not yours")
-    elif classroom is None or classroom.frozen():
+    elif classroom.frozen():
         messages.error(request, "the deadline has passed: the frozen version plays the final")
     elif found.status != Status.PASSED:
         messages.error(request, f"version {found.number} has not passed its check, so it cannot play")
@@ -110,14 +87,14 @@ def token(request: HttpRequest, member: Member) -> HttpResponse:
 
 
 @signed_in
-def reference_game(request: HttpRequest, game_id: int, member: Member) -> HttpResponse:
+@in_class
+def reference_game(request: HttpRequest, game_id: int, member: Member, classroom: Classroom) -> HttpResponse:
     """A game of the final's against a reference bot, once the results are released (the teacher's
     always): a student's own stderr in it, never another's."""
-    classroom = Classroom.current()
-    if classroom is None or not sees_final(member, classroom):
+    if not sees_final(member, classroom):
         text = "the final's results are not released yet"
         return render(request, "classroom/message.html", {"title": "Not now", "text": text}, status=403)
-    shown = ladder.game(_where().final / "references", game_id, partial(sees_stderr, member))
+    shown = ladder.game(class_dir().final / "references", game_id, partial(sees_stderr, member))
     if shown is None:
         raise Http404("no such game")
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "final"})
@@ -136,7 +113,7 @@ def version(request: HttpRequest, number: int, member: Member) -> HttpResponse:
 def source(request: HttpRequest, number: int, member: Member) -> HttpResponse:
     """One version's files as stored (and built), as text."""
     found = own_submission(member, number)
-    folder = _where().version(found.member.slug, found.number)
+    folder = class_dir().version(found.member.slug, found.number)
     files: list[dict[str, Any]] = []
     try:
         for info, f in bot_files(folder, strict=False):

@@ -3,13 +3,9 @@ students see, the limits and the pass rule, the deadline, the reference bots, an
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime
-from pathlib import Path
 
-from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -17,21 +13,14 @@ from django.views.decorators.http import require_POST
 
 from arena.server import accounts, final, gradebook, ladder
 from arena.server.access import teacher_only
-from arena.server.classdir import REFERENCES, ClassDir
+from arena.server.classdir import REFERENCES
 from arena.server.models import Classroom, Member, Role, Visibility
-
-
-def _where() -> ClassDir:
-    return ClassDir(Path(settings.ARENA_CLASS_DIR))
+from arena.server.views.common import class_dir, in_class
 
 
 @teacher_only
-def dashboard(request: HttpRequest, member: Member) -> HttpResponse:
-    classroom = Classroom.current()
-    if classroom is None:
-        return render(
-            request, "classroom/message.html", {"title": "No class", "text": "the class is not created"}
-        )
+@in_class
+def dashboard(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     members = (
         Member.objects.select_related("user", "active")
         .prefetch_related("submissions")
@@ -44,8 +33,8 @@ def dashboard(request: HttpRequest, member: Member) -> HttpResponse:
         "join": request.build_absolute_uri(f"/join/{classroom.join_code}"),
         "visibilities": Visibility.choices,
         "references": REFERENCES,
-        "snapshot": ladder.snapshot(_where().ladder),
-        "results": final.results(_where()) is not None,
+        "snapshot": ladder.snapshot(class_dir().ladder),
+        "results": final.results(class_dir()) is not None,
         "now": timezone.now(),
     }
     return render(request, "classroom/teacher.html", context)
@@ -60,11 +49,9 @@ def _number(request: HttpRequest, key: str, low: int, high: int, default: int) -
 
 @require_POST
 @teacher_only
-def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
+@in_class
+def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Visibility, limits and the pass rule."""
-    classroom = Classroom.current()
-    if classroom is None:
-        return redirect("teacher")
     visibility = request.POST.get("visibility", classroom.visibility)
     if visibility in Visibility.values:
         classroom.visibility = visibility
@@ -87,13 +74,11 @@ def class_settings(request: HttpRequest, member: Member) -> HttpResponse:
 
 @require_POST
 @teacher_only
-def freeze(request: HttpRequest, member: Member) -> HttpResponse:
+@in_class
+def freeze(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Set the deadline ('now', or a date and time: with its UTC offset, or in UTC), or clear it: before it
     has passed, or after, as long as the final has not started (the undo of a freeze). A deadline that
     closes submissions at once is asked again before it is kept."""
-    classroom = Classroom.current()
-    if classroom is None:
-        return redirect("teacher")
     now = timezone.now()
     if classroom.frozen(now) and not classroom.undoable(now):
         messages.error(request, "the final has started: it is played from the frozen versions")
@@ -134,13 +119,11 @@ def deadline(text: str) -> datetime:
 
 @require_POST
 @teacher_only
-def references(request: HttpRequest, member: Member) -> HttpResponse:
+@in_class
+def references(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Add or remove arena's bundled reference bots from the ladder."""
-    classroom = Classroom.current()
-    if classroom is None:
-        return redirect("teacher")
     chosen = [name for name in REFERENCES if request.POST.get(name)]
-    missing = [name for name in chosen if not (_where().references / f"{name}.py").is_file()]
+    missing = [name for name in chosen if not (class_dir().references / f"{name}.py").is_file()]
     if missing:
         messages.error(request, f"this arena has no bundled {missing[0]} bot to add")
         return redirect("teacher")
@@ -153,37 +136,33 @@ def references(request: HttpRequest, member: Member) -> HttpResponse:
 
 @require_POST
 @teacher_only
-def member_action(request: HttpRequest, ident: int, action: str, member: Member) -> HttpResponse:
+@in_class
+def member_action(
+    request: HttpRequest, ident: int, action: str, member: Member, classroom: Classroom
+) -> HttpResponse:
     """Reset a member's password (the new one shown once, here), remove a student, make one a teacher."""
     other = get_object_or_404(Member.objects.select_related("user"), pk=ident)
-    classroom = Classroom.current()
     if other.pk == member.pk and action != "reset":
         messages.error(request, "that is you")
     elif action == "reset":
-        password = secrets.token_urlsafe(9)
-        other.user.set_password(password)
-        other.user.save(update_fields=["password"])
+        password = accounts.new_password(other)
         messages.success(request, f"{other.user.username}'s new password (shown once): {password}")
     elif action == "remove":
-        User.objects.filter(pk=other.user_id).update(is_active=False)
-        Member.objects.filter(pk=other.pk).update(active=None)
-        if classroom:
-            classroom.bump()
+        accounts.remove(other)
+        classroom.bump()
         messages.success(request, f"{other.user.username} is removed; their versions are kept")
     elif action == "promote" and other.role != Role.TEACHER:
         accounts.make_teacher(other)
-        Member.objects.filter(pk=other.pk).update(active=None)
-        if classroom:
-            classroom.bump()
+        classroom.bump()
         messages.success(request, f"{other.user.username} is now a teacher")
     return redirect("teacher")
 
 
 @teacher_only
-def gradebook_csv(request: HttpRequest, member: Member) -> HttpResponse:
-    classroom = Classroom.current()
-    results = final.results(_where())
-    if classroom is None or results is None:
+@in_class
+def gradebook_csv(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
+    results = final.results(class_dir())
+    if results is None:
         text = "the gradebook is made once the final has been played: set the deadline first"
         return render(
             request, "classroom/message.html", {"title": "No gradebook yet", "text": text}, status=409

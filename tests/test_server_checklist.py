@@ -1,0 +1,95 @@
+"""A version's checklist on the class server speaks of the student's own copy of the bot: its reproduce lines
+run in their folder (`cd mybot && printf ... | python3 bot.py`), never the server's
+(class/submissions/carol/1/carol), and a bot.toml asking to read paths is told what holds on this server,
+not arena run's --read-only, a flag arena serve does not take."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from arena.server.classdir import ClassDir
+
+CRASHES = (
+    b"import sys\nfor line in sys.stdin:\n    if line.startswith(('MOVE', 'QUIT')):\n        sys.exit(3)\n"
+)
+
+
+@pytest.fixture
+def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.server_kit import need_extra, setup_django
+
+    need_extra()
+    setup_django(tmp_path_factory.mktemp("checklist") / "class")
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+    return Path(settings.ARENA_CLASS_DIR)
+
+
+def _zipped(top: str, *files: tuple[str, bytes]) -> bytes:
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as z:
+        for name, data in files:
+            z.writestr(f"{top}/{name}", data)
+    return packed.getvalue()
+
+
+def _checked(where: ClassDir, name: str, data: bytes) -> dict[str, Any]:
+    from arena.server import accounts, checking, submitting
+    from arena.server.models import Classroom, Member
+    from arena.tournament.settings import Settings
+
+    classroom = Classroom.current() or Classroom.objects.create(name="C", per_day=100)
+    member = Member.objects.filter(slug="carol").first() or accounts.add_member("carol", "a long pw 77")
+    version = submitting.submit(where, classroom, member, name, io.BytesIO(data), len(data))
+    checked = checking.run_check(where, version, Settings(openings=0, move_ms=2000))
+    items: list[dict[str, Any]] = checked.checklist["items"]
+    return {"items": items, "commands": [str(i["command"]) for i in items if i.get("command")]}
+
+
+@pytest.fixture
+def where(django_class: Path) -> ClassDir:
+    from arena.server.classdir import ClassDir
+
+    made = ClassDir(django_class)
+    shutil.rmtree(made.submissions, ignore_errors=True)
+    made.make()
+    return made
+
+
+def test_a_zipped_folders_reproduce_lines_run_in_the_students_folder(where: ClassDir) -> None:
+    """Fails without the folder's name: the lines read (cd .../class/submissions/carol/1/carol && ...)."""
+    data = _zipped("mybot", ("bot.toml", b'command = "python3 bot.py"\n'), ("bot.py", CRASHES))
+    commands = _checked(where, "mybot.zip", data)["commands"]
+    assert commands, "a bot that crashes at its first move has lines to reproduce it"
+    for line in commands:
+        assert line.startswith("(cd mybot && "), line
+        assert "| python3 bot.py" in line and "submissions" not in line, line
+
+
+def test_a_single_files_reproduce_lines_run_where_the_file_is(where: ClassDir) -> None:
+    commands = _checked(where, "crasher.py", CRASHES)["commands"]
+    assert commands
+    for line in commands:
+        assert line.startswith("printf ") and line.endswith("| python3 crasher.py"), line
+        assert "submissions" not in line and "cd " not in line, line
+
+
+def test_a_paths_request_says_what_holds_on_the_server(where: ClassDir) -> None:
+    """Fails without the server's wording: it said '(--read-only /etc)', a flag arena serve does not take."""
+    toml = b'command = "python3 bot.py"\npaths = ["/etc"]\n'
+    data = _zipped("reader", ("bot.toml", toml), ("bot.py", CRASHES))
+    (item,) = _checked(where, "reader.zip", data)["items"]
+    said = str(item["summary"])
+    assert item["status"] == "FAIL", item
+    assert "--read-only" not in said and "submissions" not in said, said
+    assert "asks to read /etc" in said and "the teacher cannot grant it more here" in said, said
+    assert "put the files it needs in its folder" in said, said
