@@ -35,6 +35,13 @@ def member_of(request: HttpRequest) -> Member | None:
     return Member.objects.filter(user=user).select_related("active").first()
 
 
+def member_of_token(given: str) -> Member | None:
+    """The active member whose token `given` is, or None (compared in constant time): `arena submit`'s
+    way in and the KGP port's."""
+    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
+    return found if found is not None and hmac.compare_digest(found.token, given) else None
+
+
 def member_by_token(request: HttpRequest) -> Member | None:
     """The member whose token the request carries ('Authorization: Bearer TOKEN', as `arena submit` sends
     it), if any and active; tries are throttled as sign-ins are (throttle.py)."""
@@ -45,8 +52,8 @@ def member_by_token(request: HttpRequest) -> Member | None:
     given = header.removeprefix("Bearer ").strip()
     if not given or not header.startswith("Bearer "):
         return None
-    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
-    if found is None or not hmac.compare_digest(found.token, given):
+    found = member_of_token(given)
+    if found is None:
         throttle.token_failed(request)
         return None
     return found

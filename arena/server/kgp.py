@@ -20,7 +20,6 @@ games' work is the bots' processes.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import os
@@ -263,14 +262,6 @@ def refuse(lines: SocketLines, why: str) -> None:
     lines.quit("goodbye\r", 1.0)
 
 
-def member_by_token(given: str) -> Any:
-    """The active member whose token this is, or None."""
-    from arena.server.models import Member
-
-    found = Member.objects.filter(token=given, user__is_active=True).select_related("user").first()
-    return found if found is not None and hmac.compare_digest(found.token, given) else None
-
-
 class Gate:
     """The token check of one connection, counted by the sign-in throttle against its address."""
 
@@ -291,7 +282,9 @@ class Gate:
             return THROTTLED
         if not token:
             return NO_TOKEN
-        self.member = member_by_token(token)
+        from arena.server.access import member_of_token  # Django's models: once the worker set it up
+
+        self.member = member_of_token(token)
         if self.member is None:
             throttle.token_failed(self.request)
             return WRONG_TOKEN
