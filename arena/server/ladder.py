@@ -170,7 +170,12 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
         store.close()
     if row is None:
         return None
-    record = GameRecord.from_dict(row)
+    return replayed(GameRecord.from_dict(row), game_id, may_see, row["finished_at"])
+
+
+def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any) -> dict[str, Any]:
+    """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
+    practice file): `at` is when it was played (a datetime or the store's ISO text)."""
     shown = replay(record)
     pits = len(shown.start.board) // 2 - 1
     plies = [
@@ -195,5 +200,5 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
         "fault": fault,
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
-        "at": row["finished_at"],
+        "at": at,
     }
