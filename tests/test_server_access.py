@@ -91,6 +91,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with Tournament(where.ladder, settings_) as cup:
         cup.run(where.bots, rounds=1)
         ladder.write_snapshot(cup, "test", True)
+    _practice(where, "alice")
     final_bots = where.final / "bots"
     field.sync(final_bots, field.wanted(where, classroom))
     with Tournament(where.final / "ranking", settings_) as cup:
@@ -125,6 +126,33 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     )
 
 
+def _practice(where: Any, slug: str) -> None:
+    """A practice game of `slug`'s KGP agent, as the KGP port stores one: the ladder's game 1, replayed."""
+    from dataclasses import replace
+
+    from arena.match.record import GameRecord
+    from arena.server import kgp
+    from arena.tournament import queries
+    from arena.tournament.store import STORE_FILE, Store
+
+    store = Store(where.ladder / STORE_FILE, create=False)
+    try:
+        record = GameRecord.from_dict(queries.game_record(store, 1) or {})
+    finally:
+        store.close()
+    agent = kgp.agent_name(slug)
+    assert slug in (record.south, record.north), record
+    named = {slug: agent}
+    played = replace(
+        record,
+        south=named.get(record.south, record.south),
+        north=named.get(record.north, record.north),
+        winner=named.get(record.winner or "", record.winner),
+        stderr={},
+    )
+    kgp.store(where, slug, played, "test")
+
+
 SIGNIN = "signin"  # anonymous: sent to sign in
 OK, DENIED = "ok", "denied"  # denied: 403 or 404, never the content
 
@@ -153,6 +181,7 @@ def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...
         ("scrimmage_ask", "post", f"/me/scrimmages?version={a}&opponent=none", alice_only, ()),
         ("scrimmage", "get", f"/scrimmages/{w.scrimmage}", alice_only, ()),
         ("scrimmage_game", "get", f"/scrimmages/{w.scrimmage}/games/1", alice_only, alice_secret),
+        ("practice_game", "get", "/practice/alice/1", alice_only, ("alice (KGP)",)),
         ("ladder", "get", "/ladder", members, ()),
         ("ladder_json", "get", "/ladder.json", members, ()),
         ("game", "get", f"/games/{w.game}", members, ()),
@@ -333,6 +362,8 @@ def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
         theirs, none = bob.get(path), bob.get(path.replace(str(alice_version), "999999"))
         assert theirs.status_code == none.status_code == 404
         assert SECRETS["alice"] not in theirs.content.decode()
+    theirs, numbers = bob.get("/practice/alice/1"), (bob.get("/practice/alice/999"), bob.get("/practice/x/1"))
+    assert theirs.status_code == 404 and theirs.content == numbers[0].content == numbers[1].content
 
 
 def test_the_api_reads_only_the_tokens_own_versions(world: World) -> None:

@@ -24,15 +24,18 @@ from tests.server_kit import ROOT, Server, free_port, need_extra
 
 need_extra()
 
-from tests.test_server_e2e import make_class, until  # noqa: E402
+from tests.test_server_e2e import Student, make_class, until  # noqa: E402
 
 pytestmark = pytest.mark.slow
 AGENT = ROOT / "tests" / "kgp_agent.py"
 
 
 class Kit:
-    def __init__(self, server: Server, port: int, ws_port: int, token: str) -> None:
+    def __init__(
+        self, server: Server, port: int, ws_port: int, token: str, people: dict[str, Student]
+    ) -> None:
         self.server, self.port, self.ws_port, self.token = server, port, ws_port, token
+        self.people = people
 
     def games(self, slug: str = "tom") -> list[dict[str, object]]:
         path = self.server.class_dir / "practice" / f"{slug}.jsonl"
@@ -84,17 +87,20 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
     args = ("--kgp-port", str(port), "--kgp-websocket-port", str(ws_port))
     server = Server(tmp_path_factory.mktemp("kgp") / "class", args=args)
     try:
-        people = make_class(server, server.start(), ["tom"])
+        people = make_class(server, server.start(), ["tom", "ann"])
         people["teach"].post("/teacher/references", {"greedy": "on"}, page="/teacher")
         page = people["tom"].http.get(server.url + "/me", timeout=30).text
         token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
         until("the ladder's bots", lambda: any((server.class_dir / "bots").iterdir()), 60)
-        yield Kit(server, port, ws_port, token)
+        yield Kit(server, port, ws_port, token, people)
     finally:
         server.stop()
 
 
-def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
+def _two_games(kit: Kit) -> None:
+    """The spec's agent plays until tom has two practice games (already there: nothing)."""
+    if len(kit.games()) >= 2:
+        return
     agent = subprocess.Popen(
         [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
         stdout=subprocess.DEVNULL,
@@ -105,6 +111,10 @@ def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
+    _two_games(kit)
     first, second = kit.games()[:2]
     assert {first["south"], first["north"]} == {"tom (KGP)", "greedy"}
     assert first["south"] == second["north"], "a game from each side"
@@ -121,6 +131,33 @@ def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
         assert rules.is_over(pos) and (pos.store(0), pos.store(1)) == (game.south_store, game.north_store)
     ladder = (kit.server.class_dir / "ladder" / "arena.sqlite").read_bytes()
     assert b"tom (KGP)" not in ladder, "practice games never go to the ladder's store"
+
+
+def test_a_students_page_lists_their_practice_games_which_replay_for_them_and_the_teacher_only(
+    kit: Kit,
+) -> None:
+    _two_games(kit)
+    games, url = kit.games(), kit.server.url
+    tom, ann, teach = (kit.people[n].http for n in ("tom", "ann", "teach"))
+    page = tom.get(url + "/me", timeout=30).text
+    listed = re.findall(r'<tr class="practice-game"><td><a href="/practice/tom/(\d+)">', page)
+    assert listed and listed[0] == str(len(games)) and listed == sorted(listed, key=int, reverse=True), listed
+    assert "not limited by arena" in page
+    assert 'id="practice-games"' not in ann.get(url + "/me", timeout=30).text, "ann has none"
+    for number, stored in enumerate(games[:2], start=1):
+        shown = tom.get(f"{url}/practice/tom/{number}", timeout=30)
+        assert shown.status_code == 200 and 'id="remote"' in shown.text
+        assert f"stores {stored['south_store']}-{stored['north_store']}" in shown.text
+        data = re.search(r'<script id="replay" type="application/json">(.*?)</script>', shown.text, re.S)
+        replay = json.loads(data.group(1))  # type: ignore[union-attr]
+        board, pits = replay["plies"][-1]["board"], replay["pits"]
+        assert (board[pits], board[2 * pits + 1]) == (stored["south_store"], stored["north_store"])
+        assert len(replay["plies"]) == len(stored["moves"])  # type: ignore[arg-type]
+    assert teach.get(url + "/practice/tom/1", timeout=30).status_code == 200
+    for path in ("/practice/tom/1", "/practice/tom/99999", "/practice/nobody/1"):
+        answer = ann.get(url + path, timeout=30)
+        assert answer.status_code == 404 and "tom (KGP)" not in answer.text, path
+    assert tom.get(f"{url}/practice/tom/{len(games) + 1}", timeout=30).status_code == 404
 
 
 def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:

@@ -6,7 +6,8 @@ one place and the authorization tests (tests/test_server_access.py) hold them to
   their own versions: source, checklist, stderr and faults; never another student's source or stderr,
   whatever the address asks for (a version or a game's stderr is looked up, then refused unless it is
   theirs: a guessed id gets the same 404 as a missing one), and their own scrimmages, whose replays carry
-  the opponent's stderr for its author and the teacher only;
+  the opponent's stderr for its author and the teacher only, and their own practice games over the KGP
+  port (own_practice);
 - the teacher: everything.
 """
 
@@ -105,6 +106,14 @@ def own_scrimmage(member: Member, ident: int | str) -> Scrimmage:
     if not member.teacher and found.member_id != member.pk:
         raise Http404("no such scrimmage")
     return found
+
+
+def own_practice(member: Member, slug: str) -> Member:
+    """The student whose KGP practice games `slug` names, if the member may open them: their own, or
+    anyone's for the teacher; 404 otherwise (as for no such student)."""
+    if not member.teacher and slug != member.slug:
+        raise Http404("no such game")
+    return get_object_or_404(Member, slug=slug)
 
 
 def sees_ladder(member: Member, classroom: Classroom) -> bool:

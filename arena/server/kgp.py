@@ -28,6 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -300,6 +301,11 @@ class Gate:
             self.member = None
 
 
+def agent_name(slug: str) -> str:
+    """The name a student's agent plays its practice games under."""
+    return f"{slug} (KGP)"
+
+
 def practice_file(where: ClassDir, slug: str) -> Path:
     return where.practice / f"{slug}.jsonl"
 
@@ -318,10 +324,17 @@ def store(where: ClassDir, slug: str, record: GameRecord, agent: str) -> None:
 
 def practice_games(where: ClassDir, slug: str) -> list[GameRecord]:
     """A student's practice games, oldest first, for the replay."""
+    return [record for record, _ in practice_played(where, slug)]
+
+
+def practice_played(where: ClassDir, slug: str) -> list[tuple[GameRecord, datetime]]:
+    """A student's practice games with when each ended, oldest first: a game's number on its page is its
+    place here, from 1."""
     path = practice_file(where, slug)
     if not path.exists():
         return []
-    return [GameRecord.from_dict(json.loads(line)) for line in path.read_text().splitlines() if line]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line]
+    return [(GameRecord.from_dict(row), datetime.fromtimestamp(float(row.get("at", 0)), UTC)) for row in rows]
 
 
 def games_today(where: ClassDir, slug: str) -> int:
@@ -366,7 +379,7 @@ def serve_connection(
             except Fault:
                 return
             slug = gate.member.slug
-            _play(Remote(wire, f"{slug} (KGP)"), lines, where, settings, slug, wire, Match)
+            _play(Remote(wire, agent_name(slug)), lines, where, settings, slug, wire, Match)
     except Exception:  # never the listener's end: this connection's alone, logged
         log.exception("KGP connection from %s", address)
     finally:

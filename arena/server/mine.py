@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from arena.server import field, final, gradebook, ladder
+from arena.match.record import GameRecord
+from arena.server import field, final, gradebook, kgp, ladder
 from arena.server.access import sees_final
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 
 ODDS_SHOWN = 3  # the likeliest places listed
+PRACTICE_SHOWN = 30  # of a student's KGP practice games, the latest
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +120,20 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
                "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
                "games": [_as_mine(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)
+
+
+def practice(where: ClassDir, member: Member) -> tuple[dict[str, Any], ...]:
+    """The member's latest practice games over the KGP port, newest first: `number` opens its replay."""
+    played = list(enumerate(kgp.practice_played(where, member.slug), start=1))[-PRACTICE_SHOWN:]
+    return tuple(
+        _practised(n, record, at, kgp.agent_name(member.slug)) for n, (record, at) in reversed(played)
+    )
+
+
+def _practised(number: int, record: GameRecord, at: datetime, agent: str) -> dict[str, Any]:
+    south = record.south == agent
+    winner = record.winner
+    return {"number": number, "opponent": record.north if south else record.south,
+            "side": "south" if south else "north", "at": at,
+            "outcome": "draw" if winner is None else "won" if winner == agent else "lost",
+            "score": f"{record.south_store}-{record.north_store}", "reason": str(record.reason)}  # fmt: skip

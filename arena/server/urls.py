@@ -24,6 +24,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("me/scrimmages", scrimmages.ask, name="scrimmage_ask"),
     path("scrimmages/<int:ident>", scrimmages.show, name="scrimmage"),
     path("scrimmages/<int:ident>/games/<int:game_id>", scrimmages.game, name="scrimmage_game"),
+    path("practice/<str:slug>/<int:number>", student.practice_game, name="practice_game"),
     path("ladder", games.board, name="ladder"),
     path("ladder.json", games.board_json, name="ladder_json"),
     path("games/<int:game_id>", games.game, name="game"),

@@ -13,8 +13,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import ladder, mine, scrimmages
-from arena.server.access import own_submission, sees_final, sees_ladder, sees_stderr, signed_in
+from arena.server import kgp, ladder, mine, scrimmages
+from arena.server.access import (
+    own_practice,
+    own_submission,
+    sees_final,
+    sees_ladder,
+    sees_stderr,
+    signed_in,
+)
 from arena.server.checking import activate
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.uploads import stored
@@ -44,6 +51,7 @@ def me(request: HttpRequest, member: Member, classroom: Classroom) -> HttpRespon
         "passed": member.submissions.filter(status=Status.PASSED)[:50],
         "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
         "scrimmages": member.scrimmages.select_related("submission")[:20],
+        "practice": mine.practice(where, member),
     }
     return render(request, "classroom/me.html", context)
 
@@ -98,6 +106,22 @@ def reference_game(request: HttpRequest, game_id: int, member: Member, classroom
     if shown is None:
         raise Http404("no such game")
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "final"})
+
+
+@signed_in
+@in_class
+def practice_game(
+    request: HttpRequest, slug: str, number: int, member: Member, classroom: Classroom
+) -> HttpResponse:
+    """A practice game of a student's KGP agent, replayed as a ladder game is: theirs and the teacher's
+    only (access.own_practice). `number` is its place in their practice file, from 1."""
+    student = own_practice(member, slug)
+    played = kgp.practice_played(class_dir(), student.slug)
+    if not 1 <= number <= len(played):
+        raise Http404("no such game")
+    record, at = played[number - 1]
+    shown = ladder.replayed(record, number, partial(sees_stderr, member), at)
+    return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "practice"})
 
 
 @signed_in
