@@ -4,6 +4,7 @@ arena's, whose games fail or that forges one is dropped and named, and its games
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -134,19 +135,8 @@ class Intake:
                 ctx.on_machine(found)
         held: list[int] = []
         distrusted: dict[str, str] = {}
-        for k, record in records:
-            i = task.games[k]
-            before = len(ctx.confirm.disputes)
-            outcome = ctx.confirm.settle(i, ctx.slots[i], address, found.host, record)
-            if len(ctx.confirm.disputes) > before:
-                log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
-            if outcome.drop:
-                distrusted[outcome.drop] = outcome.why
-            if outcome.record is None:  # held: played again on another machine before it counts
-                held.append(i)
-                self.dispatch.avoid.setdefault(i, set()).add(address)
-            else:
-                ctx.on_game(ctx.slots[i], outcome.record)
+        with ctx.together() if ctx.together else contextlib.nullcontext():
+            self.report(address, found.host, task, records, held, distrusted)
         for other, strike in self.blame.played(address, tuple(task.games[k] for k, _ in records)):
             if other in self.members.accepted:  # a game it failed is played here: the failure was its own
                 self.members.drop(other, strike.found, strike.why)
@@ -156,3 +146,29 @@ class Intake:
         self.tries.played += len(records)
         unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
         self.dispatch.again(tuple(held) + tuple(task.games[k] for k in unplayed))
+
+    def report(
+        self,
+        address: str,
+        host: str,
+        task: Task,
+        records: list[tuple[int, GameRecord]],
+        held: list[int],
+        distrusted: dict[str, str],
+    ) -> None:
+        """A task's checked games reported, or held (in `held`) until another machine confirms a forfeit;
+        the machines a confirmation distrusts, in `distrusted`."""
+        ctx = self.ctx
+        for k, record in records:
+            i = task.games[k]
+            before = len(ctx.confirm.disputes)
+            outcome = ctx.confirm.settle(i, ctx.slots[i], address, host, record)
+            if len(ctx.confirm.disputes) > before:
+                log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
+            if outcome.drop:
+                distrusted[outcome.drop] = outcome.why
+            if outcome.record is None:  # held: played again on another machine before it counts
+                held.append(i)
+                self.dispatch.avoid.setdefault(i, set()).add(address)
+            else:
+                ctx.on_game(ctx.slots[i], outcome.record)
