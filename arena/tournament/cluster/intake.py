@@ -5,7 +5,6 @@ arena's, whose games fail or that forges one is dropped and named, and its games
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ def accept(
 ) -> tuple[Machine | None, list[tuple[int, GameRecord]], float, str]:
     """A task's answer checked: its machine, its records, seconds, and why to drop the worker ("": keep
     it; then the machine is a Machine)."""
+    from arena.game.rules import parse_rules
     from arena.tournament import audit
     from arena.tournament.workers import Refused
 
@@ -41,22 +41,23 @@ def accept(
     if why := ctx.unfit(found):
         return found, [], 0.0, why
     records: list[tuple[int, GameRecord]] = []
+    rules = parse_rules(ctx.conditions.spec)
     try:
         seconds = float(said["seconds"])
         for k, data in said["played"]:
             if type(k) is not int or not 0 <= k < len(batch) or k in {j for j, _ in records}:
                 raise audit.Forged(f"a game numbered {k!r} that its task did not have")
             slot = slots[batch[k]]
-            record = audit.rebuild(data)
+            # Where and how it was played, as the machine said of itself (checked above)
+            record = audit.rebuild(data, worker=found.host, sandboxed=found.sandbox)
             try:
-                audit.check(slot, ctx.conditions.spec, record)
+                audit.check(slot, ctx.conditions.spec, record, rules)
             except audit.Forged as e:
                 raise audit.Forged(
                     f"its game of round {slot.round}, {slot.south.name} (south) against "
                     f"{slot.north.name}: {e}"
                 ) from None
-            # Where and how it was played, as the machine said of itself (checked above)
-            records.append((k, dataclasses.replace(record, worker=found.host, sandboxed=found.sandbox)))
+            records.append((k, record))
     except (audit.Forged, KeyError, TypeError, ValueError, Refused) as e:
         return found, [], 0.0, f"it returned a game the rules engine rejects: {line(str(e))}"
     return found, records, seconds, ""
