@@ -14,7 +14,7 @@ from arena.tournament.cluster.blame import BOT, MACHINE, Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.dispatch import Dispatch, Task
 from arena.tournament.cluster.membership import Membership, greeted
-from arena.tournament.cluster.plumbing import answer, line, machine, where
+from arena.tournament.cluster.plumbing import answer, line, machine
 from arena.tournament.cluster.retry import Tries
 
 if TYPE_CHECKING:
@@ -75,8 +75,9 @@ class Intake:
         self.tries = tries
         self.blame = blame
 
-    def settle(self, future: Any, task: Task) -> None:
-        """A task that came back: its games stored, or played again elsewhere."""
+    def settle(self, future: Any, task: Task, address: str) -> None:
+        """A task that came back from the worker at `address` (the scheduler's word): its games stored, or
+        played again elsewhere."""
         ctx, dispatch = self.ctx, self.dispatch
         dispatch.last_news = time.monotonic()
         if future.status != "finished":  # its worker died or left under it, or Dask gave up on it
@@ -84,7 +85,6 @@ class Intake:
             self.tries.died(task.games, future.status)
             dispatch.again(task.games)
             return
-        address = where(ctx.client, future)
         # A dropped worker's answer is not even read (it may be gone with it): its games are played elsewhere.
         said = "" if address in ctx.dropped else answer(future)
         future.release()
