@@ -5,15 +5,17 @@
 1. Games/s: the same games of two copies of the random bot (Kalah(6,6), confined as by default: sandbox,
    limits, pausing), every game handed back to this process as `arena run` stores it, on `Local` with 2
    worker processes (the baseline), and on `Cluster` over TLS with the class's certificates on a
-   `distributed.LocalCluster` of 1 and of 2 workers with one game slot each. Clusters are started before
-   the clock runs; each cluster run pays for connecting, registering the worker plugin, shipping the bots,
-   and replaying every returned game in the rules engine (audit). `--repeats` rounds, alternating; medians,
-   and each as a ratio to the local baseline measured in the same round.
+   `distributed.LocalCluster` of 1 worker with two game slots and of 2 workers with one each: as many
+   game slots as the baseline's processes, so that the ratio compares like with like. Clusters are
+   started before the clock runs; each cluster run pays for connecting, registering the worker plugin,
+   shipping the bots, and replaying every returned game in the rules engine (audit). `--repeats` rounds,
+   alternating; medians, and each as a ratio to the local baseline measured in the same round.
 2. The coordinator alone: a `--instant`-game tournament of 10 bots through the library (schedule, store,
    page left out) on a 1-worker TLS cluster whose worker plays instant fake games (the rules engine's
-   first legal move for each side, no process: a preload replaces its games), so that what is timed is
-   this side's work: tasks, answers, the replay and audit of every game, the store. Target: 2,000
-   games/s (a lab of 30 machines of 4 cores, bots of a second a game, needs 120).
+   first legal move for each side, no process: a preload replaces its games, and plays each opening's
+   game once, since the worker shares this machine's two cores with the coordinator), so that what is
+   timed is this side's work: tasks, answers, the replay and audit of every game, the store. Target:
+   2,000 games/s (a lab of 30 machines of 4 cores, bots of a second a game, needs 120).
 3. Setup after a kill: a process starts `--frozen` confined bots, freezes them (as between games) and is
    killed with SIGKILL, as a worker is; the bots survive it, frozen. Then a new `Warden` (what a worker's
    setup makes) sweeps them: timed, against the sweep as it was (each bot released in turn, with 2 s of
@@ -104,7 +106,8 @@ def security(certs: Path):  # type: ignore[no-untyped-def]
     )
 
 
-def throughput(folder: Path, games: int, repeats: int) -> None:
+def throughput(folder: Path, games: int, repeats: int) -> float:
+    """Prints the games/s of each back end; returns the local baseline's (a median)."""
     from distributed import LocalCluster
 
     for name in ("random_a", "random_b"):
@@ -116,12 +119,12 @@ def throughput(folder: Path, games: int, repeats: int) -> None:
     here, caps = capabilities(asked, asked.sandbox)
     slots = slots_of(a, b, games)
     clusters = []
-    for n in (1, 2):
+    for n in (1, 2):  # 2 game slots in all, as Local(2) has
         clusters.append(
             LocalCluster(
                 n_workers=n,
-                threads_per_worker=1,
-                resources={"games": 1},
+                threads_per_worker=2 // n,
+                resources={"games": 2 // n},
                 dashboard_address=None,
                 host="127.0.0.1",
                 protocol="tls://",
@@ -151,7 +154,7 @@ def throughput(folder: Path, games: int, repeats: int) -> None:
     print(f"load average {os.getloadavg()[0]:.2f}: other work on these cores moves the figures")
     labels = {
         "local": "Local, --jobs 2",
-        "cluster1": "Cluster (TLS), 1 worker x 1 slot",
+        "cluster1": "Cluster (TLS), 1 worker x 2 slots",
         "cluster2": "Cluster (TLS), 2 workers x 1 slot",
     }
     for key, label in labels.items():
@@ -160,6 +163,7 @@ def throughput(folder: Path, games: int, repeats: int) -> None:
         if key in ratios:
             line += f"; {statistics.median(ratios[key]):.2f} of local's games/s (same round)"
         print(line)
+    return games / statistics.median(walls["local"])
 
 
 INSTANT = """\
@@ -170,35 +174,36 @@ from arena.game.rules import NORTH, SOUTH
 from arena.match.record import GameRecord, Reason
 from arena.tournament import workers
 
+GAMES = {}  # (rules, opening) -> the game's moves, its end and the moves made by each side
 
-def made(rules, opening, moves, names):
-    pos, count = position_after(rules, opening), dict.fromkeys(names, 0)
-    for move in moves:
-        count[names[pos.to_move]] += 1
+
+def game(rules, opening):
+    pos = position_after(rules, opening)
+    moves, made = [], [0, 0]
+    while not rules.is_over(pos):
+        move = rules.legal_moves(pos)[0]
+        made[pos.to_move] += 1
         pos = rules.play(pos, move)
-    return count
+        moves.append(move)
+    return tuple(moves), pos.store(SOUTH), pos.store(NORTH), rules.result(pos), tuple(made)
 
 
 def instant(self, bots, games):
     start = time.monotonic()
     played = []
     for k, (south, north, opening) in enumerate(games):
-        pos = position_after(self.rules, opening)
-        moves = []
-        while not self.rules.is_over(pos):
-            move = self.rules.legal_moves(pos)[0]
-            pos = self.rules.play(pos, move)
-            moves.append(move)
-        out = self.rules.result(pos)
+        key = (self.rules.spec, tuple(opening))
+        if key not in GAMES:  # each opening's game played once: the worker's side costs next to nothing
+            GAMES[key] = game(self.rules, opening)
+        moves, south_store, north_store, out, made = GAMES[key]
         names = (bots[south].name, bots[north].name)
         played.append((k, GameRecord(
-            rules=self.rules.spec, south=names[0], north=names[1], moves=tuple(moves),
-            south_store=pos.store(SOUTH), north_store=pos.store(NORTH),
+            rules=self.rules.spec, south=names[0], north=names[1], moves=moves,
+            south_store=south_store, north_store=north_store,
             winner=None if out.winner is None else names[out.winner], reason=Reason(out.reason), faulty=None,
             detail="", move_ms=tuple(0.0 for _ in moves), think_ms=dict.fromkeys(names, 0.0),
-            moves_made=made(self.rules, opening, moves, names),
-            stderr=dict.fromkeys(names, ""), opening=tuple(opening), worker=self.machine.host,
-            sandboxed=self.machine.sandbox,
+            moves_made=dict(zip(names, made)), stderr=dict.fromkeys(names, ""), opening=tuple(opening),
+            worker=self.machine.host, sandboxed=self.machine.sandbox,
         )))
     return played, self.machine, time.monotonic() - start
 
@@ -208,7 +213,7 @@ def dask_setup(worker):
 """
 
 
-def coordinator_alone(folder: Path, games: int) -> None:
+def coordinator_alone(folder: Path, games: int, local: float) -> None:
     """Games/s of this side alone, the worker's games instant (INSTANT)."""
     from distributed import LocalCluster
 
@@ -243,7 +248,8 @@ def coordinator_alone(folder: Path, games: int) -> None:
     print(
         f"the coordinator alone (instant games on 1 worker): {steady:7.1f} games/s from the first game "
         f"stored to the last; {result.played / wall:.1f} with connecting and greeting ({result.played} "
-        f"games of 10 bots in {wall:.2f} s: tasks, replay, audit, store; target 2000)"
+        f"games of 10 bots in {wall:.2f} s: tasks, replay, audit, store; target 2000); "
+        f"{steady / local:.1f}x the local baseline's games/s of random bots in the same run"
     )
 
 
@@ -337,8 +343,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        throughput(folder, args.games, args.repeats)
-        coordinator_alone(folder, args.instant)
+        local = throughput(folder, args.games, args.repeats)
+        coordinator_alone(folder, args.instant, local)
         setup_after_kill(folder, args.frozen)
 
 

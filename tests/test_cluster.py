@@ -458,6 +458,63 @@ def test_games_stored_before_the_worker_field_existed_read_as_played_here(tmp_pa
         assert [r["worker"] for r in store.records()] == ["", "tcp://10.0.0.5:4001"]
 
 
+GROUPED = """\
+import sys, time
+from pathlib import Path
+from arena.match.bots import Bot
+from arena.match.record import GameRecord
+from arena.tournament.schedule import Slot
+from arena.tournament.store import Store
+
+folder = Path(sys.argv[1])
+ann, bob = (Bot(n, ("true",), folder, folder / n, n * 8) for n in ("ann", "bob"))
+record = GameRecord("kalah", "ann", "bob", (1,), 10, 2, "ann", "normal", None, "", (1.0,))
+store = Store(folder / "s.sqlite")
+store.add_game(Slot(1, "00", ann, bob), record)
+with store.together():
+    store.add_game(Slot(2, "00", ann, bob), record)
+    store.add_game(Slot(3, "00", ann, bob), record)
+    print("grouped", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_tasks_games_are_stored_in_one_commit_and_a_kill_within_it_stores_none_of_them(
+    tmp_path: Path,
+) -> None:
+    """A cluster task's games reach the store together (Store.together): one commit for them, where a
+    commit of each was as costly as the rest of storing it. A kill -9 within the group rolls it back
+    whole, the games before it kept and the store sound, so that the next run plays the group again and
+    stores each game once; an error within it commits what was added before it."""
+    import sqlite3
+
+    from arena.match.bots import Bot
+    from arena.match.record import GameRecord
+    from arena.tournament.schedule import Slot
+    from arena.tournament.store import Store
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", GROUPED, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "grouped"
+        with contextlib.closing(sqlite3.connect(tmp_path / "s.sqlite")) as other:
+            assert other.execute("SELECT round FROM games").fetchall() == [(1,)]  # the group: not yet
+    finally:
+        child.kill()
+        child.wait()
+    ann, bob = (Bot(n, ("true",), tmp_path, tmp_path / n, n * 8) for n in ("ann", "bob"))
+    record = GameRecord(RULES, "ann", "bob", (1,), 10, 2, "ann", "normal", None, "", (1.0,))
+    with Store(tmp_path / "s.sqlite", create=False) as store:
+        assert [r["round"] for r in store.records()] == [1]
+        with pytest.raises(RuntimeError), store.together():
+            store.add_game(Slot(2, "00", ann, bob), record)
+            store.add_game(Slot(3, "00", ann, bob), record)
+            raise RuntimeError("the task's third game")
+    with Store(tmp_path / "s.sqlite", create=False) as store:
+        assert [r["round"] for r in store.records()] == [1, 2, 3]
+
+
 def test_a_worker_that_cannot_keep_bots_says_where_and_what_to_do(tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("a file where the cache would go\n")
     (bot,) = discover(write_bots(tmp_path / "bots", first=first_legal()))

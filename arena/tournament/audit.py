@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.game.rules import NORTH, SOUTH, SWAP, Rules, parse_rules
 from arena.match.record import GameRecord, Reason
 from arena.tournament.schedule import Slot
 
@@ -26,12 +26,14 @@ class Forged(ValueError):
     """A returned game that its slot and the rules do not allow; the message says what is wrong with it."""
 
 
-def rebuild(data: Any) -> GameRecord:
-    """A GameRecord from a worker's plain data, every field of its type (Forged if it is not one)."""
+def rebuild(data: Any, **ours: Any) -> GameRecord:
+    """A GameRecord from a worker's plain data, every field of its type (Forged if it is not one); the
+    fields `ours` are this side's, put in over the worker's (where it was played, as the machine was
+    checked), rather than with a copy of the record after."""
     if not isinstance(data, Mapping):
         raise Forged(f"a record is an object of fields, not {type(data).__name__}")
     try:
-        record = GameRecord.from_dict(dict(data))
+        record = GameRecord.from_dict({**data, **ours})
     except (TypeError, ValueError) as e:
         raise Forged(f"not a game record: {e}") from None
     plain = {
@@ -69,8 +71,9 @@ def rebuild(data: Any) -> GameRecord:
     return record
 
 
-def check(slot: Slot, spec: str, record: GameRecord) -> None:
-    """Raise Forged unless `record` is a game its slot could have had under the rules `spec`."""
+def check(slot: Slot, spec: str, record: GameRecord, rules: Rules | None = None) -> None:
+    """Raise Forged unless `record` is a game its slot could have had under the rules `spec` (`rules`, its
+    parse, given by a caller that checks many games: one parse for all)."""
     if record.rules != spec:
         raise Forged(f"it was played under {record.rules!r}, not the tournament's {spec!r}")
     if (record.south, record.north) != (slot.south.name, slot.north.name):
@@ -82,7 +85,7 @@ def check(slot: Slot, spec: str, record: GameRecord) -> None:
         raise Forged(f"its opening {list(record.opening)} is not the slot's {list(slot.opening)}")
     if len(record.move_ms) != len(record.moves):
         raise Forged(f"{len(record.moves)} moves but {len(record.move_ms)} move times")
-    rules = parse_rules(spec)
+    rules = rules or parse_rules(spec)
     pos = rules.initial()
     for ply in record.opening:
         pos = rules.play(pos, ply)  # the slot's own opening: legal by construction

@@ -7,6 +7,7 @@ workers' side, workers.py), so that none of them imports another for these types
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,12 +54,14 @@ class Machine:
 
 OnGame = Callable[[Slot, GameRecord], None]
 Instead = Callable[[Slot], GameRecord | None]
+Together = Callable[[], AbstractContextManager[None]]  # games reported inside it: one commit
 
 
 class Backend(Protocol):
     """Where a run's games are played: `play` plays `slots` and calls `on_game` in this process as each one
     ends (in any order), and `on_machine` once for each machine before its first game is reported; just
-    before a game would be sent, `instead` may record it without playing (a benched bot's forfeit).
+    before a game would be sent, `instead` may record it without playing (a benched bot's forfeit); games
+    that reach this side at once (a cluster task's) are reported inside `together`: one commit for them.
     KeyboardInterrupt stops it, ending its bots; games already reported are kept."""
 
     remote: bool  # the bots run on other machines, which confine them as they can (Conditions.conf as asked)
@@ -70,4 +73,5 @@ class Backend(Protocol):
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,
+        together: Together | None = None,
     ) -> None: ...

@@ -24,7 +24,7 @@ from arena.match.confine import Confinement, Warden
 from arena.match.pool import Pool
 from arena.match.referee import play_game
 from arena.stops import Stop
-from arena.tournament.backend import Conditions, Instead, Machine, OnGame
+from arena.tournament.backend import Conditions, Instead, Machine, OnGame, Together
 from arena.tournament.schedule import Slot
 
 
@@ -134,6 +134,7 @@ class Local:
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,
+        together: Together | None = None,  # each game is reported as it ends, committed alone
     ) -> None:
         if not slots:
             return

@@ -159,7 +159,7 @@ def run(
         while todo:
             tried.update(key(s) for s in todo)
             total += len(todo)
-            back.play(todo, conditions, on_game, bench.instead, on_machine)
+            back.play(todo, conditions, on_game, bench.instead, on_machine, together=store.together)
             todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True

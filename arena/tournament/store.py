@@ -1,13 +1,16 @@
 """The tournament store: one SQLite file per tournament, its schema and its one writer (the read queries are
 queries.py; these two are the only modules that speak SQL).
 
-Every finished game is committed at once by the one writer (the scheduler's main process), so a tournament
-stopped at any moment keeps every game it finished, and a game is never stored twice: (round, south version,
-north version) is unique. A bot version is its name plus a hash of its code.
+Every finished game is committed at once by the one writer (the scheduler's main process), or with the
+games that reached this side with it (`together`: a cluster task's), so a tournament stopped at any moment
+keeps every game it finished (a kill -9 within a group loses only that group, which the next run plays),
+and a game is never stored twice: (round, south version, north version) is unique. A bot
+version is its name plus a hash of its code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -417,8 +420,23 @@ class Store:
         rows = self.db.execute(query, (Reason.BENCHED,))
         return [Result(r, (sn, sd), (nn, nd), w, bool(x)) for r, sn, sd, nn, nd, w, x in rows]
 
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """The games added inside committed in one transaction at its end (those added before an error
+        too): a cluster task brings a hundred games of a few ms at once, and a commit of each cost as much
+        as the rest of storing it. A kill -9 inside rolls the group back whole: none of it is stored, so the
+        next run plays it again, and no game is ever stored twice."""
+        if self.db.in_transaction:  # within a group already: one commit, the outer one
+            yield
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
     def add_game(self, slot: Slot, record: GameRecord) -> int:
-        """Store one finished game and commit at once."""
+        """Store one finished game and commit at once (or at the end of `together`)."""
         south, north = self.bot_id(slot.south), self.bot_id(slot.north)
         row = _game_row(None, slot.round, slot.ordinal, south, north, record, now())
         return int(self.db.execute(_INSERT, row).lastrowid or 0)

@@ -44,7 +44,7 @@ from arena.tournament.cluster.plumbing import (
 from arena.tournament.cluster.run import Run
 
 if TYPE_CHECKING:
-    from arena.tournament.backend import Conditions, Instead, Machine, OnGame
+    from arena.tournament.backend import Conditions, Instead, Machine, OnGame, Together
     from arena.tournament.schedule import Slot
 
 __all__ = ["INSTALL", "Cluster", "ClusterError"]
@@ -112,6 +112,7 @@ class Cluster:
         on_game: OnGame,
         instead: Instead | None = None,
         on_machine: Callable[[Machine], None] | None = None,
+        together: Together | None = None,
     ) -> None:
         if not slots:
             return
@@ -134,6 +135,7 @@ class Cluster:
                 context = Context(
                     self._patience(), client, ours, slots, conditions, on_game, instead, on_machine,
                     self._require, self.idle_s, self.machines, self.dropped, self.named, self.confirm,
+                    together,
                 )  # fmt: skip
                 run = Run(context)
             except BaseException:

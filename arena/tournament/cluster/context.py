@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from arena.tournament.cluster.plumbing import ClusterError, line
 
 if TYPE_CHECKING:
-    from arena.tournament.backend import Conditions, Instead, Machine, OnGame
+    from arena.tournament.backend import Conditions, Instead, Machine, OnGame, Together
     from arena.tournament.cluster.confirm import Confirm
     from arena.tournament.schedule import Slot
 
@@ -75,6 +75,7 @@ class Context:
     dropped: dict[str, str]
     named: dict[str, str]
     confirm: Confirm  # the run's forfeits held until another machine confirms them
+    together: Together | None = None  # a task's games reported inside it: stored in one commit
 
     def unfit(self, machine: Machine) -> str:
         """Why a worker may not play this run's games ("": it may): checked when it joins, and again with

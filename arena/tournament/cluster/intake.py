@@ -4,7 +4,7 @@ arena's, whose games fail or that forges one is dropped and named, and its games
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -14,7 +14,7 @@ from arena.tournament.cluster.blame import BOT, MACHINE, Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.dispatch import Dispatch, Task
 from arena.tournament.cluster.membership import Membership, greeted
-from arena.tournament.cluster.plumbing import answer, line, machine, where
+from arena.tournament.cluster.plumbing import answer, line, machine
 from arena.tournament.cluster.retry import Tries
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ def accept(
 ) -> tuple[Machine | None, list[tuple[int, GameRecord]], float, str]:
     """A task's answer checked: its machine, its records, seconds, and why to drop the worker ("": keep
     it; then the machine is a Machine)."""
+    from arena.game.rules import parse_rules
     from arena.tournament import audit
     from arena.tournament.workers import Refused
 
@@ -40,22 +41,23 @@ def accept(
     if why := ctx.unfit(found):
         return found, [], 0.0, why
     records: list[tuple[int, GameRecord]] = []
+    rules = parse_rules(ctx.conditions.spec)
     try:
         seconds = float(said["seconds"])
         for k, data in said["played"]:
             if type(k) is not int or not 0 <= k < len(batch) or k in {j for j, _ in records}:
                 raise audit.Forged(f"a game numbered {k!r} that its task did not have")
             slot = slots[batch[k]]
-            record = audit.rebuild(data)
+            # Where and how it was played, as the machine said of itself (checked above)
+            record = audit.rebuild(data, worker=found.host, sandboxed=found.sandbox)
             try:
-                audit.check(slot, ctx.conditions.spec, record)
+                audit.check(slot, ctx.conditions.spec, record, rules)
             except audit.Forged as e:
                 raise audit.Forged(
                     f"its game of round {slot.round}, {slot.south.name} (south) against "
                     f"{slot.north.name}: {e}"
                 ) from None
-            # Where and how it was played, as the machine said of itself (checked above)
-            records.append((k, dataclasses.replace(record, worker=found.host, sandboxed=found.sandbox)))
+            records.append((k, record))
     except (audit.Forged, KeyError, TypeError, ValueError, Refused) as e:
         return found, [], 0.0, f"it returned a game the rules engine rejects: {line(str(e))}"
     return found, records, seconds, ""
@@ -73,8 +75,9 @@ class Intake:
         self.tries = tries
         self.blame = blame
 
-    def settle(self, future: Any, task: Task) -> None:
-        """A task that came back: its games stored, or played again elsewhere."""
+    def settle(self, future: Any, task: Task, address: str) -> None:
+        """A task that came back from the worker at `address` (the scheduler's word): its games stored, or
+        played again elsewhere."""
         ctx, dispatch = self.ctx, self.dispatch
         dispatch.last_news = time.monotonic()
         if future.status != "finished":  # its worker died or left under it, or Dask gave up on it
@@ -82,7 +85,6 @@ class Intake:
             self.tries.died(task.games, future.status)
             dispatch.again(task.games)
             return
-        address = where(ctx.client, future)
         # A dropped worker's answer is not even read (it may be gone with it): its games are played elsewhere.
         said = "" if address in ctx.dropped else answer(future)
         future.release()
@@ -134,19 +136,8 @@ class Intake:
                 ctx.on_machine(found)
         held: list[int] = []
         distrusted: dict[str, str] = {}
-        for k, record in records:
-            i = task.games[k]
-            before = len(ctx.confirm.disputes)
-            outcome = ctx.confirm.settle(i, ctx.slots[i], address, found.host, record)
-            if len(ctx.confirm.disputes) > before:
-                log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
-            if outcome.drop:
-                distrusted[outcome.drop] = outcome.why
-            if outcome.record is None:  # held: played again on another machine before it counts
-                held.append(i)
-                self.dispatch.avoid.setdefault(i, set()).add(address)
-            else:
-                ctx.on_game(ctx.slots[i], outcome.record)
+        with ctx.together() if ctx.together else contextlib.nullcontext():
+            self.report(address, found.host, task, records, held, distrusted)
         for other, strike in self.blame.played(address, tuple(task.games[k] for k, _ in records)):
             if other in self.members.accepted:  # a game it failed is played here: the failure was its own
                 self.members.drop(other, strike.found, strike.why)
@@ -156,3 +147,29 @@ class Intake:
         self.tries.played += len(records)
         unplayed = sorted(set(range(len(task.games))) - {k for k, _ in records})
         self.dispatch.again(tuple(held) + tuple(task.games[k] for k in unplayed))
+
+    def report(
+        self,
+        address: str,
+        host: str,
+        task: Task,
+        records: list[tuple[int, GameRecord]],
+        held: list[int],
+        distrusted: dict[str, str],
+    ) -> None:
+        """A task's checked games reported, or held (in `held`) until another machine confirms a forfeit;
+        the machines a confirmation distrusts, in `distrusted`."""
+        ctx = self.ctx
+        for k, record in records:
+            i = task.games[k]
+            before = len(ctx.confirm.disputes)
+            outcome = ctx.confirm.settle(i, ctx.slots[i], address, host, record)
+            if len(ctx.confirm.disputes) > before:
+                log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
+            if outcome.drop:
+                distrusted[outcome.drop] = outcome.why
+            if outcome.record is None:  # held: played again on another machine before it counts
+                held.append(i)
+                self.dispatch.avoid.setdefault(i, set()).add(address)
+            else:
+                ctx.on_game(ctx.slots[i], outcome.record)

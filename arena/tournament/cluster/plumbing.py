@@ -8,7 +8,7 @@ import json
 import logging
 import socket
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,14 +61,19 @@ def line(text: str, most: int = 300) -> str:
     return one if len(one) <= most else one[: most - 1] + "…"
 
 
-def where(client: Any, future: Any) -> str:
-    """The address of the worker that holds a finished task's result, as the scheduler knows it (not as
-    the worker says)."""
+UNKNOWN = "an unknown worker"
+
+
+def where(client: Any, futures: Sequence[Any]) -> dict[str, str]:
+    """The address of the worker that holds each finished task's result, as the scheduler knows it (not
+    as the worker says), by task key: one question for all the tasks that came back at once (a lab of
+    many machines has several at a time), where one each cost a round trip to the scheduler a task."""
+    held: dict[str, str] = {}
     with contextlib.suppress(Exception):
-        holders = client.who_has([future]).get(future.key, ())
-        if holders:
-            return str(holders[0])
-    return "an unknown worker"
+        for key, holders in client.who_has(list(futures)).items():
+            if holders:
+                held[str(key)] = str(holders[0])
+    return held
 
 
 def answer(future: Any) -> dict[str, Any] | str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import time
+from typing import Any
 
 from arena.tournament.cluster.blame import Blame
 from arena.tournament.cluster.context import Context
 from arena.tournament.cluster.dispatch import Dispatch
 from arena.tournament.cluster.intake import Intake
 from arena.tournament.cluster.membership import Membership
-from arena.tournament.cluster.plumbing import ClusterError, game_workers
+from arena.tournament.cluster.plumbing import UNKNOWN, ClusterError, game_workers, where
 from arena.tournament.cluster.retry import Tries
 
 
@@ -46,14 +47,21 @@ class Run:
                 if not dispatch.futures:
                     self.wait_for_workers()
                 elif dispatch.done.has_ready():
-                    future = next(dispatch.done)
-                    if future in dispatch.futures:
-                        self.intake.settle(future, dispatch.futures.pop(future))
+                    self.settle(dispatch.done.next_batch(block=False))
                 else:
                     self.watch()
                     self.wait()
         finally:
             self.close()
+
+    def settle(self, ready: list[Any]) -> None:
+        """The tasks that came back, each settled, their workers asked of the scheduler in one call."""
+        dispatch = self.dispatch
+        ready = [f for f in ready if f in dispatch.futures]
+        held = where(self.ctx.client, [f for f in ready if f.status == "finished"]) if ready else {}
+        for future in ready:
+            if future in dispatch.futures:  # not taken back with a worker the ones before had dropped
+                self.intake.settle(future, dispatch.futures.pop(future), held.get(future.key, UNKNOWN))
 
     def wait(self) -> None:
         """Until a task is done, at most 50 ms (then the loop looks and watches again): woken by the task's
