@@ -264,7 +264,7 @@ def test_the_phone_layout_needs_no_sideways_scrolling(browser, cup):
         assert browser.execute_script("return document.documentElement.scrollWidth") <= 390
         row = browser.find_elements(By.CSS_SELECTOR, "#leaderboard-table tbody tr")[0]
         shown = [c for c in row.find_elements(By.TAG_NAME, "td") if c.is_displayed()]
-        assert len(shown) == 4  # rank, bot, rating, score
+        assert len(shown) == 4  # place, bot, Elo (the order's), score
         for cell in shown:
             box = browser.execute_script("return arguments[0].getBoundingClientRect().right", cell)
             assert box <= 390

@@ -183,6 +183,31 @@ def test_the_live_page_is_rewritten_now_and_then_and_says_how_far(tmp_path, monk
     store.close()
 
 
+def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_path):
+    """An adaptive run plays batch after batch: '1 of 1 games played' was the batch's count while the run
+    went on. Its page says the games played and the pairs still open, with how sure each is (the terminal's
+    words), and its score column, a score against the opponents the run chose, is not one to compare."""
+    from arena.tournament.settle import Rule
+
+    store = Store(tmp_path / "arena.sqlite")
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    alice, bob = (Bot(n, ("true",), tmp_path, tmp_path / f"{n}.py", f"{n}-v1") for n in ("alice", "bob"))
+    for k, winner in enumerate(("alice", "bob", "alice"), start=1):  # a pair the games cannot order yet
+        store.add_game(Slot(k, "a", alice, bob), _record(winner=winner))
+    store.set_current([alice, bob])
+    store.set_stopping(Rule().to_dict())
+    LivePage(store, tmp_path / "page")(1, 1, None)
+    html = (tmp_path / "page" / "index.html").read_text()
+    assert "1 of 1 games played" not in html and "<progress" not in html
+    assert "1 game played" in html and "still open, 1 pair: " in html and "sure of the order)" in html
+    assert "so not comparable between bots" in html and "their scores do not compare" in html
+    store.set_stopping(None)  # a run of rounds: its count and time left, and a score to compare
+    LivePage(store, tmp_path / "page")(1, 2, None)
+    html = (tmp_path / "page" / "index.html").read_text()
+    assert "1 of 2 games played" in html and "still open, 1 pair" not in html and "not comparable" not in html
+    store.close()
+
+
 OOPS = """\
 import sys
 for line in sys.stdin:

@@ -226,7 +226,12 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert shown == list(board["bot"]) == ["alpha", "beta", "gamma", "delta"]
     assert [row[0] for row in parser.rows] == list(board["place"])
     delta = parser.rows[shown.index("delta")]
-    assert "1" in delta[9] and "crash" in delta[9]  # the forfeits column
+    assert "1" in delta[10] and "crash" in delta[10]  # the forfeits column
+    # the first number is the one that decides the order, the Elo with its interval; TrueSkill beside it
+    assert [row[2] for row in parser.rows] == [
+        f"{e:.0f} ± {pm:.0f}" for e, pm in zip(board["bt_elo"], board["bt_pm"], strict=True)
+    ]
+    assert [row[3] for row in parser.rows] == [f"{c:.1f}" for c in board["conservative"]]
     assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text
     assert "<script>alert" not in dom  # never a live element
 

@@ -142,12 +142,39 @@ def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
     progress = Progress(False, out, open_ended=True)
     progress(0, 16, None)
     v = verdict(known([1600, 1520, 1500, 1300], 25), Rule(), NAMES[:4])
-    progress.left = v.describe_open(3)
+    progress.settling(v)
     progress.said -= Progress.EVERY
     progress(16, 16, None)
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("arena: 16 games, ")
     assert last.endswith("; still open, 1 pair: bob vs cat (71% sure of the order)")
+
+
+def test_an_open_ended_runs_leaders_are_the_elos_not_a_score_against_other_opponents() -> None:
+    """In an adaptive run bots meet the opponents the run chooses: 'leading: greedy 100.0% (4)' ranked by a
+    score that does not compare. The line and the table lead with the Elo's order and its places."""
+    import io
+
+    from arena.match.record import GameRecord
+    from arena.report.terminal import Progress
+
+    out = io.StringIO()
+    progress = Progress(False, out, open_ended=True)
+    progress(0, 2, None)
+
+    def game(south: str, north: str, winner: str) -> GameRecord:
+        return GameRecord("kalah", south, north, (1,), 0, 0, winner, "normal", None, "", (1.0,))
+
+    progress(1, 2, game("dan", "eve", "dan"))  # dan beat the weakest: 100%, but the Elo puts ann first
+    progress.settling(verdict(known([1600, 1520, 1500, 1300], 25), Rule(), NAMES[:4]))
+    progress.said -= Progress.EVERY
+    progress(2, 2, game("ann", "bob", "ann"))
+    last = out.getvalue().splitlines()[-1]
+    assert last.endswith("; leading: by Elo: 1 ann (1 game), 2-3 bob (1 game), 2-3 cat (0 games), ..."), last
+    table = progress.scores.table(ranked=progress.ranked)
+    assert table[0].split()[:2] == ["place", "bot"] and table[1].split()[:2] == ["1", "ann"]
+    assert [row.split()[1] for row in table[1:5]] == ["ann", "bob", "cat", "dan"]  # dan's 100% below
+    assert table[5].split()[0] == "eve"  # a bot the order has not placed yet: after, without a place
 
 
 def test_a_long_run_of_rounds_says_how_long_it_takes_and_what_a_settled_run_costs() -> None:

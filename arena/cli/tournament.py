@@ -198,7 +198,7 @@ def run(  # type: ignore[no-untyped-def]
 
         def told(done: int, total: int, record: GameRecord | None) -> None:
             if rounds is None and not quiet and total and done == total:  # a batch is complete: what is left
-                progress.left = cup.verdict(rule).describe_open(3) or "settled"
+                progress.settling(cup.verdict(rule))
             progress(done, total, record)
 
         options = RunOptions(

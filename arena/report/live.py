@@ -5,6 +5,8 @@ each game is stored). It rewrites the whole page (write beside, rename: see `pag
 every `every` seconds, and never spends more than about a tenth of the run on it: a write that took t
 seconds waits 10 t before the next. The page it writes says how far the run is and how long is left, and
 reloads itself when a newer page is written; the final page, written by the caller after the run, does not.
+An adaptive run has no last game: its page says what is still open instead (the pairs and how sure each is,
+the terminal's words from the same verdict), not the batch's count.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.report.page import Live, write_report
+from arena.tournament import ratings
 from arena.tournament.store import Store
 
 if TYPE_CHECKING:
@@ -64,16 +67,29 @@ class LivePage:
         if now < self.next_at:
             return
         elapsed = now - self.started
+        stamp = time.strftime("%H:%M:%S")
+        if self.store.stopping() is not None:  # adaptive: the batch's total is not the run's
+            standings = ratings.standings(self.store)
+            verdict = standings.verdict
+            left = (
+                (verdict.describe_open(3) or "settled") if verdict else "playing until the ranking is settled"
+            )
+            live = Live(done, total, left, stamp, open_ended=True)
+            self._wrote(now, write_report(self.store, self.folder, standings, live=live))
+            return
         if done and total > done:
             left = time_left(elapsed / done * (total - done))
         elif total == done:
             left = "writing the final page"
         else:
             left = "time left: after the first game"
-        stamp = time.strftime("%H:%M:%S")
-        self.page = write_report(self.store, self.folder, live=Live(done, total, left, stamp))
+        self._wrote(now, write_report(self.store, self.folder, live=Live(done, total, left, stamp)))
+
+    def _wrote(self, now: float, page: Path) -> None:
+        """The next write waits `every` seconds, and at least SHARE times what this one took."""
+        self.page = page
         took = time.monotonic() - now
         self.writes += 1
         self.next_at = time.monotonic() + max(self.every, SHARE * took)
         if self.writes == 1 and self.opened:
-            self.opened(self.page)
+            self.opened(page)

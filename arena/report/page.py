@@ -80,8 +80,9 @@ class Live:
 
     done: int
     total: int
-    left: str  # the time left, in words
+    left: str  # the time left, in words; an open-ended run's: the pairs still open and how sure each is
     updated: str
+    open_ended: bool = False  # an adaptive run: `total` is its batch's, not the run's, so not shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +425,7 @@ def render(
         replay_block=BLOCK,
         stored_games=games.count if games else 0,
         live=live,
+        adaptive=store.stopping() is not None,
         stamp=stamp,
         live_src=LIVE,
     )

@@ -22,6 +22,8 @@ from arena.tournament.store import Store
 if TYPE_CHECKING:
     import pandas as pd
 
+    from arena.tournament.settle import Verdict
+
 
 def game_line(number: int, r: GameRecord) -> str:
     """One human line per game, as `arena play` prints them."""
@@ -235,25 +237,45 @@ class Scores:
                 t.losses += 1
                 t.forfeits += record.faulty == bot
 
-    def _order(self) -> list[tuple[str, _Tally]]:
+    def _order(self, ranked: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, _Tally]]:
+        if ranked:  # the Elo's order (an adaptive run's): its bots met different opponents, so no score's
+            names = [name for _, name in ranked]
+            return [(name, self.bots.get(name, _Tally())) for name in names] + [
+                kv for kv in sorted(self.bots.items()) if kv[0] not in names
+            ]
         return sorted(self.bots.items(), key=lambda kv: (-kv[1].score, -kv[1].games, kv[0]))
 
-    def table(self, rows: int = 10) -> list[str]:
-        """The best `rows` bots (and how many more), best first: score, W-D-L, games, forfeits."""
-        order = self._order()
+    def table(self, rows: int = 10, ranked: tuple[tuple[str, str], ...] = ()) -> list[str]:
+        """The best `rows` bots (and how many more), best first: score, W-D-L, games, forfeits; in
+        `ranked`'s order (place, bot) with its places first when given."""
+        order = self._order(ranked)
         shown = order[:rows]
+        places = dict((name, place) for place, name in ranked)
+        pw = max((len(p) for p in places.values()), default=0)
+        lead = (lambda name: f"{places.get(name, ''):>{max(pw, 5)}}  ") if ranked else (lambda name: "")
         width = max((len(name) for name, _ in shown), default=3)
-        lines = [f"{'bot':<{width}}  {'score':>6}  {'W-D-L':>11}  {'games':>5}  forfeits"]
+        head = f"{'place':>{max(pw, 5)}}  " if ranked else ""
+        lines = [f"{head}{'bot':<{width}}  {'score':>6}  {'W-D-L':>11}  {'games':>5}  forfeits"]
         for name, t in shown:
             wdl = f"{t.wins}-{t.draws}-{t.losses}"
             score = f"{100 * t.score:5.1f}%"
-            lines.append(f"{name:<{width}}  {score}  {wdl:>11}  {t.games:>5}  {t.forfeits or ''}".rstrip())
+            lines.append(
+                f"{lead(name)}{name:<{width}}  {score}  {wdl:>11}  {t.games:>5}  {t.forfeits or ''}".rstrip()
+            )
         if len(order) > rows:
             lines.append(f"... and {len(order) - rows} more")
         return lines
 
-    def line(self, rows: int = 3) -> str:
-        """'greedy 75.0% (8), random 40.0% (8), ...': the leaders, for a log line."""
+    def line(self, rows: int = 3, ranked: tuple[tuple[str, str], ...] = ()) -> str:
+        """'greedy 75.0% (8), random 40.0% (8), ...': the leaders, for a log line; with `ranked` (place,
+        bot) in the Elo's order: 'by Elo: 1 greedy (8 games), 2-3 random (8 games), ...'."""
+        if ranked:
+            games = {name: t.games for name, t in self.bots.items()}
+            text = ", ".join(
+                f"{place} {name} ({games.get(name, 0)} game{'' if games.get(name, 0) == 1 else 's'})"
+                for place, name in ranked[:rows]
+            )
+            return "by Elo: " + text + (", ..." if len(ranked) > rows else "")
         order = self._order()
         text = ", ".join(f"{name} {100 * t.score:.1f}% ({t.games})" for name, t in order[:rows])
         return text + (", ..." if len(order) > rows else "")
@@ -348,6 +370,13 @@ class Progress:
         self.scores = Scores()
         self.left = ""  # an open-ended run: what is still open, told after each batch (the pairs, how sure)
         self.paced = open_ended  # a run of rounds says once, by its first games' pace, how long it will take
+        self.ranked: tuple[tuple[str, str], ...] = ()  # an open-ended run: (place, bot) in the Elo's order
+
+    def settling(self, verdict: Verdict) -> None:
+        """An open-ended run's batch is complete: what is still open, and the order so far (the Elo's, as the
+        leaderboard's: its bots met different opponents, so their scores do not rank them)."""
+        self.left = verdict.describe_open(3) or "settled"
+        self.ranked = tuple((verdict.places[k], verdict.names[i]) for k, i in enumerate(verdict.order))
 
     def rate(self, _: object = None) -> str:
         return f"{self.done / max(time.monotonic() - self.started, 1e-9):.1f} games/s"
@@ -377,9 +406,10 @@ class Progress:
         elif due or (done == total and not self.open_ended):  # an adaptive run's batches end often
             self.said = now
             if self.tty:
-                self._draw([*self.scores.table(), count])
+                self._draw([*self.scores.table(ranked=self.ranked), count])
             else:
-                leading = f"; leading: {self.scores.line()}" if self.scores.games else ""
+                ranks = self.scores.games and (self.ranked or not self.open_ended)  # no score's order then
+                leading = f"; leading: {self.scores.line(ranked=self.ranked)}" if ranks else ""
                 self._say(f"arena: {count}{leading}")
 
     def _draw(self, lines: list[str]) -> None:
