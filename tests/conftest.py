@@ -138,9 +138,9 @@ class RlimitsOnly:
     def __init__(self, conf: Confinement) -> None:
         self.conf = conf
 
-    def jail(self, own: Path, memory_mb: int | None = None) -> Jail:
+    def jail(self, own: Path, memory_mb: int | None = None, loopback: bool = False) -> Jail:
         mb, limit = self.conf.memory_of(memory_mb)
-        return Jail(dataclasses.replace(self.conf, memory_mb=mb), None, own, limit)
+        return Jail(dataclasses.replace(self.conf, memory_mb=mb), None, own, limit, loopback)
 
 
 class Jailer:
