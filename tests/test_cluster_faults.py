@@ -10,6 +10,7 @@ that machine; a worker that keeps a task past its deadline is dropped and named.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,12 +71,16 @@ def test_a_bot_with_a_path_longer_than_path_max_plays_on_a_cluster_as_locally(tm
 
     base = tmp_path / "cluster"
     bots = deep_bot(write_bots(base / "bots", first=first_legal()))
-    with local_cluster(tmp_path / "cache", certs) as cluster:
-        back = Cluster(cluster.scheduler_address, certs=certs)
-        result = library_run(base, bots, 2, back)
-    assert (result.scheduled, result.played) == (4, 4)
-    assert not back.dropped, back.dropped
-    assert games(base) == games(local)
+    try:
+        with local_cluster(tmp_path / "cache", certs) as cluster:
+            back = Cluster(cluster.scheduler_address, certs=certs)
+            result = library_run(base, bots, 2, back)
+        assert (result.scheduled, result.played) == (4, 4)
+        assert not back.dropped, back.dropped
+        assert games(base) == games(local)
+    finally:  # by descriptors (rmtree's own way): a later test that walks the temporary folders by path
+        for folder in (tmp_path / "local", base, tmp_path / "cache"):  # would meet a path it cannot open
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # Every worker (every machine) fails to set up bot 'fragile', as a bot whose files no machine can keep would.

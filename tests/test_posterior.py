@@ -100,8 +100,8 @@ def test_the_stores_games_make_the_pairs(tmp_path: Path) -> None:
     with Store(tmp_path / "arena.sqlite") as store:
         store.set_current([a, b])
         for rnd, south, north, winner in [(1, a, b, a), (1, b, a, b), (2, a, b, a), (2, b, a, a)]:
-            record = GameRecord(
-                "kalah", south.name, north.name, (), 0, 0, winner.name, "normal", None, "", (), {}, {}, {}
+            record = GameRecord(  # each its own moves: an exact repeat of a game counts once
+                "kalah", south.name, north.name, (rnd,), 0, 0, winner.name, "normal", None, "", (), {}, {}, {}
             )
             store.add_game(Slot(rnd, "0", south, north), record)
         ids = store.current_ids()

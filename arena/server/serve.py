@@ -244,7 +244,14 @@ def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
 
 def serve(opts: Options, say: Callable[[str], None]) -> None:
     """Run the server until Ctrl-C (or SIGTERM); ServeError if it cannot start or its web server dies."""
-    os.umask(PRIVATE)  # before anything is made: what the server and its children make is theirs alone
+    saved = os.umask(PRIVATE)  # before anything is made: what the server and its children make is theirs
+    try:  # alone; given back when it stops, for a caller that runs it in its own process (a test, a library)
+        _serve(opts, say)
+    finally:
+        os.umask(saved)
+
+
+def _serve(opts: Options, say: Callable[[str], None]) -> None:
     _free(opts)
     sign_in = prepare(opts, say)
     env = environment(opts)
