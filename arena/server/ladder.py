@@ -82,21 +82,26 @@ def write_games(cup: Tournament) -> None:
 
 
 def _players(cup: Tournament, recent: list[dict[str, Any]], against: bool = True) -> dict[str, Any]:
-    """Per bot of the field: its latest games (newest first) and (`against`) its record against each
-    opponent."""
+    """Per bot of the field: its latest games (newest first), the latest of each of its versions, and
+    (`against`) its record against each opponent."""
     out: dict[str, Any] = {}
     for game in recent:
         for name in (game["south"], game["north"]):
-            mine = out.setdefault(name, {"games": [], "against": {}})["games"]
-            if len(mine) < PER_BOT:
-                mine.append(game)
+            mine = out.setdefault(name, {"games": [], "by_version": {}, "against": {}})
+            if len(mine["games"]) < PER_BOT:
+                mine["games"].append(game)
+            # each version's own latest too: a new version's games fill the latest thirty within minutes,
+            # and the author still filters by the version before it (newest version first)
+            kept = mine["by_version"].setdefault(game.get("versions", {}).get(name, ""), [])
+            if len(kept) < PER_BOT:
+                kept.append(game)
     if not against:
         return out
     field = queries.field_ids(cup.store)
     names = {i: n for i, n, _ in queries.bot_versions(cup.store)}
     for row in queries.pair_totals(cup.store, field).itertuples(index=False):
         bot, opp = names.get(int(row.bot), "?"), names.get(int(row.opp), "?")
-        record = out.setdefault(bot, {"games": [], "against": {}})["against"]
+        record = out.setdefault(bot, {"games": [], "by_version": {}, "against": {}})["against"]
         record[opp] = [int(row.wins), int(row.draws), int(row.losses)]
     return out
 

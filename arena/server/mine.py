@@ -75,10 +75,10 @@ def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
     board = ladder.snapshot(where.ladder)["board"]
     row = next((r for r in board if r["bot"] == member.slug), None)
     mine = ladder.players(where.ladder).get(member.slug, {})
-    games = [_as_mine(g, member.slug) for g in mine.get("games", [])]
-    versions = tuple(dict.fromkeys(g["my_version"] for g in games if g["my_version"]))
-    if version:
-        games = [g for g in games if g["my_version"] == version]
+    by_version: dict[str, list[dict[str, Any]]] = mine.get("by_version", {})
+    listed = by_version.get(version, []) if version else mine.get("games", [])
+    games = [_as_mine(g, member.slug) for g in listed]
+    versions = tuple(v for v in by_version if v)
     refs = {f"{name}.py" for name in REFERENCES} | set(REFERENCES)
     against = tuple(
         (opp, "{}-{}-{}".format(*wdl), opp in refs)
