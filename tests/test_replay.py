@@ -4,6 +4,7 @@ and the live page's writer."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,8 +186,9 @@ def test_the_live_page_is_rewritten_now_and_then_and_says_how_far(tmp_path, monk
 
 def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_path):
     """An adaptive run plays batch after batch: '1 of 1 games played' was the batch's count while the run
-    went on. Its page says the games played and the pairs still open, with how sure each is (the terminal's
-    words), and its score column, a score against the opponents the run chose, is not one to compare."""
+    went on. Its page says the games played and the pairs still open, with how sure each is and about how
+    many games would settle them (the terminal's words), and its score column, a score against the
+    opponents the run chose, is not one to compare."""
     from arena.tournament.settle import Rule
 
     store = Store(tmp_path / "arena.sqlite")
@@ -200,6 +202,7 @@ def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_p
     html = (tmp_path / "page" / "index.html").read_text()
     assert "1 of 1 games played" not in html and "<progress" not in html
     assert "1 game played" in html and "still open, 1 pair: " in html and "sure of the order)" in html
+    assert re.search(r"about [\d,]+ more games to settle it \(a rough estimate\)", html)
     assert "so not comparable between bots" in html and "their scores do not compare" in html
     store.set_stopping(None)  # a run of rounds: its count and time left, and a score to compare
     LivePage(store, tmp_path / "page")(1, 2, None)

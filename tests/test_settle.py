@@ -132,6 +132,47 @@ def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_e
     assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]
 
 
+def test_the_games_left_shrink_as_the_evidence_grows() -> None:
+    """The estimate of the games still needed falls as the pairs' uncertainty does, to none when settled,
+    and a pair further apart needs fewer."""
+    left = [
+        verdict(known([1600, 1520, 1500, 1300], sd), Rule(), NAMES[:4]).games_left() for sd in (40, 30, 20)
+    ]
+    assert left[0] > left[1] > left[2] > 0
+    assert verdict(known([1600, 1520, 1500, 1300], 12), Rule(), NAMES[:4]).games_left() == 0
+    assert verdict(known([1600, 1560, 1500, 1300], 30), Rule(), NAMES[:4]).games_left() < left[1]
+    assert verdict(known([1600, 1520, 1500, 1300], 12), Rule(), NAMES[:4]).describe_left() == "settled"
+
+
+def test_the_games_left_are_right_in_order_of_magnitude_on_a_simulated_field() -> None:
+    """Virtual bots of known Elo played batch by batch through the real plan, posterior and verdict, as
+    `arena run` plays them: the estimate a tenth, a quarter and half of the way through is within a factor
+    of three of the games the run then played, and it shrinks as the run goes."""
+    from arena.tournament.adaptive import batch_size, plan
+
+    rule = Rule()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        elo = rng.normal(0.0, 250.0, 10)
+        names = [f"bot{k}" for k in range(10)]
+        pairs, post, games, trace = Pairs.empty(10), posterior(Pairs.empty(10)), 0, []
+        index = 0
+        while batch := plan(pairs, rule, names, seed, index, batch_size(10), post):
+            a, b = (np.array(x) for x in zip(*batch, strict=True))
+            win = 1.0 / (1.0 + 10.0 ** ((elo[b] - elo[a]) / 400.0))
+            pairs = pairs.add(a, b, 2 * rng.binomial(2, win))  # two games, no draws: 0, 2 or 4 half points
+            games += 2 * len(batch)
+            post = posterior(pairs, start=post.theta)
+            trace.append((games, verdict(post, rule, names).games_left()))
+            index += 1
+        estimates = []
+        for share in (0.1, 0.25, 0.5):
+            at, estimate = min(trace, key=lambda t: abs(t[0] - share * games))
+            assert estimate / 3 <= games - at <= 3 * estimate, (seed, share, at, estimate, games)
+            estimates.append(estimate)
+        assert estimates[0] > estimates[2], estimates
+
+
 def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
     """An adaptive run's progress line says the open pairs and how sure each is, not a batch's count."""
     import io
@@ -147,7 +188,10 @@ def test_an_open_ended_run_says_on_the_terminal_what_is_still_open() -> None:
     progress(16, 16, None)
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("arena: 16 games, ")
-    assert last.endswith("; still open, 1 pair: bob vs cat (71% sure of the order)")
+    assert last.endswith(
+        "; still open, 1 pair: bob vs cat (71% sure of the order); about 89 more games to settle it (a rough "
+        "estimate)"
+    )
 
 
 def test_an_open_ended_runs_leaders_are_the_elos_not_a_score_against_other_opponents() -> None:

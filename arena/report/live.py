@@ -5,8 +5,9 @@ each game is stored). It rewrites the whole page (write beside, rename: see `pag
 every `every` seconds, and never spends more than about a tenth of the run on it: a write that took t
 seconds waits 10 t before the next. The page it writes says how far the run is and how long is left, and
 reloads itself when a newer page is written; the final page, written by the caller after the run, does not.
-An adaptive run has no last game: its page says what is still open instead (the pairs and how sure each is,
-the terminal's words from the same verdict), not the batch's count.
+An adaptive run has no last game: its page says what is still open instead (the pairs, how sure each is
+and a rough estimate of the games that would settle them: the terminal's words from the same verdict), not
+the batch's count.
 """
 
 from __future__ import annotations
@@ -71,9 +72,7 @@ class LivePage:
         if self.store.stopping() is not None:  # adaptive: the batch's total is not the run's
             standings = ratings.standings(self.store)
             verdict = standings.verdict
-            left = (
-                (verdict.describe_open(3) or "settled") if verdict else "playing until the ranking is settled"
-            )
+            left = verdict.describe_left(3) if verdict else "playing until the ranking is settled"
             live = Live(done, total, left, stamp, open_ended=True)
             self._wrote(now, write_report(self.store, self.folder, standings, live=live))
             return

@@ -375,7 +375,7 @@ class Progress:
     def settling(self, verdict: Verdict) -> None:
         """An open-ended run's batch is complete: what is still open, and the order so far (the Elo's, as the
         leaderboard's: its bots met different opponents, so their scores do not rank them)."""
-        self.left = verdict.describe_open(3) or "settled"
+        self.left = verdict.describe_left(3)
         self.ranked = tuple((verdict.places[k], verdict.names[i]) for k, i in enumerate(verdict.order))
 
     def rate(self, _: object = None) -> str:

@@ -29,11 +29,12 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-from arena.tournament.posterior import Posterior, normal_cdf
+from arena.tournament.posterior import ELO_PER_NAT, Posterior, normal_cdf
 from arena.tournament.settings import CONFIDENCE, RESOLUTION
 
 # The risks must sum to half of 1 - confidence. The rule is judged after every batch and a run stops at the
@@ -143,6 +144,20 @@ class Claim:
     p: float  # P(upper is the better)
     risk: float  # P(lower is more than the resolution better): the pair the wrong way round
     reference: bool  # against a reference bot rather than between neighbours
+    margin: float = 0.0  # the posterior's mean of upper - lower, Elo
+    sd: float = math.inf  # and its standard deviation
+    per_game: float = 0.0  # what one more game between the two adds to 1 / sd², in 1 / Elo²
+
+    def games_needed(self, risk: float, resolution: float) -> float:
+        """Rough games between the two until this pair's risk is at most `risk`, its margin taken as it is:
+        the risk is Φ(-(margin + resolution) / sd), so sd must fall to (margin + resolution) / z, and each
+        game adds `per_game` to 1 / sd² (the Bradley-Terry fit's information, as the posterior counts it)."""
+        z = -NormalDist().inv_cdf(min(max(risk, 1e-12), 0.5))
+        gap = max(self.margin + resolution, 1.0)  # two bots taken as equal, with no resolution: 1 Elo
+        wanted = (gap / z) ** 2
+        if self.sd**2 <= wanted or self.per_game <= 0.0:
+            return 0.0
+        return (1.0 / wanted - 1.0 / self.sd**2) / self.per_game
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,20 +238,53 @@ class Verdict:
         pairs = "pair" if len(claims) == 1 else "pairs"
         return f"still open, {len(claims)} {pairs}: " + ", ".join(words) + more
 
+    def games_left(self) -> int:
+        """A rough estimate of the games still needed to settle: for each open pair, the games between the
+        two until its risk is its share of the budget (the budget split evenly over the open pairs), with
+        its margin as it stands, summed. Rough: the margins move as games come in, the plan plays some
+        games elsewhere (placement, exploration), and games for one pair inform its neighbours too.
+        benchmarks/games_left.py measures it against the games runs then played (median within 0.8-1.1 of
+        them up to half way through; late in a run, when the last pairs are the close ones, too few)."""
+        claims = self.open
+        if not claims:
+            return 0
+        share = (1.0 - self.rule.confidence) / LOOKS / len(claims)
+        return round(sum(c.games_needed(share, self.rule.resolution) for c in claims))
+
+    def describe_left(self, most: int = 3) -> str:
+        """What is open and about how many games would settle it, in one line: 'settled' when settled."""
+        if self.settled:
+            return "settled"
+        left = self.games_left()
+        games = f"{left:,} more game{'s' * (left != 1)}" if left else "a few more games"
+        return f"{self.describe_open(most)}; about {games} to settle it (a rough estimate)"
+
 
 def risks(post: Posterior, pairs: Sequence[tuple[int, int]], resolution: float) -> list[tuple[float, float]]:
     """(P(upper better), P(lower more than `resolution` better)) of each (upper, lower) pair."""
     if not pairs:
         return []
-    upper, lower = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
-    mean = post.elo[upper] - post.elo[lower]
-    sd = np.sqrt(
-        np.maximum(post.cov[upper, upper] + post.cov[lower, lower] - 2.0 * post.cov[upper, lower], 1e-12)
-    )
+    mean, sd = _differences(post, pairs)
     return [
         (normal_cdf(m / s), normal_cdf(-(m + resolution) / s))
         for m, s in zip(mean.tolist(), sd.tolist(), strict=True)
     ]
+
+
+def _differences(post: Posterior, pairs: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior's mean and standard deviation of upper - lower of each (upper, lower) pair, Elo."""
+    upper, lower = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
+    mean = post.elo[upper] - post.elo[lower]
+    var = post.cov[upper, upper] + post.cov[lower, lower] - 2.0 * post.cov[upper, lower]
+    return mean, np.sqrt(np.maximum(var, 1e-12))
+
+
+def _per_game(margin: float, dispersion: float) -> float:
+    """What one game between two bots `margin` Elo apart adds to 1 / sd² of their difference: the logistic
+    fit's information q (1 - q) per game in natural units, over the dispersion the posterior found."""
+    q = 1.0 / (1.0 + 10.0 ** (-margin / 400.0))
+    disp = dispersion if math.isfinite(dispersion) and dispersion > 0 else 1.0
+    return q * (1.0 - q) / (disp * ELO_PER_NAT**2)
 
 
 def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
@@ -269,8 +317,19 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
         tail[rank] = tail[rank + 1] + odds[by_risk[rank]][1]
     cut = next(rank for rank in range(len(pairs) + 1) if tail[rank] <= budget)
     is_open = {by_risk[rank] for rank in range(cut)}
+    mean, sd = _differences(post, [(a, b) for a, b, _ in pairs]) if pairs else (np.zeros(0), np.zeros(0))
     claims = tuple(
-        Claim(a, b, _status(odds[k][0], k in is_open, rule), odds[k][0], odds[k][1], ref)
+        Claim(
+            a,
+            b,
+            _status(odds[k][0], k in is_open, rule),
+            odds[k][0],
+            odds[k][1],
+            ref,
+            float(mean[k]),
+            float(sd[k]),
+            _per_game(float(mean[k]), post.dispersion),
+        )
         for k, (a, b, ref) in enumerate(pairs)
     )
     return Verdict(rule, tuple(names), tuple(order), _places(post, order, rule.confidence), claims)
