@@ -132,6 +132,15 @@ def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_e
     assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]
 
 
+def test_a_settled_runs_rough_cost_follows_the_measured_shares_by_field_size() -> None:
+    from arena.tournament.settle import settled_games
+
+    assert settled_games(30) == round(0.135 * 100 * 30 * 29)
+    assert settled_games(100) == round(0.086 * 100 * 100 * 99)
+    assert settled_games(16) == round(0.135 * 100 * 16 * 15)  # held below the smallest field measured
+    assert 0.086 < settled_games(50) / (100 * 50 * 49) < 0.135
+
+
 def test_the_games_left_shrink_as_the_evidence_grows() -> None:
     """The estimate of the games still needed falls as the pairs' uncertainty does, to none when settled,
     and a pair further apart needs fewer."""
@@ -223,21 +232,23 @@ def test_an_open_ended_runs_leaders_are_the_elos_not_a_score_against_other_oppon
 
 def test_a_long_run_of_rounds_says_how_long_it_takes_and_what_a_settled_run_costs() -> None:
     """`arena run --rounds 100` on a class of 30: 87,000 games. Once its first games show the pace, it says
-    how long all of them take, and that a run without --rounds stops when settled."""
+    how long all of them take, and about how many games and hours a run without --rounds, which stops when
+    settled, would take instead."""
     import io
 
     from arena.report.terminal import Progress
 
     out = io.StringIO()
-    progress = Progress(False, out)
+    progress = Progress(False, out, bots=30)
     progress(0, 87_000, None)
     progress.started -= 20.0  # the first 8 games took 20 s
     progress(8, 87_000, None)
     said = [line for line in out.getvalue().splitlines() if "pace" in line]
     assert said == [
         "arena: at the pace of the first 8 games, the 87,000 games take about 60.4 h; without --rounds, "
-        "arena run stops once the ranking is settled (30 bots in simulation: 13.5% of a 100-round round "
-        "robin's games)"
+        "arena run stops once the ranking is settled: about 11,745 games, 8.2 h at this pace (rough: settled "
+        "runs in simulation played a share of a 100-round round robin's games of 13.5% at 30 bots and 8.6% "
+        "at 100 bots)"
     ]
     progress(9, 87_000, None)
     assert sum("pace" in line for line in out.getvalue().splitlines()) == 1  # said once

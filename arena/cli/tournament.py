@@ -194,7 +194,9 @@ def run(  # type: ignore[no-untyped-def]
             echo(cup.plan(entered, rounds, settle=rule, max_games=max_games).summary())
         from arena.report.terminal import Progress
 
-        progress = Progress(quiet, sys.stderr, open_ended=rounds is None)
+        progress = Progress(
+            quiet, sys.stderr, open_ended=rounds is None, bots=0 if hero else len(entered.bots)
+        )
 
         def told(done: int, total: int, record: GameRecord | None) -> None:
             if rounds is None and not quiet and total and done == total:  # a batch is complete: what is left

@@ -358,8 +358,9 @@ class Progress:
     PACE = (8, 10.0)  # games and seconds after which a run of rounds says how long it will take
     LONG = 600.0  # seconds: a run this long is told what a settled run would cost instead
 
-    def __init__(self, quiet: bool, out: TextIO, open_ended: bool = False) -> None:
+    def __init__(self, quiet: bool, out: TextIO, open_ended: bool = False, bots: int = 0) -> None:
         self.quiet = quiet
+        self.bots = bots  # a run of rounds of the whole field: its bots, to say what a settled run costs
         self.open_ended = open_ended
         self.out = out
         self.tty = out.isatty()
@@ -426,11 +427,15 @@ class Progress:
         line = (
             f"arena: at the pace of the first {done} games, the {total:,} games take about {_duration(whole)}"
         )
-        if whole >= self.LONG:
-            # the README's figure (benchmarks/schedule_efficiency.py): 30 bots, 40 seeds
+        if whole >= self.LONG and self.bots >= 2:
+            from arena.tournament.settle import SETTLED_SHARE, settled_games  # numpy: not for `arena play`
+
+            settled = settled_games(self.bots)
+            measured = " and ".join(f"{share:.1%} at {n} bots" for n, share in SETTLED_SHARE)
             line += (
-                "; without --rounds, arena run stops once the ranking is settled (30 bots in simulation: "
-                "13.5% of a 100-round round robin's games)"
+                f"; without --rounds, arena run stops once the ranking is settled: about {settled:,} games, "
+                f"{_duration(took * settled / done)} at this pace (rough: settled runs in simulation played "
+                f"a share of a 100-round round robin's games of {measured})"
             )
         self._say(line)
         self.drawn = 0  # a table drawn before stays above this line

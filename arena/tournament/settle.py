@@ -50,6 +50,17 @@ from arena.tournament.settings import CONFIDENCE, RESOLUTION
 # Games until settled, as a share of a 100-round round robin's, at LOOKS 1, 2, 3: 30 bots 11.9%, 13.5%,
 # 14.7%; 100 bots 7.7%, 8.6%, 9.2% (top 3 exact 65%, 80%, 78%; the round robin's 85%).
 LOOKS = 2.0
+# The shares above at LOOKS 2 (the rule's) by field size: a settled run's cost, told to a long run of rounds
+SETTLED_SHARE = ((30, 0.135), (100, 0.086))
+
+
+def settled_games(bots: int) -> int:
+    """A rough count of the games an adaptive run of `bots` plays until settled: the share of a 100-round
+    round robin's games measured in simulation (SETTLED_SHARE), between its field sizes by the log of the
+    count, held beyond them. Rough: a real class is not the simulation's normal field."""
+    (n0, s0), (n1, s1) = SETTLED_SHARE
+    t = min(max((math.log(max(bots, 2)) - math.log(n0)) / (math.log(n1) - math.log(n0)), 0.0), 1.0)
+    return round((s0 + t * (s1 - s0)) * 100 * bots * (bots - 1))
 
 
 class Status(enum.Enum):
