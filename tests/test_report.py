@@ -100,6 +100,28 @@ def test_report_is_escaped_and_complete(store, tmp_path):
     assert "Head to head" in html and "6-0-0" in html and "7-0-0" in html and "0-0-7" in html
 
 
+def test_the_rating_chart_draws_the_elo_that_orders_the_table_with_its_interval(store):
+    """The chart that leads the ratings is the Elo with its 95% interval, in the leaderboard's order; the
+    TrueSkill history comes after it, named as TrueSkill; a bot's page gives its Elo before TrueSkill."""
+    html = report.render(store)
+    parser = Leaderboard()
+    parser.feed(html)
+    board = ratings.leaderboard(store)
+    assert [e["data-bot"] for e in parser.elo] == list(board["bot"])
+    for e, elo, pm in zip(parser.elo, board["bt_elo"], board["bt_pm"], strict=True):
+        assert (e["data-elo"], e["data-lo"], e["data-hi"]) == (
+            f"{elo:.0f}",
+            f"{elo - pm:.0f}",
+            f"{elo + pm:.0f}",
+        )
+    assert float(parser.elo[0]["data-lo"] or 0) > float(parser.elo[-1]["data-hi"] or 0)  # alpha plainly above
+    ratings_part = html[html.index('<section id="ratings">') : html.index('<section id="head-to-head">')]
+    assert ratings_part.index("elo-chart") < ratings_part.index("TrueSkill over the games")
+    assert "which decides the order" in ratings_part and "it does not decide the order" in ratings_part
+    alpha = board[board["bot"] == "alpha"].iloc[0]
+    assert f"Elo {alpha.bt_elo:.0f} ± {alpha.bt_pm:.0f} (decides the place) · TrueSkill" in html
+
+
 def test_fault_list_keeps_the_latest_and_collapses_long_tails(tmp_path):
     s = Store(tmp_path / "arena.sqlite")
     long_tail = "".join(f"line {k}\n" for k in range(40))
@@ -169,10 +191,13 @@ class Leaderboard(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[list[str]] = []
+        self.elo: list[dict[str, str | None]] = []  # the Elo chart's rows: data-bot, -elo, -lo, -hi
         self._in_table = self._in_body = False
         self._cell: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "g" and ("class", "elo") in attrs:
+            self.elo.append(dict(attrs))
         if tag == "table" and ("id", "leaderboard-table") in attrs:
             self._in_table = True
         elif self._in_table and tag == "tbody":
@@ -232,6 +257,11 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
         f"{e:.0f} ± {pm:.0f}" for e, pm in zip(board["bt_elo"], board["bt_pm"], strict=True)
     ]
     assert [row[3] for row in parser.rows] == [f"{c:.1f}" for c in board["conservative"]]
+    # the rating chart draws that Elo and its interval, in the table's order
+    assert [e["data-bot"] for e in parser.elo] == shown
+    assert [f"{e['data-elo']} ± {int(e['data-hi'] or 0) - int(e['data-elo'] or 0)}" for e in parser.elo] == [
+        row[2] for row in parser.rows
+    ]
     assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text
     assert "<script>alert" not in dom  # never a live element
 

@@ -46,7 +46,8 @@ class FaultKind:
 class BotPage:
     name: str
     place: str
-    rating: str
+    elo: str  # the Elo with its 95% interval: what decides the place
+    rating: str  # TrueSkill, beside it
     score: str
     wdl: str
     games: int
@@ -163,6 +164,7 @@ def bot_pages(
             BotPage(
                 name=str(r.bot),
                 place=str(r.place),
+                elo="–" if math.isnan(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
                 rating=f"{r.mu:.1f} ± {r.sigma:.1f}",
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",

@@ -1,4 +1,4 @@
-"""Charts as SVG drawn when the page is written: rating history, think time, margins.
+"""Charts as SVG drawn when the page is written: Elo with intervals, rating history, think time, margins.
 
 Why SVG at build time and not a charting library in the page: the page must work offline from file://, so a
 library would have to be embedded whole (Chart.js is ~200 KB, Plotly ~3 MB) in every page and kept up to
@@ -100,6 +100,60 @@ def rating_chart(xs: Sequence[int], series: Sequence[Series], label: str) -> Mar
             f'<polyline class="mu" data-bot="{escape(one.name)}" data-last="{one.mu[-1]:.2f}" '
             f'points="{line}" fill="none" stroke="{one.style.colour}" stroke-width="2"{dash}>'
             f"<title>{escape(one.name)}: mu {one.mu[-1]:.1f} ± {one.sigma[-1]:.1f}</title></polyline>"
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """One bot's Elo and the half-width of its 95% interval, as the leaderboard shows them."""
+
+    name: str
+    style: Style
+    elo: float
+    pm: float
+
+
+ROW = 20  # px per bot on the Elo chart
+NAMES = 150  # px for the bots' names left of it
+
+
+def elo_chart(rows: Sequence[Interval], label: str) -> Markup:
+    """Each bot's Elo as a dot with its 95% interval as a line through it, one row per bot in the order
+    given (the leaderboard's), on one Elo axis: the number that decides the order, as the table has it."""
+    rows = [r for r in rows if math.isfinite(r.elo) and math.isfinite(r.pm)]
+    if not rows:
+        return Markup("")
+    lo = min(r.elo - r.pm for r in rows)
+    hi = max(r.elo + r.pm for r in rows)
+    lo, hi = (lo - 10.0, hi + 10.0) if hi - lo < 20.0 else (lo, hi)
+    h = TOP + ROW * len(rows) + BOTTOM
+
+    def px(x: float) -> float:
+        return NAMES + (x - lo) / (hi - lo) * (W - NAMES - RIGHT)
+
+    parts = [
+        f'<svg class="chart elo-chart" viewBox="0 0 {W} {h}" role="img" aria-label="{escape(label)}" '
+        'preserveAspectRatio="xMidYMid meet">'
+    ]
+    for t in _ticks(lo, hi):
+        x = px(t)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{h - BOTTOM}" stroke="#eceff3"/>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{h - BOTTOM + 16}" text-anchor="middle" class="tick">{_num(t)}</text>'
+        )
+    parts.append(f'<text x="{W - RIGHT}" y="{h - 4}" text-anchor="end" class="tick">Elo, 95% interval</text>')
+    for k, r in enumerate(rows):
+        y = TOP + ROW * k + ROW / 2
+        c = r.style.colour
+        parts.append(
+            f'<g class="elo" data-bot="{escape(r.name)}" data-elo="{r.elo:.0f}" data-lo="{r.elo - r.pm:.0f}" '
+            f'data-hi="{r.elo + r.pm:.0f}"><title>{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}</title>'
+            f'<text x="{NAMES - 8}" y="{y + 4:.1f}" text-anchor="end" class="tick">{escape(r.name)}</text>'
+            f'<line x1="{px(r.elo - r.pm):.1f}" x2="{px(r.elo + r.pm):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="{c}" stroke-width="3"/>'
+            f'<circle cx="{px(r.elo):.1f}" cy="{y:.1f}" r="5" fill="{c}" stroke="#fff"/></g>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -417,6 +417,13 @@ def render(
             for r in retired.itertuples(index=False)
         ],
         games=int(board["games"].sum()) // 2,
+        elo_chart=charts.elo_chart(
+            [
+                charts.Interval(str(r.bot), styles[int(r.id)], float(r.bt_elo), float(r.bt_pm))
+                for r in board[board["unranked"] == ""].itertuples(index=False)
+            ],
+            "Elo with its 95% interval of every bot, in the leaderboard's order",
+        ),
         rating_chart=charts.rating_chart(history.games, series, "TrueSkill mu ± sigma of every bot"),
         bots=bot_pages(store, standings, history, games.think if games else {}, styles),
         games_href=games_href,
