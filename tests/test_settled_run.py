@@ -113,6 +113,7 @@ def test_a_cap_stops_the_run_and_says_what_is_still_open(tmp_path: Path) -> None
     line = next(x for x in out.stdout.splitlines() if x.startswith("not settled"))
     assert line.startswith("not settled (the cap of --max-games): still open, ")
     assert " vs " in line and "sure of the order" in line
+    assert re.search(r"; about [\d,]+ more games to settle it \(a rough estimate\)$", line), line
 
 
 @pytest.mark.parametrize(

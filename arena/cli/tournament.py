@@ -225,8 +225,8 @@ def run(  # type: ignore[no-untyped-def]
             "resume",
             err=True,
         )
-        if settled is not None:
-            echo(f"arena: not settled yet: {settled.describe_open()}", err=True)
+        if settled is not None and not settled.settled:
+            echo(f"arena: not settled yet: {settled.describe_left()}", err=True)
         echo(f"report so far: {page}", err=True)
         sys.exit(130)
     if not quiet:
@@ -242,7 +242,7 @@ def run(  # type: ignore[no-untyped-def]
     elif settled is not None and not settled.settled:  # a warning even when quiet: the ranking is open
         why = "the cap of --max-games" if max_games is not None else "no more games could be played"
         say = f"arena: warning: not settled ({why})" if quiet else f"not settled ({why})"
-        echo(f"{say}: {settled.describe_open()}", err=quiet)
+        echo(f"{say}: {settled.describe_left()}", err=quiet)
     echo(f"report: {page}")
 
 
