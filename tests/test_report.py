@@ -109,12 +109,12 @@ def test_the_rating_chart_draws_the_elo_that_orders_the_table_with_its_interval(
     board = ratings.leaderboard(store)
     assert [e["data-bot"] for e in parser.elo] == list(board["bot"])
     for e, elo, pm in zip(parser.elo, board["bt_elo"], board["bt_pm"], strict=True):
-        assert (e["data-elo"], e["data-lo"], e["data-hi"]) == (
-            f"{elo:.0f}",
-            f"{elo - pm:.0f}",
-            f"{elo + pm:.0f}",
-        )
-    assert float(parser.elo[0]["data-lo"] or 0) > float(parser.elo[-1]["data-hi"] or 0)  # alpha plainly above
+        assert (float(e["data-elo"] or 0), float(e["data-pm"] or 0)) == pytest.approx((elo, pm), abs=1e-3)
+        assert f"Elo {elo:.0f} ± {pm:.0f}</title>" in html  # what a pointer over the row says
+    top, bottom = (
+        (float(e["data-elo"] or 0), float(e["data-pm"] or 0)) for e in parser.elo[:: len(BOTS) - 1]
+    )
+    assert top[0] - top[1] > bottom[0] + bottom[1]  # alpha's interval plainly above delta's
     ratings_part = html[html.index('<section id="ratings">') : html.index('<section id="head-to-head">')]
     assert ratings_part.index("elo-chart") < ratings_part.index("TrueSkill over the games")
     assert "which decides the order" in ratings_part and "it does not decide the order" in ratings_part
@@ -259,7 +259,7 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert [row[3] for row in parser.rows] == [f"{c:.1f}" for c in board["conservative"]]
     # the rating chart draws that Elo and its interval, in the table's order
     assert [e["data-bot"] for e in parser.elo] == shown
-    assert [f"{e['data-elo']} ± {int(e['data-hi'] or 0) - int(e['data-elo'] or 0)}" for e in parser.elo] == [
+    assert [f"{float(e['data-elo'] or 0):.0f} ± {float(e['data-pm'] or 0):.0f}" for e in parser.elo] == [
         row[2] for row in parser.rows
     ]
     assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text

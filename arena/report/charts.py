@@ -148,15 +148,21 @@ def elo_chart(rows: Sequence[Interval], label: str) -> Markup:
         y = TOP + ROW * k + ROW / 2
         c = r.style.colour
         parts.append(
-            f'<g class="elo" data-bot="{escape(r.name)}" data-elo="{r.elo:.0f}" data-lo="{r.elo - r.pm:.0f}" '
-            f'data-hi="{r.elo + r.pm:.0f}"><title>{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}</title>'
-            f'<text x="{NAMES - 8}" y="{y + 4:.1f}" text-anchor="end" class="tick">{escape(r.name)}</text>'
+            f'<g class="elo" data-bot="{escape(r.name)}" data-elo="{r.elo:.3f}" data-pm="{r.pm:.3f}">'
+            f"<title>{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}</title>"
+            f'<text x="{NAMES - 8}" y="{y + 4:.1f}" text-anchor="end" class="tick">'
+            f"{escape(_short(r.name))}</text>"
             f'<line x1="{px(r.elo - r.pm):.1f}" x2="{px(r.elo + r.pm):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
             f'stroke="{c}" stroke-width="3"/>'
             f'<circle cx="{px(r.elo):.1f}" cy="{y:.1f}" r="5" fill="{c}" stroke="#fff"/></g>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _short(name: str, most: int = 22) -> str:
+    """A name that fits left of the Elo chart; the row's title gives it whole."""
+    return name if len(name) <= most else name[: most - 1] + "…"
 
 
 def _frame(label: str) -> str:
