@@ -37,6 +37,10 @@ class Kit:
         self.server, self.port, self.ws_port, self.token = server, port, ws_port, token
         self.people = people
 
+    def token_of(self, name: str) -> str:
+        page = self.people[name].http.get(self.server.url + "/me", timeout=30).text
+        return re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+
     def games(self, slug: str = "tom") -> list[dict[str, object]]:
         path = self.server.class_dir / "practice" / f"{slug}.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -89,10 +93,10 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
     try:
         people = make_class(server, server.start(), ["tom", "ann"])
         people["teach"].post("/teacher/references", {"greedy": "on"}, page="/teacher")
-        page = people["tom"].http.get(server.url + "/me", timeout=30).text
-        token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
         until("the ladder's bots", lambda: any((server.class_dir / "bots").iterdir()), 60)
-        yield Kit(server, port, ws_port, token, people)
+        kit = Kit(server, port, ws_port, "", people)
+        kit.token = kit.token_of("tom")
+        yield kit
     finally:
         server.stop()
 
@@ -253,6 +257,45 @@ def test_a_student_plays_so_many_practice_games_a_day(kit: Kit) -> None:
         client.close()
     finally:
         path.write_bytes(kept)
+
+
+def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -> None:
+    """The lobby: two agents connected at once meet (as well as the ladder's bots)."""
+    agents = [
+        subprocess.Popen(
+            [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token_of(name)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in ("tom", "ann")
+    ]
+    pair = {"tom (KGP)", "ann (KGP)"}
+    try:
+        met = until(
+            "a game between the agents",
+            lambda: [g for g in kit.games("ann") if {g["south"], g["north"]} == pair],
+            60,
+        )
+        until(
+            "both sides of the pair",
+            lambda: len([g for g in kit.games("ann") if {g["south"], g["north"]} == pair]) >= 2,
+            60,
+        )
+    finally:
+        for agent in agents:
+            agent.kill()
+            agent.wait()
+    games = [g for g in kit.games("ann") if {g["south"], g["north"]} == pair]
+    assert games[0]["south"] == games[1]["north"], "a game from each side"
+    kept = [(g["south"], g["moves"]) for g in kit.games("tom") if {g["south"], g["north"]} == pair]
+    assert [(g["south"], g["moves"]) for g in games[:2]] == kept[:2], "tom keeps the same games"
+    for game in games[:2]:
+        assert game["faulty"] is None and game["remote"] and len(game["moves"]) > 10, game  # type: ignore[arg-type]
+    number = kit.games("ann").index(games[0]) + 1
+    ann = kit.people["ann"].http
+    shown = ann.get(f"{kit.server.url}/practice/ann/{number}", timeout=30)
+    assert shown.status_code == 200 and 'id="remote"' in shown.text
+    assert met
 
 
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:
