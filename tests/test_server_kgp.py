@@ -146,7 +146,7 @@ def test_a_students_page_lists_their_practice_games_which_replay_for_them_and_th
     page = tom.get(url + "/me", timeout=30).text
     listed = re.findall(r'<tr class="practice-game"><td><a href="/practice/tom/(\d+)">', page)
     assert listed and listed[0] == str(len(games)) and listed == sorted(listed, key=int, reverse=True), listed
-    assert "not limited by arena" in page
+    assert "a remote agent whose computing power arena does not limit" in page
     assert 'id="practice-games"' not in ann.get(url + "/me", timeout=30).text, "ann has none"
     for number, stored in enumerate(games[:2], start=1):
         shown = tom.get(f"{url}/practice/tom/{number}", timeout=30)
@@ -296,6 +296,49 @@ def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -
     shown = ann.get(f"{kit.server.url}/practice/ann/{number}", timeout=30)
     assert shown.status_code == 200 and 'id="remote"' in shown.text
     assert met
+
+
+def test_guests_play_only_where_the_teacher_admits_them_and_the_options_are_the_teachers(kit: Kit) -> None:
+    """Guest mode and the ranking of remote agents: both off by default, set on the teacher's form (a
+    post without the form's checkboxes leaves them as they are), a guest refused while off."""
+    teach, url = kit.people["teach"], kit.server.url
+
+    def options() -> tuple[bool, bool]:
+        page = teach.http.get(url + "/teacher", timeout=30).text
+        return tuple(bool(re.search(rf'id="{o}" checked', page)) for o in ("rank_remote", "kgp_guests"))  # type: ignore[return-value]
+
+    assert options() == (False, False), "both off by default"
+    refused = Client(kit.port)
+    assert refused.line() == "kgp 1 0 1"
+    refused.send("mode freeplay")
+    assert "admits no guests" in refused.until("error")
+    refused.close()
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "rank_remote": "on", "kgp_guests": "on"}, page="/teacher"
+    )
+    try:
+        assert options() == (True, True)
+        teach.post("/teacher/settings", {"per_day": "20"}, page="/teacher")
+        assert options() == (True, True), "a post without the checkboxes changes neither"
+        guest = Client(kit.port)
+        assert guest.line() == "kgp 1 0 1"
+        guest.send("1 mode freeplay")
+        assert "ok" in guest.until("ok")
+        second = Client(kit.port)
+        assert second.line() == "kgp 1 0 1"
+        second.send("mode freeplay")
+        assert "one guest connection an address" in second.until("error")
+        second.close()
+        guest.until("state")
+        guest.close()  # dropped mid-game: the guest's forfeit, kept apart from every student's games
+        path = kit.server.class_dir / "practice" / "_guests.jsonl"
+        until("the guest's game", path.exists, 30)
+        game = json.loads(path.read_text().splitlines()[0])
+        assert game["faulty"] == "a guest (KGP)" and game["remote"], game
+        assert teach.http.get(url + "/practice/_guests/1", timeout=30).status_code == 404
+    finally:
+        teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
+    assert options() == (False, False)
 
 
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:

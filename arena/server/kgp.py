@@ -51,7 +51,12 @@ HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
 GAMES_A_DAY = 1000  # practice games a student may play in 24 hours (each starts a ladder bot's process)
 GAMES_PER_OPPONENT = 2  # a game from each side, then the next bot of the ladder
-NO_TOKEN = "auth:token required: set it to your token from your page on the server"
+GUEST = "_guests"  # the practice file of guests' games, and their lobby name: no student's slug has a "_"
+GUEST_CONNECTIONS = 4  # guests connected at once, in all (one an address)
+GUEST_GAMES_A_DAY = 200  # practice games all guests together may play in 24 hours
+NO_TOKEN = (
+    "auth:token required (this class admits no guests): set it to your token from your page on the server"
+)
 WRONG_TOKEN = "no valid token: copy it from your page on the server"
 THROTTLED = "too many wrong tokens from your address: wait a few minutes, then try again"
 log = logging.getLogger("arena")
@@ -263,10 +268,11 @@ class Doors:
             with self._lock:
                 self.open -= allowed
 
-    def take(self, slug: str) -> bool:
-        """One of the student's connections, if they have one left (give it back with `give_back`)."""
+    def take(self, slug: str, most: int = PER_STUDENT) -> bool:
+        """One of `most` connections of `slug` (a student; guests, or one address's guest), if one is left
+        (give it back with `give_back`)."""
         with self._lock:
-            if self._held.get(slug, 0) >= PER_STUDENT:
+            if self._held.get(slug, 0) >= most:
                 return False
             self._held[slug] = self._held.get(slug, 0) + 1
             return True
@@ -284,7 +290,8 @@ def refuse(lines: SocketLines, why: str) -> None:
 
 
 class Gate:
-    """The token check of one connection, counted by the sign-in throttle against its address."""
+    """The token check of one connection, counted by the sign-in throttle against its address; without a
+    token, a guest's, if the teacher admits guests. `slug` is whose connection it is (GUEST for a guest)."""
 
     def __init__(self, address: str, doors: Doors) -> None:
         from django.http import HttpRequest
@@ -294,7 +301,9 @@ class Gate:
         self.request.META["REMOTE_ADDR"] = address
         self.request.path = self.request.path_info = "/kgp"
         self.request.method = "POST"
-        self.member: Any = None
+        self.address = address
+        self.slug: str | None = None
+        self._held: list[str] = []  # the doors' keys this connection holds
 
     def __call__(self, token: str) -> str | None:
         from arena.server import throttle
@@ -302,28 +311,53 @@ class Gate:
         if not throttle.token_allowed(self.request):
             return THROTTLED
         if not token:
-            return NO_TOKEN
+            return self._guest()
         from arena.server.access import member_of_token  # Django's models: once the worker set it up
 
-        self.member = member_of_token(token)
-        if self.member is None:
+        member = member_of_token(token)
+        if member is None:
             throttle.token_failed(self.request)
             return WRONG_TOKEN
-        if not self.doors.take(self.member.slug):
-            self.member = None
+        if not self._take(member.slug, PER_STUDENT):
             return f"at most {PER_STUDENT} connections a student at once"
+        self.slug = member.slug
         return None
 
+    def _guest(self) -> str | None:
+        """A guest in, if the teacher admits guests and the guests' connections are not all taken."""
+        from arena.server.models import Classroom
+
+        classroom = Classroom.current()
+        if classroom is None or not classroom.kgp_guests:
+            return NO_TOKEN
+        if not self._take(GUEST, GUEST_CONNECTIONS):
+            return f"the server has {GUEST_CONNECTIONS} guests already: try again later, or use your token"
+        if not self._take(f"{GUEST} {self.address}", 1):
+            self.leave()
+            return "one guest connection an address at once"
+        self.slug = GUEST
+        return None
+
+    def _take(self, key: str, most: int) -> bool:
+        taken = self.doors.take(key, most)
+        if taken:
+            self._held.append(key)
+        return taken
+
     def leave(self) -> None:
-        """The connection is closed: the student's connection given back, once."""
-        if self.member is not None:
-            self.doors.give_back(self.member.slug)
-            self.member = None
+        """The connection is closed: what it held given back, once."""
+        while self._held:
+            self.doors.give_back(self._held.pop())
 
 
 def agent_name(slug: str) -> str:
-    """The name a student's agent plays its practice games under."""
-    return f"{slug} (KGP)"
+    """The name a student's agent (or a guest's) plays its practice games under."""
+    return "a guest (KGP)" if slug == GUEST else f"{slug} (KGP)"
+
+
+def games_a_day(slug: str) -> int:
+    """The practice games a student may play in 24 hours; guests, all together, fewer."""
+    return GUEST_GAMES_A_DAY if slug == GUEST else GAMES_A_DAY
 
 
 def practice_file(where: ClassDir, slug: str) -> Path:
@@ -396,7 +430,7 @@ def serve_connection(
                 wire.greet(time.monotonic() + HANDSHAKE_S)
             except Fault:
                 return
-            slug = gate.member.slug
+            slug = cast(str, gate.slug)
             me = Waiting(slug, Remote(wire, agent_name(slug)), wire.agent, lines.gone)
             Practice(where, settings, lines, me, lobby).play()
     except Exception:  # never the listener's end: this connection's alone, logged
@@ -420,10 +454,8 @@ class Practice:
     def play(self) -> None:
         met = False  # the last pair was against an agent: the next is a ladder bot's
         while not self.lines.closed:
-            if games_today(self.where, self.me.slug) >= GAMES_A_DAY:
-                refuse(
-                    self.lines, f"you have played {GAMES_A_DAY} practice games in 24 hours: try again later"
-                )
+            if games_today(self.where, self.me.slug) >= (most := games_a_day(self.me.slug)):
+                refuse(self.lines, f"you have played {most} practice games in 24 hours: try again later")
                 return
             field = opponents(self.where)
             if not met and self._meet():
