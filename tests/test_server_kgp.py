@@ -6,12 +6,14 @@ student holds two connections at most; hypothesis' lines never bring the listene
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -296,6 +298,38 @@ def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -
     shown = ann.get(f"{kit.server.url}/practice/ann/{number}", timeout=30)
     assert shown.status_code == 200 and 'id="remote"' in shown.text
     assert met
+
+
+def test_the_readmes_three_lines_connect_a_new_agent_with_the_token_in_the_environment(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """README: `arena new myagent --protocol kgp`, ARENA_TOKEN, `python3 bots/myagent/agent.py HOST PORT`."""
+    readme = (ROOT / "README.md").read_text()
+    assert "arena new myagent --protocol kgp" in readme and "python3 bots/myagent/agent.py" in readme
+    made = subprocess.run(
+        [sys.executable, "-m", "arena", "new", "myagent", "--protocol", "kgp"],
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "ARENA_TOKEN": kit.token_of("ann")}
+    agent = subprocess.Popen(
+        [sys.executable, "bots/myagent/agent.py", "127.0.0.1", str(kit.port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        game = until(
+            "the new agent's game",
+            lambda: next((g for g in kit.games("ann") if g["agent"] == "myagent"), None),
+            60,
+        )
+    finally:
+        agent.kill()
+        agent.wait()
+    assert game["faulty"] is None and "ann (KGP)" in (game["south"], game["north"]), game
 
 
 def test_guests_play_only_where_the_teacher_admits_them_and_the_options_are_the_teachers(kit: Kit) -> None:
