@@ -6,12 +6,14 @@ student holds two connections at most; hypothesis' lines never bring the listene
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,6 +38,10 @@ class Kit:
     ) -> None:
         self.server, self.port, self.ws_port, self.token = server, port, ws_port, token
         self.people = people
+
+    def token_of(self, name: str) -> str:
+        page = self.people[name].http.get(self.server.url + "/me", timeout=30).text
+        return re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
 
     def games(self, slug: str = "tom") -> list[dict[str, object]]:
         path = self.server.class_dir / "practice" / f"{slug}.jsonl"
@@ -89,10 +95,10 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
     try:
         people = make_class(server, server.start(), ["tom", "ann"])
         people["teach"].post("/teacher/references", {"greedy": "on"}, page="/teacher")
-        page = people["tom"].http.get(server.url + "/me", timeout=30).text
-        token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
         until("the ladder's bots", lambda: any((server.class_dir / "bots").iterdir()), 60)
-        yield Kit(server, port, ws_port, token, people)
+        kit = Kit(server, port, ws_port, "", people)
+        kit.token = kit.token_of("tom")
+        yield kit
     finally:
         server.stop()
 
@@ -142,7 +148,7 @@ def test_a_students_page_lists_their_practice_games_which_replay_for_them_and_th
     page = tom.get(url + "/me", timeout=30).text
     listed = re.findall(r'<tr class="practice-game"><td><a href="/practice/tom/(\d+)">', page)
     assert listed and listed[0] == str(len(games)) and listed == sorted(listed, key=int, reverse=True), listed
-    assert "not limited by arena" in page
+    assert "a remote agent whose computing power arena does not limit" in page
     assert 'id="practice-games"' not in ann.get(url + "/me", timeout=30).text, "ann has none"
     for number, stored in enumerate(games[:2], start=1):
         shown = tom.get(f"{url}/practice/tom/{number}", timeout=30)
@@ -253,6 +259,120 @@ def test_a_student_plays_so_many_practice_games_a_day(kit: Kit) -> None:
         client.close()
     finally:
         path.write_bytes(kept)
+
+
+def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -> None:
+    """The lobby: two agents connected at once meet (as well as the ladder's bots)."""
+    agents = [
+        subprocess.Popen(
+            [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token_of(name)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in ("tom", "ann")
+    ]
+    pair = {"tom (KGP)", "ann (KGP)"}
+    try:
+        met = until(
+            "a game between the agents",
+            lambda: [g for g in kit.games("ann") if {g["south"], g["north"]} == pair],
+            60,
+        )
+        until(
+            "both sides of the pair",
+            lambda: len([g for g in kit.games("ann") if {g["south"], g["north"]} == pair]) >= 2,
+            60,
+        )
+    finally:
+        for agent in agents:
+            agent.kill()
+            agent.wait()
+    games = [g for g in kit.games("ann") if {g["south"], g["north"]} == pair]
+    assert games[0]["south"] == games[1]["north"], "a game from each side"
+    kept = [(g["south"], g["moves"]) for g in kit.games("tom") if {g["south"], g["north"]} == pair]
+    assert [(g["south"], g["moves"]) for g in games[:2]] == kept[:2], "tom keeps the same games"
+    for game in games[:2]:
+        assert game["faulty"] is None and game["remote"] and len(game["moves"]) > 10, game  # type: ignore[arg-type]
+    number = kit.games("ann").index(games[0]) + 1
+    ann = kit.people["ann"].http
+    shown = ann.get(f"{kit.server.url}/practice/ann/{number}", timeout=30)
+    assert shown.status_code == 200 and 'id="remote"' in shown.text
+    assert met
+
+
+def test_the_readmes_three_lines_connect_a_new_agent_with_the_token_in_the_environment(
+    kit: Kit, tmp_path: Path
+) -> None:
+    """README: `arena new myagent --protocol kgp`, ARENA_TOKEN, `python3 bots/myagent/agent.py HOST PORT`."""
+    readme = (ROOT / "README.md").read_text()
+    assert "arena new myagent --protocol kgp" in readme and "python3 bots/myagent/agent.py" in readme
+    made = subprocess.run(
+        [sys.executable, "-m", "arena", "new", "myagent", "--protocol", "kgp"],
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "ARENA_TOKEN": kit.token_of("ann")}
+    agent = subprocess.Popen(
+        [sys.executable, "bots/myagent/agent.py", "127.0.0.1", str(kit.port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        game = until(
+            "the new agent's game",
+            lambda: next((g for g in kit.games("ann") if g["agent"] == "myagent"), None),
+            60,
+        )
+    finally:
+        agent.kill()
+        agent.wait()
+    assert game["faulty"] is None and "ann (KGP)" in (game["south"], game["north"]), game
+
+
+def test_guests_play_only_where_the_teacher_admits_them_and_the_options_are_the_teachers(kit: Kit) -> None:
+    """Guest mode and the ranking of remote agents: both off by default, set on the teacher's form (a
+    post without the form's checkboxes leaves them as they are), a guest refused while off."""
+    teach, url = kit.people["teach"], kit.server.url
+
+    def options() -> tuple[bool, bool]:
+        page = teach.http.get(url + "/teacher", timeout=30).text
+        return tuple(bool(re.search(rf'id="{o}" checked', page)) for o in ("rank_remote", "kgp_guests"))  # type: ignore[return-value]
+
+    assert options() == (False, False), "both off by default"
+    refused = Client(kit.port)
+    assert refused.line() == "kgp 1 0 1"
+    refused.send("mode freeplay")
+    assert "admits no guests" in refused.until("error")
+    refused.close()
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "rank_remote": "on", "kgp_guests": "on"}, page="/teacher"
+    )
+    try:
+        assert options() == (True, True)
+        teach.post("/teacher/settings", {"per_day": "20"}, page="/teacher")
+        assert options() == (True, True), "a post without the checkboxes changes neither"
+        guest = Client(kit.port)
+        assert guest.line() == "kgp 1 0 1"
+        guest.send("1 mode freeplay")
+        assert "ok" in guest.until("ok")
+        second = Client(kit.port)
+        assert second.line() == "kgp 1 0 1"
+        second.send("mode freeplay")
+        assert "one guest connection an address" in second.until("error")
+        second.close()
+        guest.until("state")
+        guest.close()  # dropped mid-game: the guest's forfeit, kept apart from every student's games
+        path = kit.server.class_dir / "practice" / "_guests.jsonl"
+        until("the guest's game", path.exists, 30)
+        game = json.loads(path.read_text().splitlines()[0])
+        assert game["faulty"] == "a guest (KGP)" and game["remote"], game
+        assert teach.http.get(url + "/practice/_guests/1", timeout=30).status_code == 404
+    finally:
+        teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
+    assert options() == (False, False)
 
 
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:

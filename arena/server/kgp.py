@@ -1,7 +1,9 @@
 """The class server's KGP port (`arena serve --kgp-port PORT`): a student's agent, on their own machine,
 connects over TCP (or a WebSocket at /socket, with --kgp-websocket-port, as on the course server), is
 greeted `kgp 1 0 1`, says `set auth:token TOKEN` (the token of `arena submit`) and `mode freeplay`, and
-then plays practice games against the ladder's bots, game after game, until it leaves.
+then plays practice games, game after game, until it leaves: against the ladder's bots and, when
+another student's agent is connected too, against it (they meet in kgp_lobby.py's lobby; each student keeps
+the games).
 
 The referee is arena's own: the agent's side is the KgpWire of arena/match/kgp_wire.py (what a sandboxed KGP
 agent speaks over its relay), here over the socket, and the opponent a ladder bot in the sandbox, under the
@@ -40,6 +42,7 @@ from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
 from arena.server.classdir import ClassDir
+from arena.server.kgp_lobby import Lobby, Waiting
 from arena.tournament.settings import Settings
 
 PER_STUDENT = 2  # connections one student may hold at once
@@ -48,7 +51,12 @@ HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
 GAMES_A_DAY = 1000  # practice games a student may play in 24 hours (each starts a ladder bot's process)
 GAMES_PER_OPPONENT = 2  # a game from each side, then the next bot of the ladder
-NO_TOKEN = "auth:token required: set it to your token from your page on the server"
+GUEST = "_guests"  # the practice file of guests' games, and their lobby name: no student's slug has a "_"
+GUEST_CONNECTIONS = 4  # guests connected at once, in all (one an address)
+GUEST_GAMES_A_DAY = 200  # practice games all guests together may play in 24 hours
+NO_TOKEN = (
+    "auth:token required (this class admits no guests): set it to your token from your page on the server"
+)
 WRONG_TOKEN = "no valid token: copy it from your page on the server"
 THROTTLED = "too many wrong tokens from your address: wait a few minutes, then try again"
 log = logging.getLogger("arena")
@@ -85,6 +93,18 @@ class SocketLines:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+
+    def gone(self) -> bool:
+        """Whether the agent has closed its end (what it wrote meanwhile stays to be read)."""
+        if self.closed:
+            return True
+        try:
+            self.sock.settimeout(0.0)  # no waiting: nothing to read raises BlockingIOError at once
+            return self.sock.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def send(self, line: str, deadline: float) -> None:
         data = (line + "\n").encode("ascii")
@@ -198,6 +218,11 @@ class WebSocketLines(SocketLines):
         with contextlib.suppress(Exception):
             self.ws.close()
 
+    def gone(self) -> bool:
+        from websockets.protocol import State
+
+        return self.closed or self.ws.protocol.state is not State.OPEN
+
 
 class Remote(Player):
     """The agent's seat: a Player whose wire is the connection's, never restarted (after a fault the
@@ -243,10 +268,11 @@ class Doors:
             with self._lock:
                 self.open -= allowed
 
-    def take(self, slug: str) -> bool:
-        """One of the student's connections, if they have one left (give it back with `give_back`)."""
+    def take(self, slug: str, most: int = PER_STUDENT) -> bool:
+        """One of `most` connections of `slug` (a student; guests, or one address's guest), if one is left
+        (give it back with `give_back`)."""
         with self._lock:
-            if self._held.get(slug, 0) >= PER_STUDENT:
+            if self._held.get(slug, 0) >= most:
                 return False
             self._held[slug] = self._held.get(slug, 0) + 1
             return True
@@ -264,7 +290,8 @@ def refuse(lines: SocketLines, why: str) -> None:
 
 
 class Gate:
-    """The token check of one connection, counted by the sign-in throttle against its address."""
+    """The token check of one connection, counted by the sign-in throttle against its address; without a
+    token, a guest's, if the teacher admits guests. `slug` is whose connection it is (GUEST for a guest)."""
 
     def __init__(self, address: str, doors: Doors) -> None:
         from django.http import HttpRequest
@@ -274,7 +301,9 @@ class Gate:
         self.request.META["REMOTE_ADDR"] = address
         self.request.path = self.request.path_info = "/kgp"
         self.request.method = "POST"
-        self.member: Any = None
+        self.address = address
+        self.slug: str | None = None
+        self._held: list[str] = []  # the doors' keys this connection holds
 
     def __call__(self, token: str) -> str | None:
         from arena.server import throttle
@@ -282,28 +311,53 @@ class Gate:
         if not throttle.token_allowed(self.request):
             return THROTTLED
         if not token:
-            return NO_TOKEN
+            return self._guest()
         from arena.server.access import member_of_token  # Django's models: once the worker set it up
 
-        self.member = member_of_token(token)
-        if self.member is None:
+        member = member_of_token(token)
+        if member is None:
             throttle.token_failed(self.request)
             return WRONG_TOKEN
-        if not self.doors.take(self.member.slug):
-            self.member = None
+        if not self._take(member.slug, PER_STUDENT):
             return f"at most {PER_STUDENT} connections a student at once"
+        self.slug = member.slug
         return None
 
+    def _guest(self) -> str | None:
+        """A guest in, if the teacher admits guests and the guests' connections are not all taken."""
+        from arena.server.models import Classroom
+
+        classroom = Classroom.current()
+        if classroom is None or not classroom.kgp_guests:
+            return NO_TOKEN
+        if not self._take(GUEST, GUEST_CONNECTIONS):
+            return f"the server has {GUEST_CONNECTIONS} guests already: try again later, or use your token"
+        if not self._take(f"{GUEST} {self.address}", 1):
+            self.leave()
+            return "one guest connection an address at once"
+        self.slug = GUEST
+        return None
+
+    def _take(self, key: str, most: int) -> bool:
+        taken = self.doors.take(key, most)
+        if taken:
+            self._held.append(key)
+        return taken
+
     def leave(self) -> None:
-        """The connection is closed: the student's connection given back, once."""
-        if self.member is not None:
-            self.doors.give_back(self.member.slug)
-            self.member = None
+        """The connection is closed: what it held given back, once."""
+        while self._held:
+            self.doors.give_back(self._held.pop())
 
 
 def agent_name(slug: str) -> str:
-    """The name a student's agent plays its practice games under."""
-    return f"{slug} (KGP)"
+    """The name a student's agent (or a guest's) plays its practice games under."""
+    return "a guest (KGP)" if slug == GUEST else f"{slug} (KGP)"
+
+
+def games_a_day(slug: str) -> int:
+    """The practice games a student may play in 24 hours; guests, all together, fewer."""
+    return GUEST_GAMES_A_DAY if slug == GUEST else GAMES_A_DAY
 
 
 def practice_file(where: ClassDir, slug: str) -> Path:
@@ -356,12 +410,10 @@ def opponents(where: ClassDir) -> list[Bot]:
 
 
 def serve_connection(
-    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors
+    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby
 ) -> None:
     """One agent's connection, from the greeting to its last game."""
     from django.db import connection
-
-    from arena.api import Match
 
     gate = Gate(address, doors)
     lines.on_close = gate.leave
@@ -378,8 +430,9 @@ def serve_connection(
                 wire.greet(time.monotonic() + HANDSHAKE_S)
             except Fault:
                 return
-            slug = gate.member.slug
-            _play(Remote(wire, agent_name(slug)), lines, where, settings, slug, wire, Match)
+            slug = cast(str, gate.slug)
+            me = Waiting(slug, Remote(wire, agent_name(slug)), wire.agent, lines.gone)
+            Practice(where, settings, lines, me, lobby).play()
     except Exception:  # never the listener's end: this connection's alone, logged
         log.exception("KGP connection from %s", address)
     finally:
@@ -387,31 +440,66 @@ def serve_connection(
         connection.close()  # this thread's own
 
 
-def _play(
-    remote: Remote, lines: SocketLines, where: ClassDir, settings: Settings, slug: str, wire: Kgp, match: Any
-) -> None:
-    rng = random.Random()
-    today = games_today(where, slug)
-    while not lines.closed:
-        if today >= GAMES_A_DAY:
-            refuse(lines, f"you have played {GAMES_A_DAY} practice games in 24 hours: try again later")
-            return
-        field = opponents(where)
-        if not field:
-            refuse(lines, "the ladder has no bots yet: try again later")
-            return
-        played = match(remote, rng.choice(field), settings)
+class Practice:
+    """One connection's practice games, until it closes: turn about, a ladder bot's pair of games (a game
+    from each side) and, when another student's agent is connected too, a pair against it (met in the
+    lobby: whichever comes second plays both agents' games, and both students keep them)."""
+
+    def __init__(
+        self, where: ClassDir, settings: Settings, lines: SocketLines, me: Waiting, lobby: Lobby
+    ) -> None:
+        self.where, self.settings, self.lines, self.me, self.lobby = where, settings, lines, me, lobby
+        self.rng = random.Random()
+
+    def play(self) -> None:
+        met = False  # the last pair was against an agent: the next is a ladder bot's
+        while not self.lines.closed:
+            if games_today(self.where, self.me.slug) >= (most := games_a_day(self.me.slug)):
+                refuse(self.lines, f"you have played {most} practice games in 24 hours: try again later")
+                return
+            field = opponents(self.where)
+            if not met and self._meet():
+                met = True
+                continue
+            met = False
+            if self.lines.gone():
+                return
+            if not field:
+                refuse(self.lines, "the ladder has no bots yet: try again later")
+                return
+            self._pair(self.rng.choice(field), None)
+
+    def _meet(self) -> bool:
+        """A pair of games against another student's connected agent, either ours to play (it was waiting)
+        or theirs (we waited, and it came): whether there was one."""
+        other = self.lobby.take(self.me.slug)
+        if other is None:
+            self.me.taken = False
+            self.me.done.clear()
+            return self.lobby.wait(self.me)
+        try:
+            self._pair(other.seat, other)
+        finally:
+            other.done.set()
+        return True
+
+    def _pair(self, opponent: Bot | Remote, other: Waiting | None) -> None:
+        """GAMES_PER_OPPONENT games against a ladder bot, or against the agent `other` waited with."""
+        from arena.api import Match
+
+        played = Match(self.me.seat, opponent, self.settings)
         try:
             for _ in range(GAMES_PER_OPPONENT):
                 record = played.play()
-                store(where, slug, record, wire.agent)
-                today += 1
-                if lines.closed:
+                store(self.where, self.me.slug, record, self.me.agent)
+                if other is not None:
+                    store(self.where, other.slug, record, other.agent)
+                if self.lines.closed or (other is not None and other.gone()):
                     break
         finally:
             for player in played.players:
-                if player is not remote and isinstance(player, Player):
-                    player.close(settings.limits().quit_grace_ms)
+                if isinstance(player, Player) and not isinstance(player, Remote):
+                    player.close(self.settings.limits().quit_grace_ms)
             played.warden.close()
 
 
@@ -419,9 +507,9 @@ def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: i
     """Accept connections until interrupted, each served by a thread of its own; WebSockets on `ws_port`
     (at /socket) too, if given."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    doors = Doors()
+    doors, lobby = Doors(), Lobby()
     if ws_port:
-        websockets = _websockets(host, ws_port, where, settings, doors)
+        websockets = _websockets(host, ws_port, where, settings, doors, lobby)
         threading.Thread(target=websockets.serve_forever, daemon=True).start()
     with socket.socket(family, socket.SOCK_STREAM) as server:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -430,11 +518,11 @@ def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: i
         while True:
             sock, peer = server.accept()
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            args = (SocketLines(sock), str(peer[0]), where, settings, doors)
+            args = (SocketLines(sock), str(peer[0]), where, settings, doors, lobby)
             threading.Thread(target=serve_connection, args=args, daemon=True).start()
 
 
-def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors: Doors) -> Any:
+def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby) -> Any:
     """The WebSocket listener (the websockets library's threaded server): /socket alone, a message at
     most a few lines long."""
     from websockets.sync.server import serve
@@ -443,6 +531,6 @@ def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors
         return None if request.path == "/socket" else ws.respond(404, "KGP is at /socket\n")
 
     def handler(ws: Any) -> None:
-        serve_connection(WebSocketLines(ws), str(ws.remote_address[0]), where, settings, doors)
+        serve_connection(WebSocketLines(ws), str(ws.remote_address[0]), where, settings, doors, lobby)
 
     return serve(handler, host, port, process_request=only_socket, max_size=4 * LINE_LIMIT, compression=None)

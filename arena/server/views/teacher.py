@@ -51,7 +51,7 @@ def _number(request: HttpRequest, key: str, low: int, high: int, default: int) -
 @teacher_only
 @in_class
 def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
-    """Visibility, limits and the pass rule."""
+    """Visibility, limits, the pass rule and the KGP port's options."""
     visibility = request.POST.get("visibility", classroom.visibility)
     if visibility in Visibility.values:
         classroom.visibility = visibility
@@ -67,6 +67,9 @@ def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -
         classroom.rule_reference = reference
     classroom.rule_games = _number(request, "rule_games", 2, 200, classroom.rule_games)
     classroom.rule_wins = _number(request, "rule_wins", 0, classroom.rule_games, classroom.rule_wins)
+    if "kgp_options" in request.POST:  # the form's checkboxes (an unchecked one is not sent at all)
+        classroom.rank_remote = "rank_remote" in request.POST
+        classroom.kgp_guests = "kgp_guests" in request.POST
     classroom.save()
     messages.success(request, "saved")
     return redirect("teacher")

@@ -1,6 +1,7 @@
 """{{NAME}}: a greedy Kalah agent speaking the Kalah Game Protocol (KGP), made by `arena new`. It is yours.
 
-It connects to a KGP server (arena's relay in a tournament, or a course server: python3 agent.py HOST PORT),
+It connects to a KGP server (arena's relay in a tournament, or a course server: python3 agent.py HOST PORT,
+with the token from your page on the server in the environment, ARENA_TOKEN, as `arena submit` takes it),
 asks for freeplay, and answers every `state` with moves, each better than the last: its first legal pit at
 once, then the pit with the best `score` one move ahead, then `yield` (done). The server plays the last legal
 move it received before it says `stop`. A deeper search sends a `move` after each depth it finishes and
@@ -9,6 +10,7 @@ stops when `stop` comes. Standard library only, so every line of the protocol is
 Try it:  arena check {{NAME}}    arena play {{NAME}} random --show
 """
 
+import os
 import re
 import socket
 import sys
@@ -76,6 +78,10 @@ def main(host: str, port: int) -> None:
             if not (args or "").startswith("1"):
                 break
             send('set info:name "{{NAME}}"')
+            token = os.environ.get("ARENA_TOKEN")  # a password: never in the command line, which ps shows
+            if token:
+                quoted = token.replace("\\", "\\\\").replace('"', '\\"')
+                send(f'set auth:token "{quoted}"')
             send("mode freeplay")
         elif name == "state":  # state <board>: our turn; answer with moves, then yield
             board = parse_board((args or "").split()[0])
