@@ -332,28 +332,26 @@ def test_the_readmes_three_lines_connect_a_new_agent_with_the_token_in_the_envir
     assert game["faulty"] is None and "ann (KGP)" in (game["south"], game["north"]), game
 
 
-def test_guests_play_only_where_the_teacher_admits_them_and_the_options_are_the_teachers(kit: Kit) -> None:
-    """Guest mode and the ranking of remote agents: both off by default, set on the teacher's form (a
-    post without the form's checkboxes leaves them as they are), a guest refused while off."""
+def test_guests_play_only_where_the_teacher_admits_them(kit: Kit) -> None:
+    """Guest mode: off by default, set on the teacher's form (a post without the form's checkbox leaves it as
+    it is), a guest refused while off."""
     teach, url = kit.people["teach"], kit.server.url
 
-    def options() -> tuple[bool, bool]:
+    def admitted() -> bool:
         page = teach.http.get(url + "/teacher", timeout=30).text
-        return tuple(bool(re.search(rf'id="{o}" checked', page)) for o in ("rank_remote", "kgp_guests"))  # type: ignore[return-value]
+        return bool(re.search(r'id="kgp_guests" checked', page))
 
-    assert options() == (False, False), "both off by default"
+    assert not admitted(), "off by default"
     refused = Client(kit.port)
     assert refused.line() == "kgp 1 0 1"
     refused.send("mode freeplay")
     assert "admits no guests" in refused.until("error")
     refused.close()
-    teach.post(
-        "/teacher/settings", {"kgp_options": "1", "rank_remote": "on", "kgp_guests": "on"}, page="/teacher"
-    )
+    teach.post("/teacher/settings", {"kgp_options": "1", "kgp_guests": "on"}, page="/teacher")
     try:
-        assert options() == (True, True)
+        assert admitted()
         teach.post("/teacher/settings", {"per_day": "20"}, page="/teacher")
-        assert options() == (True, True), "a post without the checkboxes changes neither"
+        assert admitted(), "a post without the checkbox leaves it"
         guest = Client(kit.port)
         assert guest.line() == "kgp 1 0 1"
         guest.send("1 mode freeplay")
@@ -372,7 +370,7 @@ def test_guests_play_only_where_the_teacher_admits_them_and_the_options_are_the_
         assert teach.http.get(url + "/practice/_guests/1", timeout=30).status_code == 404
     finally:
         teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
-    assert options() == (False, False)
+    assert not admitted()
 
 
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:

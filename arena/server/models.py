@@ -63,10 +63,8 @@ class Classroom(models.Model):
     rule_wins = models.PositiveIntegerField(default=8)
     rule_games = models.PositiveIntegerField(default=10)
     references = models.JSONField(default=list, blank=True)  # reference bots the teacher added to the ladder
-    # The KGP port (arena/server/kgp.py), both off by default: whether remote agents may stand on the ranked
-    # ladder and in the final (their computing power is not arena's to limit), and whether a guest may
-    # connect without a token to play practice games.
-    rank_remote = models.BooleanField(default=False)
+    # The KGP port (arena/server/kgp.py), off by default: whether a guest may connect without a token to play
+    # practice games (never ranked).
     kgp_guests = models.BooleanField(default=False)
     generation = models.PositiveBigIntegerField(default=0)
     ladder_note = models.TextField(blank=True, default="")  # the ladder worker's last word

@@ -11,11 +11,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="classroom",
-            name="rank_remote",
-            field=models.BooleanField(default=False),
-        ),
-        migrations.AddField(
-            model_name="classroom",
             name="kgp_guests",
             field=models.BooleanField(default=False),
         ),

@@ -67,8 +67,7 @@ def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -
         classroom.rule_reference = reference
     classroom.rule_games = _number(request, "rule_games", 2, 200, classroom.rule_games)
     classroom.rule_wins = _number(request, "rule_wins", 0, classroom.rule_games, classroom.rule_wins)
-    if "kgp_options" in request.POST:  # the form's checkboxes (an unchecked one is not sent at all)
-        classroom.rank_remote = "rank_remote" in request.POST
+    if "kgp_options" in request.POST:  # the form's checkbox (an unchecked one is not sent at all)
         classroom.kgp_guests = "kgp_guests" in request.POST
     classroom.save()
     messages.success(request, "saved")
