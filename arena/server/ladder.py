@@ -16,13 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from arena.api import Tournament
 from arena.match.record import GameRecord
+from arena.report import face
 from arena.report.replay import replay
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
 SNAPSHOT = "snapshot.json"
+STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snapshot (arena.report.face)
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 RECENT = 100  # latest games listed
@@ -31,9 +35,12 @@ PER_BOT = 30  # of a bot's own games listed
 
 
 def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
-    """Rate the tournament's games and write its snapshot; the snapshot."""
+    """Rate the tournament's games and write its snapshot (and the report's standings and matrix, drawn
+    once here for every page that shows them); the snapshot."""
     text = io.StringIO()
-    cup.export_standings(text, "jsonl")
+    rated = cup.standings()
+    cup.export_standings(text, "jsonl", rated)
+    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated)))
     board = [json.loads(line) for line in text.getvalue().splitlines()]
     for row in board:
         for private in ("digest", "author"):
@@ -158,6 +165,14 @@ def snapshot(folder: Path) -> dict[str, Any]:
         }
 
 
+def standings(folder: Path) -> Markup:
+    """The report's leaderboard and matrix as the last snapshot drew them ('' before the first)."""
+    try:
+        return Markup((folder / STANDINGS).read_text(encoding="utf-8"))
+    except OSError:
+        return Markup("")
+
+
 def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
     """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
     result and fault, and what a bot wrote (its stderr, and the words its fault quotes) only where `may_see`
@@ -206,4 +221,5 @@ def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], a
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
+        "viewer": face.game(record, game_id, face.Viewer(may_see, back="")),
     }

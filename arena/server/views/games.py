@@ -36,7 +36,13 @@ def board(request: HttpRequest, member: Member, classroom: Classroom, which: str
     why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
-    context = {"member": member, "which": which, "data": ladder.snapshot(_folder(which))}
+    folder = _folder(which)
+    context = {
+        "member": member,
+        "which": which,
+        "data": ladder.snapshot(folder),
+        "standings": ladder.standings(folder),
+    }
     return render(request, "classroom/ladder.html", context)
 
 
@@ -48,8 +54,10 @@ def board_json(
     why = _allowed(member, classroom, which)
     if why:
         return JsonResponse({"error": why}, status=403)
-    data = ladder.snapshot(_folder(which))
+    folder = _folder(which)
+    data = ladder.snapshot(folder)
     data["status"] = classroom.ladder_note
+    data["standings"] = str(ladder.standings(folder))
     return JsonResponse(data)
 
 
