@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import jinja2
 from markupsafe import Markup
@@ -39,6 +40,7 @@ class Viewer:
     back_text: str = "games"
 
 
+@cache  # one environment, so that its templates are compiled once a process, not once a page
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.PackageLoader("arena.report", "templates"),

@@ -17,5 +17,6 @@ def report_style() -> Markup:
     class server's own rules would otherwise change in them."""
     fixes = (
         ".arena-report table{width:auto}.arena-report section{background:none;border:0;padding:0;margin:0}"
+        "main:has(.arena-report){max-width:1240px}"  # the report's leaderboard, whole at 1280 px
     )
     return Markup(f"<style>{face.style()}\n{fixes}</style>")
