@@ -288,5 +288,6 @@ def test_the_reports_parts_for_another_page_show_no_one_elses_words(store):
     assert "exited with code 1" in others and "exited with code 1" in theirs  # the reason, for all
     assert "ValueError" not in others and "ValueError" in theirs
     assert '"lines": []' in others and '"lines": []' not in theirs
+    assert '"private": true' in others and '"private"' not in theirs  # "only its author sees", not "none"
     assert "\\u003cscript\\u003ealert(1)" in theirs and ATTACK not in theirs  # inline data, never markup
     assert 'id="r-back"' not in others and 'href="/ladder" id="r-back"' in theirs

@@ -87,7 +87,8 @@ def game(record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0) ->
     data = encode(shown, record)
     fault = data.get("x")
     if fault and not viewer.sees(str(fault["bot"])):
-        data["x"] = {**fault, "detail": record.detail, "stderr": "", "lines": [], "cmd": "", "note": ""}
+        hidden = {"detail": record.detail, "stderr": "", "lines": [], "cmd": "", "note": "", "private": True}
+        data["x"] = {**fault, **hidden}
     reason = str(record.reason)
     reasons = [str(r) for r in REASON_ORDER]
     if reason not in reasons:
