@@ -1,10 +1,11 @@
 """The ladder (and the final) as the pages read them: a snapshot the worker writes beside the tournament's
-store after its games, and one game's replay read from the store when a page asks for it.
+store after its games (with the report's standings and matrix), and one game read from the store when a
+page asks for it, for the report's replay viewer (arena.report.face).
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
 game: the worker, the store's one writer, rates. A replay is the rules engine's (arena.report.replay),
-and stderr is in it only for the bots the viewer may see (access.sees_stderr).
+and the bots' words are in it only for the bots the viewer may see (access.sees_stderr).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from markupsafe import Markup
 from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
-from arena.report.replay import replay
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
@@ -195,14 +195,8 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
 
 def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any) -> dict[str, Any]:
     """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
-    practice file): `at` is when it was played (a datetime or the store's ISO text)."""
-    shown = replay(record)
-    pits = len(shown.start.board) // 2 - 1
-    plies = [
-        {"move": str(p.move), "board": list(p.board), "mover": p.mover, "extra": p.extra,
-         "captured": p.captured, "opening": p.opening}
-        for p in shown.plies
-    ]  # fmt: skip
+    practice file): `at` is when it was played (a datetime or the store's ISO text); its replay is the
+    report's viewer (`viewer`), with what `may_see` allows of the bots' words."""
     fault = None
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
@@ -214,9 +208,6 @@ def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], a
         "winner": record.winner,
         "reason": str(record.reason),
         "score": f"{record.south_store}-{record.north_store}",
-        "pits": pits,
-        "start": list(shown.start.board),
-        "plies": plies,
         "fault": fault,
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
