@@ -510,14 +510,14 @@ class Tournament:
         """Every stored game in schedule order: `id`, `round`, the GameRecord's fields, `finished_at`."""
         return self.store.records()
 
-    def export_standings(self, file: IO[str], fmt: str = "jsonl") -> int:
+    def export_standings(self, file: IO[str], fmt: str = "jsonl", standings: Standings | None = None) -> int:
         """Write the leaderboard to `file`, best first, as JSON lines or CSV: each bot's place ('3-5' when
         shared), its Elo with the 95% interval, its chance of each place (`rank_odds`, place 1 first) and
         its TrueSkill, and its verdict against each reference bot of the rule (`against`); returns the rows
-        written."""
+        written. `standings`: the caller's, when it has them already."""
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
-        board = self.standings().board
+        board = (standings or self.standings()).board
         writer = (
             csv.DictWriter(file, fieldnames=STANDINGS_FIELDS, lineterminator="\n") if fmt == "csv" else None
         )

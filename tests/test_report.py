@@ -296,3 +296,28 @@ def test_a_big_tournaments_page_comes_before_its_replays_and_workers_write_the_s
     for name in names:
         assert (early / name).read_text() == (tmp_path / "alone" / games_mod.FOLDER / name).read_text()
     assert {b: t.plain() for b, t in pooled.think.items()} == {b: t.plain() for b, t in alone.think.items()}
+
+
+def test_the_reports_parts_for_another_page_show_no_one_elses_words(store):
+    """arena/report/face.py: the class server's ladder and game pages are drawn by the report's templates;
+    the standings carry no author and no link to pages it does not have, and a game's replay carries a
+    bot's stderr and the lines that reproduce its fault only for a viewer who may see them."""
+    from arena.report import face
+
+    parts = str(face.standings(store))
+    rows = [line.split('data-bot="')[1].split('"')[0] for line in parts.splitlines() if "data-bot=" in line]
+    assert rows == ["alpha", "beta", "gamma", "delta"]
+    assert 'id="h2h"' in parts and "href=" not in parts
+    assert ">100</td>" in parts and ">0</td>" in parts  # scores in the cells, the W-D-L in their titles
+    assert 'title="alpha vs delta: 7-0-0 (W-D-L)' in parts
+
+    crash = next(r for r in store.records() if r["faulty"] == "delta")
+    game = GameRecord.from_dict(crash)
+    others = str(face.game(game, crash["id"], face.Viewer(lambda bot: bot == "alpha", back="")))
+    theirs = str(face.game(game, crash["id"], face.Viewer(lambda bot: bot == "delta", back="/ladder")))
+    assert "exited with code 1" in others and "exited with code 1" in theirs  # the reason, for all
+    assert "ValueError" not in others and "ValueError" in theirs
+    assert '"lines": []' in others and '"lines": []' not in theirs
+    assert '"private": true' in others and '"private"' not in theirs  # "only its author sees", not "none"
+    assert "\\u003cscript\\u003ealert(1)" in theirs and ATTACK not in theirs  # inline data, never markup
+    assert 'id="r-back"' not in others and 'href="/ladder" id="r-back"' in theirs

@@ -327,6 +327,20 @@ def test_scrimmages_are_limited_per_day(world: World) -> None:
         Scrimmage.objects.exclude(pk=world.scrimmage).delete()
 
 
+def test_the_ladders_poll_brings_the_reports_standings_only_when_they_changed(world: World) -> None:
+    """ladder.json carries the report's leaderboard and matrix for the page to put in place, compressed,
+    and none to a page that shows the latest already (a settled ladder's poll stays small)."""
+    import gzip
+
+    alice = world.clients["alice"]
+    fresh = alice.get("/ladder.json", HTTP_ACCEPT_ENCODING="gzip")
+    assert fresh["Content-Encoding"] == "gzip"
+    data = json.loads(gzip.decompress(fresh.content))
+    assert 'id="leaderboard-table"' in data["standings"] and 'id="h2h"' in data["standings"]
+    assert "standings" not in alice.get("/ladder.json", {"since": data["updated"]}).json()
+    assert "standings" in alice.get("/ladder.json", {"since": "2000-01-01T00:00:00+00:00"}).json()
+
+
 def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> None:
     import re
 
@@ -335,8 +349,8 @@ def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> N
     checklist = world.clients["alice"].get(f"/versions/{world.versions['alice']}").content.decode()
     assert f"Memory: a bot may use at most {Settings().memory_mb} MB here" in checklist
     ladder = world.clients["alice"].get("/ladder").content.decode()
-    assert re.search(r"<td>-?\d+ \[-?\d+, -?\d+\]</td>", ladder), "Elo in whole points"
-    assert not re.search(r"\d\.\d+ \[", ladder)
+    assert re.search(r'<td class="elo">-?\d+ ± \d+</td>', ladder), "Elo in whole points"
+    assert not re.search(r"\d\.\d+ ±", ladder)
 
 
 def test_every_time_is_one_that_reads_in_the_readers_zone(world: World) -> None:

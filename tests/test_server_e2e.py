@@ -3,8 +3,10 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
 
 - in headless Chromium (Selenium): the teacher creates the class with the one-time link; three students
   join and upload (a Python bot, a compiled C bot zipped as a folder, a broken one); the checks pass and
-  fail as they should; the ladder plays and each student opens their page, the ladder and a replay; one
-  plays a scrimmage and replays it (her stderr, never the opponent's); the teacher freezes, the final
+  fail as they should; the ladder plays and each student opens their page and the ladder (the report's
+  leaderboard and matrix); one replays a game in the report's viewer with her stderr, the other the same
+  game without it, the teacher with it; she plays a scrimmage and replays it (her stderr, never the
+  opponent's); the teacher freezes, the final
   runs, the gradebook CSV is downloaded and its rows checked, and the final's and a student's tables fit
   a 390 px phone;
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
@@ -240,7 +242,8 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
 
     def ladder_rows() -> list[str] | None:
         driver.get(server.url + "/ladder")
-        rows = [r.text for r in driver.find_elements(_by().CSS_SELECTOR, "#board .bot")]
+        found = driver.find_elements(_by().CSS_SELECTOR, "#leaderboard-table tr[data-bot]")
+        rows = [str(r.get_attribute("data-bot")) for r in found]
         return rows if {"alice", "bob"} <= set(rows) and int(text(driver, "games")) >= 8 else None
 
     for name in ("carol", "bob", "alice"):  # each student opens their page and the ladder
@@ -251,15 +254,32 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
         assert driver.current_url.endswith("/me")
         rows = until("the ladder's games", ladder_rows)
         assert "carol" not in rows, "a failing version does not enter"
+    # the ladder is the report's: its leaderboard (Elo in whole points) and its head-to-head matrix
+    elos = [e.text for e in driver.find_elements(_by().CSS_SELECTOR, "#leaderboard-table td.elo")]
+    assert elos and all(re.fullmatch(r"\d+ ± \d+", e) for e in elos), elos
+    assert driver.find_elements(_by().CSS_SELECTOR, "#h2h td[title^='alice vs bob']")
+    polled = driver.execute_async_script(  # what the page's poll puts in place of them
+        "const done = arguments[0]; fetch('/ladder.json').then(r => r.json()).then(d => done(d.standings))"
+    )
+    assert 'id="leaderboard-table"' in polled and 'data-bot="alice"' in polled
     page = driver.find_element(_by().TAG_NAME, "html")
     driver.find_element(_by().CSS_SELECTOR, "#recent a").click()  # alice opens a game: her stderr only
     replaced(driver, page)
+    game_url = driver.current_url
     assert (
         "<h2>stderr of alice</h2>" in driver.page_source
         and "<h2>stderr of bob</h2>" not in driver.page_source
     )
-    click(driver, "first", navigates=False)
-    assert text(driver, "ply") == "start"
+    # the report's replay viewer: a labelled board with numbered pits, its controls and its moves
+    assert len(driver.find_elements(_by().CSS_SELECTOR, "#board .hole")) == 14
+    assert {text(driver, "r-south").split()[1], text(driver, "r-north").split()[1]} == {"alice", "bob"}
+    click(driver, "step-first", navigates=False)
+    assert text(driver, "ply-counter").startswith("start")
+    click(driver, "step-last", navigates=False)
+    assert re.fullmatch(r"move (\d+) of \1", text(driver, "ply-counter")) and "plays" in text(
+        driver, "r-what"
+    )
+    assert driver.find_elements(_by().CSS_SELECTOR, "#moves li")
 
     driver.get(server.url + "/me")  # alice asks for a scrimmage against bob, and replays it
     from selenium.webdriver.support.ui import Select
@@ -279,10 +299,16 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     assert "<h2>stderr of alice</h2>" in driver.page_source
     assert "<h2>stderr of bob</h2>" not in driver.page_source
 
-    driver.delete_all_cookies()
-    driver.get(server.url + "/signin")
-    fill(driver, username="teach", password=PASSWORD)
-    click(driver, "signin")
+    sign_in(driver, server, "bob")  # the same game for bob: its replay, never alice's stderr
+    driver.get(game_url)
+    assert len(driver.find_elements(_by().CSS_SELECTOR, "#board .hole")) == 14
+    assert "thinking about" not in driver.page_source and "<h2>stderr of alice</h2>" not in driver.page_source
+    assert "alice" in text(driver, "hidden")
+
+    sign_in(driver, server, "teach")  # and for the teacher: everything
+    driver.get(game_url)
+    assert "<h2>stderr of alice</h2>" in driver.page_source and "thinking about" in driver.page_source
+    driver.get(server.url + "/teacher")
     fill(driver, undo_seconds="2")  # the freeze's undo window: a minute unless the teacher shortens it
     click(driver, "save-settings")
     click(driver, "freeze-now")
@@ -312,7 +338,13 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     driver.set_window_size(390, 844)  # a phone: the final's and a student's tables fit without scrolling
     try:
         driver.get(server.url + "/final")
-        assert overflow(driver, "board", "recent") == [], "the final's tables fit 390 px"
+        assert overflow(driver, "leaderboard-table", "recent") == [], "the final's tables fit 390 px"
+        shown = "return [...document.querySelectorAll(arguments[0])].filter(e => e.offsetParent).length"
+        heads = driver.execute_script(shown, "#leaderboard-table thead th")
+        cells = driver.execute_script(shown, "#leaderboard-table tbody tr:first-child td")
+        assert heads == cells, "a phone hides a column's head with its cells"
+        driver.get(game_url)
+        assert overflow(driver, "board", "replay") == [], "a replay's board fits 390 px"
         driver.delete_all_cookies()
         driver.get(server.url + "/signin")
         fill(driver, username="alice", password=PASSWORD)
@@ -320,6 +352,13 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
         assert overflow(driver, "versions", "my-games", "against") == [], "alice's tables fit 390 px"
     finally:
         driver.set_window_size(1280, 1000)
+
+
+def sign_in(driver: Any, server: Server, username: str) -> None:
+    driver.delete_all_cookies()
+    driver.get(server.url + "/signin")
+    fill(driver, username=username, password=PASSWORD)
+    click(driver, "signin")
 
 
 def overflow(driver: Any, *tables: str) -> list[str]:

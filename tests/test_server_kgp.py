@@ -154,11 +154,12 @@ def test_a_students_page_lists_their_practice_games_which_replay_for_them_and_th
         shown = tom.get(f"{url}/practice/tom/{number}", timeout=30)
         assert shown.status_code == 200 and 'id="remote"' in shown.text
         assert f"stores {stored['south_store']}-{stored['north_store']}" in shown.text
-        data = re.search(r'<script id="replay" type="application/json">(.*?)</script>', shown.text, re.S)
-        replay = json.loads(data.group(1))  # type: ignore[union-attr]
-        board, pits = replay["plies"][-1]["board"], replay["pits"]
-        assert (board[pits], board[2 * pits + 1]) == (stored["south_store"], stored["north_store"])
-        assert len(replay["plies"]) == len(stored["moves"])  # type: ignore[arg-type]
+        # the report's viewer, with the game's replay inline: boards a character a hole (code 48 + seeds)
+        data = re.search(r"arenaBlock\(0, (.*?)\); arenaList\(", shown.text, re.S)
+        replay = json.loads(data.group(1))[str(number)]  # type: ignore[union-attr]
+        board = [ord(c) - 48 for c in replay["b"][-14:]]
+        assert (board[6], board[13]) == (stored["south_store"], stored["north_store"])
+        assert len(replay["m"]) == len(stored["moves"])  # type: ignore[arg-type]
     assert teach.get(url + "/practice/tom/1", timeout=30).status_code == 200
     for path in ("/practice/tom/1", "/practice/tom/99999", "/practice/nobody/1"):
         answer = ann.get(url + path, timeout=30)

@@ -84,10 +84,12 @@ def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> N
         try:
             for path in ("/ladder", "/final"):
                 browser.get(made.url + path)
-                assert len(browser.find_elements(_by().CSS_SELECTOR, "#board tr.row")) == 30
+                assert len(browser.find_elements(_by().CSS_SELECTOR, "#leaderboard-table tbody tr")) == 30
                 width = browser.execute_script("return document.documentElement.clientWidth")
                 assert width <= 400, f"the window is a phone's, not {width} px"
-                assert overflow(browser, "board", "recent") == [], path
+                assert overflow(browser, "leaderboard-table", "recent") == [], (
+                    path
+                )  # the matrix scrolls in its box
         finally:
             browser.set_window_size(1280, 1000)
     finally:

@@ -208,9 +208,10 @@ def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
 
 
 def _matrix(
-    board: pd.DataFrame, pairs: pd.DataFrame, variety: pd.DataFrame
+    board: pd.DataFrame, pairs: pd.DataFrame, variety: pd.DataFrame, link: bool = True
 ) -> list[tuple[str, str, list[Cell | None]]]:
-    """Rows and columns in leaderboard order, each row with its place and name; None on the diagonal."""
+    """Rows and columns in leaderboard order, each row with its place and name; None on the diagonal.
+    `link`: a met pair's cell opens its games (a page with no game list draws it without)."""
     order = [int(i) for i in board["id"]]
     names = dict(zip(order, board["bot"], strict=True))
     places = dict(zip(order, (str(p) for p in board["place"]), strict=True))
@@ -234,7 +235,7 @@ def _matrix(
                     f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
                     f"distinct), score {score:.1%}"
                 )
-                href = games_href(names[a], names[b])
+                href = games_href(names[a], names[b]) if link else ""
                 cells.append(Cell(wdl, f"{100 * score:.0f}", _colour(score), title, href))
         rows.append((places[a], names[a], cells))
     return rows
@@ -427,6 +428,7 @@ def render(
         rating_chart=charts.rating_chart(history.games, series, "TrueSkill mu ± sigma of every bot"),
         bots=bot_pages(store, standings, history, games.think if games else {}, styles),
         games_href=games_href,
+        links=True,
         list_src=f"games/list.js?v={games.stamp}" if games else "",
         pending=games.missing if games else 0,
         replay_block=BLOCK,

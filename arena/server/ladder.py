@@ -1,10 +1,11 @@
 """The ladder (and the final) as the pages read them: a snapshot the worker writes beside the tournament's
-store after its games, and one game's replay read from the store when a page asks for it.
+store after its games (with the report's standings and matrix), and one game read from the store when a
+page asks for it, for the report's replay viewer (arena.report.face).
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
 game: the worker, the store's one writer, rates. A replay is the rules engine's (arena.report.replay),
-and stderr is in it only for the bots the viewer may see (access.sees_stderr).
+and the bots' words are in it only for the bots the viewer may see (access.sees_stderr).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from arena.api import Tournament
 from arena.match.record import GameRecord
-from arena.report.replay import replay
+from arena.report import face
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
 SNAPSHOT = "snapshot.json"
+STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snapshot (arena.report.face)
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 RECENT = 100  # latest games listed
@@ -31,9 +35,12 @@ PER_BOT = 30  # of a bot's own games listed
 
 
 def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
-    """Rate the tournament's games and write its snapshot; the snapshot."""
+    """Rate the tournament's games and write its snapshot (and the report's standings and matrix, drawn
+    once here for every page that shows them); the snapshot."""
     text = io.StringIO()
-    cup.export_standings(text, "jsonl")
+    rated = cup.standings()
+    cup.export_standings(text, "jsonl", rated)
+    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated)))
     board = [json.loads(line) for line in text.getvalue().splitlines()]
     for row in board:
         for private in ("digest", "author"):
@@ -158,6 +165,14 @@ def snapshot(folder: Path) -> dict[str, Any]:
         }
 
 
+def standings(folder: Path) -> Markup:
+    """The report's leaderboard and matrix as the last snapshot drew them ('' before the first)."""
+    try:
+        return Markup((folder / STANDINGS).read_text(encoding="utf-8"))
+    except OSError:
+        return Markup("")
+
+
 def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
     """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
     result and fault, and what a bot wrote (its stderr, and the words its fault quotes) only where `may_see`
@@ -180,14 +195,8 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
 
 def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any) -> dict[str, Any]:
     """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
-    practice file): `at` is when it was played (a datetime or the store's ISO text)."""
-    shown = replay(record)
-    pits = len(shown.start.board) // 2 - 1
-    plies = [
-        {"move": str(p.move), "board": list(p.board), "mover": p.mover, "extra": p.extra,
-         "captured": p.captured, "opening": p.opening}
-        for p in shown.plies
-    ]  # fmt: skip
+    practice file): `at` is when it was played (a datetime or the store's ISO text); its replay is the
+    report's viewer (`viewer`), with what `may_see` allows of the bots' words."""
     fault = None
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
@@ -199,11 +208,9 @@ def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], a
         "winner": record.winner,
         "reason": str(record.reason),
         "score": f"{record.south_store}-{record.north_store}",
-        "pits": pits,
-        "start": list(shown.start.board),
-        "plies": plies,
         "fault": fault,
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
+        "viewer": face.game(record, game_id, face.Viewer(may_see, back="")),
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.gzip import gzip_page
 
 from arena.server import final, ladder
 from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
@@ -36,10 +37,17 @@ def board(request: HttpRequest, member: Member, classroom: Classroom, which: str
     why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
-    context = {"member": member, "which": which, "data": ladder.snapshot(_folder(which))}
+    folder = _folder(which)
+    context = {
+        "member": member,
+        "which": which,
+        "data": ladder.snapshot(folder),
+        "standings": ladder.standings(folder),
+    }
     return render(request, "classroom/ladder.html", context)
 
 
+@gzip_page  # the standings are the report's HTML, a table per pair: a tenth of it compressed
 @signed_in
 @in_class(json=True)
 def board_json(
@@ -48,8 +56,11 @@ def board_json(
     why = _allowed(member, classroom, which)
     if why:
         return JsonResponse({"error": why}, status=403)
-    data = ladder.snapshot(_folder(which))
+    folder = _folder(which)
+    data = ladder.snapshot(folder)
     data["status"] = classroom.ladder_note
+    if request.GET.get("since") != data["updated"]:  # the page's own are older (or it has none)
+        data["standings"] = str(ladder.standings(folder))
     return JsonResponse(data)
 
 

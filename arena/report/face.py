@@ -1,0 +1,124 @@
+"""The report's parts for another page to show: its standings and head-to-head matrix, and its replay viewer
+for one game, drawn by the report's own templates and script, for a viewer who may not read everything.
+
+The class server (arena/server/) shows its ladder and its games with these, so that a class sees the face
+the report of `arena run` has, not a second one. What a viewer may read of the bots' own words (stderr, and
+what a fault quotes of an answer) is the caller's to say, in a `Viewer`: the report reads only the store and
+what it is given, and never knows who is signed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import jinja2
+from markupsafe import Markup
+
+from arena.game.rules import parse_rules
+from arena.match.record import GameRecord
+from arena.report import charts
+from arena.report.games import REASON_ORDER, encode
+from arena.report.page import _matrix, _places
+from arena.report.replay import replay
+from arena.tournament import queries, ratings
+from arena.tournament.store import Store
+
+
+def _everyone(bot: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who a page is for: whose own words (stderr, the answer a fault quotes, the lines that reproduce it)
+    it may show, and where its replay's "back" link leads."""
+
+    sees: Callable[[str], bool] = _everyone  # the owner of a tournament (a teacher) sees every bot's
+    back: str = "#games"
+    back_text: str = "games"
+
+
+@cache  # one environment, so that its templates are compiled once a process, not once a page
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("arena.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def standings(store: Store, standings: ratings.Standings | None = None) -> Markup:
+    """The leaderboard and the head-to-head matrix as the report draws them, without the report's links
+    (a page of its own has no bot pages or game list to point to) and without the authors' names: what
+    every member of a class may see."""
+    standings = standings or ratings.standings(store)
+    board = standings.board
+    ranked = board[board["unranked"] == ""].assign(author="")
+    styles = {int(bot): charts.style(k) for k, bot in enumerate(board["id"])}
+    variety = queries.pair_variety(store, standings.field)
+    return Markup(
+        _env()
+        .get_template("parts.html")
+        .render(
+            places=_places(ranked, styles),
+            matrix=_matrix(board, standings.pairs, variety, link=False),
+            adaptive=store.stopping() is not None,
+            links=False,
+        )
+    )
+
+
+def style() -> Markup:
+    """The report's style, for the box (class `arena-report`) a page holds the report's parts in: scoped,
+    so that the page's own tables and headings keep theirs."""
+    css = _env().get_template("style.html").render()
+    return Markup(f"@scope (.arena-report) {{\n{css}\n}}")
+
+
+def game(record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0) -> Markup:
+    """One game's replay in the report's viewer (its board, controls, moves and fault box), with the data it
+    draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all."""
+    rules = parse_rules(record.rules)
+    shown = replay(record, rules=rules)
+    data = encode(shown, record)
+    fault = data.get("x")
+    if fault and not viewer.sees(str(fault["bot"])):
+        hidden = {"detail": record.detail, "stderr": "", "lines": [], "cmd": "", "note": "", "private": True}
+        data["x"] = {**fault, **hidden}
+    reason = str(record.reason)
+    reasons = [str(r) for r in REASON_ORDER]
+    if reason not in reasons:
+        reasons.append(reason)
+    listed = {
+        "block": game_id + 1,  # one block of its own: the page holds it, the viewer never loads one
+        "pits": rules.pits,
+        "rules": rules.spec,
+        "start": list(shown.start.board),
+        "bots": [{"id": 0, "name": record.south, "label": record.south, "current": True},
+                 {"id": 1, "name": record.north, "label": record.north, "current": True}],
+        "reasons": reasons,
+        "count": 1,
+        "id": [game_id],
+        "round": [round_no],
+        "s": [0],
+        "n": [1],
+        "w": [2 if not record.winner else (0 if record.winner == record.south else 1)],
+        "x": [0 if not record.faulty else (1 if record.faulty == record.south else 2)],
+        "r": [reasons.index(reason)],
+        "ss": [record.south_store],
+        "ns": [record.north_store],
+        "p": [len(record.moves)],
+        "o": [len(record.opening)],
+        "sw": [int(shown.swap_at >= 0)],
+    }  # fmt: skip
+    config = {"list": "", "live": False, "stamp": "", "liveSrc": "", "game": game_id}
+    return Markup(
+        _env()
+        .get_template("game.html")
+        .render(config=config, listed=listed, block={str(game_id): data}, back=viewer.back,
+                back_text=viewer.back_text)
+    )  # fmt: skip
