@@ -117,6 +117,11 @@ def _two_games(kit: Kit) -> None:
     finally:
         agent.kill()
         agent.wait()
+    # the game it was in when killed is forfeited and stored a moment later: wait for the count to settle
+    counts = [len(kit.games())]
+    while len(counts) < 8 or counts[-8] != counts[-1]:
+        time.sleep(0.25)
+        counts.append(len(kit.games()))
 
 
 def test_the_spec_agent_plays_practice_games_with_its_token(kit: Kit) -> None:
