@@ -23,5 +23,6 @@ def test_the_last_tasks_share_the_games_left_evenly() -> None:
     for _ in range(3):
         pace.see(0.001, 1)
     assert pace.games(1000, 4) == 128  # at most `most`
-    assert pace.games(60, 4) == 15  # not one task of 60 and three slots idle
-    assert pace.games(3, 4) == 1 and pace.games(0, 4) == 1
+    assert pace.games(200, 4) == 50  # not one task of 128 and the other slots idle
+    assert pace.games(3, 4) == 16  # but no task of 1 game, whose cost in Dask is more than its play
+    assert Pace(seconds=0.25).games(3, 4) == 1  # nothing timed: one game a task
