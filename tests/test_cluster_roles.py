@@ -140,17 +140,15 @@ def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_o
     may = guard.allowed("scheduler", guard.Peer("scheduler", "", ""), lab_a)
     assert may is not None
     joined: dict[str, guard.Peer] = {}
-    assert (
-        guard.refused({"op": "register-worker", "address": "tls://10.0.0.1:4000"}, may, lab_a, joined) is None
-    )
+    mine = "tls://10.0.0.1:4000"
+    assert guard.refused({"op": "register-worker", "address": mine}, may, lab_a, joined) is None
     joined["tls://10.0.0.2:4000"] = lab_b
     stream = [{"op": "task-finished", "key": "k"}, {"op": "update-graph", "client": "c"}]  # a batched stream
     assert guard.refused(stream, may, lab_a, joined) == "update-graph"
     assert guard.refused({"op": "versions"}, may, lab_a, joined) == "versions"  # not named anywhere: refused
-    assert (
-        guard.refused({"op": "retire_workers", "workers": ["tls://10.0.0.1:4000"]}, may, lab_a, joined)
-        is None
-    )
+    assert guard.refused({"op": "retire_workers", "workers": [mine]}, may, lab_a, joined) is None
+    for sly in ({"names": ["lab-b"]}, {"n": 3}, {"workers": []}, {"workers": [mine], "names": ["lab-b"]}):
+        assert guard.refused({"op": "retire_workers", **sly}, may, lab_a, joined), sly  # by name or count
     other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
     assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
     assert guard.refused(other, may, lab_b, joined) is None

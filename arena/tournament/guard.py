@@ -190,12 +190,17 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
             return op
         if op == "register-worker" and isinstance(one.get("address"), str):
             joined.setdefault(one["address"], them)
-        named = one.get(OWN_ADDRESSES.get(op, ""), ())
-        addresses = [named] if isinstance(named, str) else named
-        if op in OWN_ADDRESSES and (
-            not isinstance(addresses, (list, tuple, set)) or any(joined.get(a) != them for a in addresses)
-        ):
-            return f"{op} of a worker it did not register"
+        if op in OWN_ADDRESSES:
+            named = one.get(OWN_ADDRESSES[op])
+            addresses = [named] if isinstance(named, str) else named
+            others = {k: v for k, v in one.items() if k in ("names", "n", "memory_ratio") and v is not None}
+            if (
+                not isinstance(addresses, (list, tuple, set))
+                or not addresses
+                or others  # workers chosen by name or by the scheduler (retire_workers), not by address
+                or any(joined.get(a) != them for a in addresses)
+            ):
+                return f"{op} of a worker it did not register"
     return None
 
 
