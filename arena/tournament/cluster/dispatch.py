@@ -53,12 +53,11 @@ class Pace:
 
     def games(self, left: int, tasks: int) -> int:
         """Games for the next task, `left` games waiting for `tasks` tasks to carry them: near the end no
-        more than an even share, so that no game slot idles while another plays a long last task, yet
-        not under an eighth of a paced task (~30 ms of games), which would cost more in Dask than it
-        saves."""
+        more than an even share, so that no game slot idles while another plays a long last task (and a
+        short run's games go to every machine, whose forfeits another one then confirms)."""
         mean = self.mean
-        paced = max(1, min(self.most, 1 if mean is None else int(self.seconds / max(mean, 1e-6))))
-        return min(paced, max(math.ceil(left / max(1, tasks)), paced // 8, 1))
+        paced = 1 if mean is None else int(self.seconds / max(mean, 1e-6))
+        return max(1, min(self.most, paced, math.ceil(left / max(1, tasks))))
 
     def deadline(self, games: int, longest: float) -> float:
         """How long a task of `games` may take before it is sent again: `longest` until games have been
