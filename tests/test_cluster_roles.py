@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,10 +90,23 @@ def test_only_the_coordinators_certificate_acts_as_a_client_and_a_revoked_machin
 
             asyncio.run(ask())
 
+        def ask_the_scheduler(op: str) -> Callable[[], None]:  # past a client: its rpc, as a worker would
+            async def ask() -> None:
+                args = stolen.get_connection_args("client")
+                async with distributed.rpc(address, connection_args=args) as r:
+                    await getattr(r, op)()
+
+            return lambda: asyncio.run(ask())
+
         assert refused(run_everywhere) and refused(run_on_scheduler) and refused(ask_a_worker)
+        # operations no denylist of client operations named: every task's key, machine and time, the
+        # versions of every machine, and a stream of a client's messages (submit or cancel tasks)
+        for op in ("get_task_stream", "versions", "connection_stream"):
+            assert refused(ask_the_scheduler(op)), op
         assert not marker.exists(), "a worker's certificate ran code in the lab"
         said = (logs / "scheduler.log").read_text(errors="replace")
         assert "arena: scheduler refused 'register-client'" in said, said[-3000:]
+        assert "arena: scheduler refused 'get_task_stream'" in said and "refused 'connection_stream'" in said
 
         # lab-3 revoked: its worker, started again, is refused by the scheduler and never joins
         (mine / trust.REVOKED).write_text("lab-3  # its laptop was lost\n", encoding="utf-8")
@@ -119,3 +133,22 @@ def test_a_certificate_says_its_role_and_machine() -> None:
     assert at_worker is not None and at_worker("get_data") and not at_worker("run")
     at_nanny = guard.allowed("nanny", guard.Peer("worker", "lab-a", ""), guard.peer(cert))
     assert at_nanny is not None and not at_nanny("close_gracefully")  # not its own machine's worker
+
+
+def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_own_workers() -> None:
+    lab_a, lab_b = guard.Peer("worker", "lab-a", "0a"), guard.Peer("worker", "lab-b", "0b")
+    may = guard.allowed("scheduler", guard.Peer("scheduler", "", ""), lab_a)
+    assert may is not None
+    joined: dict[str, guard.Peer] = {}
+    mine = "tls://10.0.0.1:4000"
+    assert guard.refused({"op": "register-worker", "address": mine}, may, lab_a, joined) is None
+    joined["tls://10.0.0.2:4000"] = lab_b
+    stream = [{"op": "task-finished", "key": "k"}, {"op": "update-graph", "client": "c"}]  # a batched stream
+    assert guard.refused(stream, may, lab_a, joined) == "update-graph"
+    assert guard.refused({"op": "versions"}, may, lab_a, joined) == "versions"  # not named anywhere: refused
+    assert guard.refused({"op": "retire_workers", "workers": [mine]}, may, lab_a, joined) is None
+    for sly in ({"names": ["lab-b"]}, {"n": 3}, {"workers": []}, {"workers": [mine], "names": ["lab-b"]}):
+        assert guard.refused({"op": "retire_workers", **sly}, may, lab_a, joined), sly  # by name or count
+    other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
+    assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
+    assert guard.refused(other, may, lab_b, joined) is None

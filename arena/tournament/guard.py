@@ -9,10 +9,12 @@ process a nanny starts, whose TLS the nanny hands it).
 
 Then, as Dask starts the server (`dask_setup`), every connection it accepts is read through the role its
 peer's certificate names (trust.py: an OU of its subject; the end of the common name of a certificate made
-before roles): only the coordinator's may act as a Dask client. At the scheduler a worker's certificate may
-do what a worker does, and none of a client's operations (register a client, run a function, broadcast,
-plugins, scatter, restart...); at a worker another worker's certificate may only fetch a task's data
-(`get_data`, how the bots travel between machines); at a nanny only its own worker may ask it to close. A
+before roles): only the coordinator's may act as a Dask client. Every side is an allowlist, so that an
+operation a later Dask adds, or one nobody thought of, is refused: at the scheduler a worker's certificate
+may ask only what distributed's Worker and Nanny ask (WORKER_OPS: join, heartbeats, who has a key, its
+batched stream's reports), and retire or unregister only workers it registered itself; at a worker another
+worker's certificate may only fetch a task's data (`get_data`, how the bots travel between machines); at a
+nanny only its own worker may ask it to close. A
 certificate whose machine or serial is in the scheduler's REVOKED list (beside its ca.pem) is refused at
 once. An operation refused closes the connection, with one line in the server's log naming the peer.
 """
@@ -31,15 +33,21 @@ from arena.tournament.trust import MACHINE_UNIT, REVOKED
 from arena.tournament.trust import ROLES as CERT_ROLES
 
 log = logging.getLogger("arena")
-# What a client asks of a scheduler, which a worker's certificate may not
-CLIENT_OPS = frozenset({
-    "register-client", "run_function", "broadcast", "proxy", "scatter", "gather", "restart",
-    "restart_workers", "rebalance", "replicate", "register_scheduler_plugin", "unregister_scheduler_plugin",
-    "register_worker_plugin", "unregister_worker_plugin", "register_nanny_plugin", "unregister_nanny_plugin",
-    "dump_cluster_state_to_url", "get_cluster_state", "start_http_server", "run_coroutine", "terminate",
-    "stimulus_cancel", "stimulus_retry", "adaptive_target", "publish_put", "publish_delete", "publish_get",
-    "publish_list", "variable_set", "variable_get", "variable_delete",
+# All a worker's certificate may ask of a scheduler (read from distributed's Worker and Nanny: every rpc they
+# make of the scheduler and every message of the worker's batched stream); anything else, including any
+# operation a later Dask adds, is refused.
+WORKER_OPS = frozenset({
+    "register-worker", "register_nanny",  # a worker and its nanny join (the first message of a connection)
+    "heartbeat_worker", "who_has", "log_event",  # a worker's and a nanny's rpc to the scheduler
+    "unregister", "retire_workers",  # a nanny's worker gone, a worker closing: only its own (OWN_ADDRESSES)
+    # the worker's batched stream (Scheduler's worker_handlers, the stealing extension's reply)
+    "task-finished", "task-erred", "release-worker-data", "add-keys", "long-running", "reschedule",
+    "keep-alive", "log-event", "worker-status-change", "request-refresh-who-has", "steal-response",
+    "close-stream",
 })  # fmt: skip
+# The operations of WORKER_OPS that name workers, and the argument that names them: a certificate may name
+# only workers it registered itself (with the class's shared worker.pem: any machine's)
+OWN_ADDRESSES = {"unregister": "address", "retire_workers": "workers"}
 PEER_WORKER_OPS = frozenset({"get_data"})  # what a worker asks of another worker
 OWN_WORKER_OPS = frozenset({"close_gracefully"})  # what a worker asks of its own nanny
 
@@ -163,11 +171,37 @@ def allowed(kind: str, me: Peer, them: Peer) -> Callable[[str], bool] | None:
     if them.role != "worker":
         return lambda op: False
     if kind == "scheduler":
-        return lambda op: op not in CLIENT_OPS
+        return lambda op: op in WORKER_OPS
     if kind == "worker":
         return lambda op: op in PEER_WORKER_OPS
     mine = me.machine == them.machine  # a machine's own certificates; the shared one: any machine
     return lambda op: mine and op in OWN_WORKER_OPS
+
+
+def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[str, Peer]) -> str | None:
+    """The operation of `msg` (one message, or a batched stream's list of them) that `them` may not ask,
+    else None. `joined` is the scheduler's record of which certificate registered each worker's address: a
+    register-worker adds to it, and an operation of OWN_ADDRESSES may name only addresses `them` joined."""
+    for one in msg if isinstance(msg, (list, tuple)) else (msg,):
+        if not isinstance(one, dict) or "op" not in one:
+            continue  # a reply inside an operation already let through
+        op = str(one["op"])
+        if not may(op):
+            return op
+        if op == "register-worker" and isinstance(one.get("address"), str):
+            joined.setdefault(one["address"], them)
+        if op in OWN_ADDRESSES:
+            named = one.get(OWN_ADDRESSES[op])
+            addresses = [named] if isinstance(named, str) else named
+            others = {k: v for k, v in one.items() if k in ("names", "n", "memory_ratio") and v is not None}
+            if (
+                not isinstance(addresses, (list, tuple, set))
+                or not addresses
+                or others  # workers chosen by name or by the scheduler (retire_workers), not by address
+                or any(joined.get(a) != them for a in addresses)
+            ):
+                return f"{op} of a worker it did not register"
+    return None
 
 
 def dask_setup(server: Any) -> None:
@@ -186,11 +220,14 @@ def dask_setup(server: Any) -> None:
         return
     security = server.security
     me = own(security.tls_scheduler_cert if kind == "scheduler" else security.tls_worker_cert)
+    joined: dict[str, Peer] = {}  # this server's, for as long as it lives
     for listener in server.listeners:
-        listener.comm_handler = _guarded(listener.comm_handler, kind, me, security.tls_ca_file)
+        listener.comm_handler = _guarded(listener.comm_handler, kind, me, security.tls_ca_file, joined)
 
 
-def _guarded(handler: Callable[[Any], Any], kind: str, me: Peer, ca_file: str | None) -> Callable[[Any], Any]:
+def _guarded(
+    handler: Callable[[Any], Any], kind: str, me: Peer, ca_file: str | None, joined: dict[str, Peer]
+) -> Callable[[Any], Any]:
     from distributed.comm.core import CommClosedError
 
     async def handle(comm: Any) -> None:
@@ -206,10 +243,11 @@ def _guarded(handler: Callable[[Any], Any], kind: str, me: Peer, ca_file: str | 
 
             async def guarded_read(deserializers: Any = None) -> Any:
                 msg = await read(deserializers)
-                if isinstance(msg, dict) and "op" in msg and not may(str(msg["op"])):
-                    log.warning(f"arena: {kind} refused {msg['op']!r} from {comm.peer_address}, {them}")
+                op = refused(msg, may, them, joined)
+                if op is not None:
+                    log.warning(f"arena: {kind} refused {op!r} from {comm.peer_address}, {them}")
                     comm.abort()
-                    raise CommClosedError(f"arena: {them} may not ask {msg['op']!r} of a {kind}")
+                    raise CommClosedError(f"arena: {them} may not ask {op!r} of a {kind}")
                 return msg
 
             comm.read = guarded_read

@@ -8,6 +8,8 @@ import contextlib
 import dataclasses
 import itertools
 import logging
+import math
+import statistics
 import threading
 import time
 from collections import deque
@@ -30,29 +32,40 @@ class Pace:
     """Games per task: Dask costs a few ms per task (~5 ms of wall time on a loaded 2-core machine), nothing
     beside a real game of seconds, but most of a random bot's game of a few ms. So a task carries one game
     until games have been timed, then as many as take about `seconds` (at most `most`): the cost is spread
-    over them, and a bench or a failure still acts within a fraction of a second."""
+    over them, and a bench or a failure still acts within a fraction of a second. A game's time is the
+    lower median of the latest `window` tasks' times a game: a machine's first task pays for its setup (the
+    warden, the bots' first start), often a hundred games' time, which a moving average carried for twenty
+    tasks of a few games, the worker idle between them; one odd task, fast or slow, moves it not at all."""
 
-    def __init__(self, seconds: float = 0.25, most: int = 128) -> None:
+    def __init__(self, seconds: float = 0.25, most: int = 128, window: int = 5) -> None:
         self.seconds = seconds
         self.most = most
-        self.mean: float | None = None  # seconds a game, a moving average
+        self.times: deque[float] = deque(maxlen=window)  # seconds a game, of the latest tasks
+
+    @property
+    def mean(self) -> float | None:
+        """Seconds a game (None until a task has been timed)."""
+        return statistics.median_low(self.times) if self.times else None
 
     def see(self, seconds: float, games: int) -> None:
         if games:
-            each = seconds / games
-            self.mean = each if self.mean is None else 0.8 * self.mean + 0.2 * each
+            self.times.append(seconds / games)
 
-    def games(self) -> int:
-        if self.mean is None:
-            return 1
-        return max(1, min(self.most, int(self.seconds / max(self.mean, 1e-6))))
+    def games(self, left: int, tasks: int) -> int:
+        """Games for the next task, `left` games waiting for `tasks` tasks to carry them: near the end no
+        more than an even share, so that no game slot idles while another plays a long last task (and a
+        short run's games go to every machine, whose forfeits another one then confirms)."""
+        mean = self.mean
+        paced = 1 if mean is None else int(self.seconds / max(mean, 1e-6))
+        return max(1, min(self.most, paced, math.ceil(left / max(1, tasks))))
 
     def deadline(self, games: int, longest: float) -> float:
         """How long a task of `games` may take before it is sent again: `longest` until games have been
         timed, then twenty times their pace (at least a minute, or `longest` if shorter)."""
-        if self.mean is None:
+        mean = self.mean
+        if mean is None:
             return longest
-        return max(min(60.0, longest), 20 * self.mean * games)
+        return max(min(60.0, longest), 20 * mean * games)
 
 
 @dataclasses.dataclass
@@ -91,8 +104,8 @@ class Dispatch:
         return 2 * max(1, sum(self.members.slots(a) for a in self.members.accepted))
 
     def feed(self) -> None:
-        while len(self.futures) < self.capacity() and self.members.accepted:
-            batch = self.draw(self.pace.games())
+        while len(self.futures) < (capacity := self.capacity()) and self.members.accepted:
+            batch = self.draw(self.pace.games(len(self.waiting), capacity))
             if not batch:
                 return
             self.submit(batch)

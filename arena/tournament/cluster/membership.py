@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from arena.tournament.cluster.context import Context
-from arena.tournament.cluster.plumbing import answer, game_workers, line, machine
+from arena.tournament.cluster.plumbing import answer, distributed, game_workers, line, machine
 
 if TYPE_CHECKING:
     from arena.tournament.backend import Machine
@@ -189,8 +189,12 @@ class Membership:
         """Before the first game: the greetings of the workers there are, up to `connect_s`, so that every
         worker that is up when the run starts has its share of the first games."""
         deadline = time.monotonic() + self.ctx.patience.connect_s
-        while self.greeting and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while self.greeting and (left := deadline - time.monotonic()) > 0:
+            # Woken by the first greeting back, not by a poll of the scheduler every 50 ms; at most a
+            # second, for a worker that left with its greeting (whose future would wait for it for ever)
+            futures = [future for future, _ in self.greeting.values()]
+            with contextlib.suppress(Exception):  # its timeout: look again
+                distributed().wait(futures, timeout=min(1.0, left), return_when="FIRST_COMPLETED")
             self.look(force=True)
 
     def none_left(self) -> str:
