@@ -10,7 +10,6 @@ That is sowing order for South; pit i of one side faces pit n+1-i of the other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Protocol
@@ -134,7 +133,6 @@ class Rules(Protocol):
     def initial(self) -> Position: ...
     def legal_moves(self, pos: Position) -> tuple[Move, ...]: ...
     def play(self, pos: Position, move: Move) -> Position: ...
-    def replay(self, pos: Position, moves: Sequence[Move]) -> tuple[Position, tuple[int, ...]]: ...
     def trace(self, pos: Position, move: Move) -> Trace: ...
     def is_over(self, pos: Position) -> bool: ...
     def result(self, pos: Position) -> Outcome: ...
@@ -258,21 +256,6 @@ class _Board:
     def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
         raise NotImplementedError
 
-    def replay(self, pos: Position, moves: Sequence[Move]) -> tuple[Position, tuple[int, ...]]:
-        """`moves` played from `pos` for as long as each is legal: the position reached, and the side that
-        made each move played. Fewer sides than moves: the next move is not legal there (or the game was
-        over); `play` on the position reached says why. For an audit of many games (a rule set may do it
-        without a Position per move)."""
-        sides: list[int] = []
-        for move in moves:
-            try:
-                after = self.play(pos, move)
-            except IllegalMove:
-                break
-            sides.append(pos.to_move)
-            pos = after
-        return pos, tuple(sides)
-
     def is_over(self, pos: Position) -> bool:
         return pos.ended is not None
 
@@ -372,66 +355,6 @@ class Kalah(_Board):
         return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side, log)
 
     play = _move  # `_move` itself, no second call on the hot path
-
-    def replay(self, pos: Position, moves: Sequence[Move]) -> tuple[Position, tuple[int, ...]]:
-        """`_Board.replay` on one list for the whole game, one Position at the end: a coordinator audits
-        every game a cluster returns, and a Position a move was most of that (2.6x the time). The same
-        sowing, capture, extra turn, pie and end as `_move` and `_settle`, which stay the search's fast
-        path; tests/test_rules.py holds the two to the same positions for every option."""
-        n, size, total = self.pits, 2 * self.pits + 2, self.total_seeds
-        board, side, turn, ended, can_swap = list(pos.board), pos.to_move, pos.turn, pos.ended, pos.can_swap
-        sides: list[int] = []
-        for move in moves:
-            if ended is not None:
-                break
-            if move == SWAP:
-                if not (self.pie and can_swap):
-                    break
-                sides.append(side)
-                turn, can_swap = turn + 1, False  # sides change hands, the board does not
-            else:
-                own = side * (n + 1)
-                if (
-                    not isinstance(move, int)
-                    or isinstance(move, bool)
-                    or not 1 <= move <= n
-                    or not board[own + move - 1]
-                ):
-                    break
-                sides.append(side)
-                store, skip = own + n, (1 - side) * (n + 1) + n
-                i = own + move - 1
-                seeds, board[i] = board[i], 0
-                laps, seeds = divmod(seeds, size - 1)
-                if laps:
-                    for j in range(size):
-                        if j != skip:
-                            board[j] += laps
-                while seeds:
-                    i = i + 1 if i + 1 < size else 0
-                    if i != skip:
-                        board[i] += 1
-                        seeds -= 1
-                if i != store or (self.no_first_extra and turn == 0):
-                    opposite = 2 * n - i
-                    if own <= i < store and board[i] == 1 and (board[opposite] or self.empty_capture):
-                        board[store] += board[opposite] + 1
-                        board[opposite] = board[i] = 0
-                    side, turn = 1 - side, turn + 1
-                    can_swap = self.pie and turn == 1
-                else:
-                    can_swap = False
-            south_empty, north_empty = not any(board[0:n]), not any(board[n + 1 : 2 * n + 1])
-            if self.end == "any-empty":
-                over = south_empty or north_empty
-            else:
-                over = north_empty if side == NORTH else south_empty
-            if over:
-                self._bank_rows(board, n)
-                ended, can_swap = "normal", False
-            elif self.early and not can_swap and 2 * max(board[n], board[2 * n + 1]) > total:
-                ended = "early"
-        return Position(tuple(board), side, turn, ended, can_swap), tuple(sides)
 
     def _settle(
         self, board: list[int], nxt: int, turn: int, can_swap: bool, log: list[Step] | None = None
