@@ -2,7 +2,8 @@
 
 The strengths are the order-free Bradley-Terry fit (`fit`: a draw is half a point, with a weak prior of
 virtual draws), here on the results of game pairs: two games from one opening, once from each side, under
-a normal prior for the field whose spread is estimated from the field (`posterior`: empirical Bayes).
+a prior for the field estimated from the field (`posterior`: empirical Bayes), a mixture of normals with
+one group per group of bots the strengths show (working bots and broken ones are two).
 Their uncertainty is the Laplace approximation of the posterior: normal around its mode, with the inverse
 of the curvature as covariance (as BayesElo's), the likelihood's part scaled by the pairs' dispersion: the
 observed variance of pair scores over what independent games would give. Deterministic bots make the two
@@ -25,16 +26,17 @@ import numpy as np
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054  # the ± shown is a 95% interval
-PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit)
+PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit): a finite start
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
-# The strengths' prior: normal around the field's mean, its SD estimated from the field (empirical Bayes),
-# as if SPREAD_BOTS more bots had come out SPREAD_GUESS (in natural units: 200 Elo) from the mean.
+# The strengths' prior: each group's spread estimated from its bots (empirical Bayes), as if SPREAD_BOTS
+# more bots had come out SPREAD_GUESS (in natural units: 200 Elo) from its centre.
 SPREAD_BOTS = 1.0
 SPREAD_GUESS = 200.0 / ELO_PER_NAT
 SPREAD_STEPS = 30  # EM steps at most: each refits the strengths under the spread so far
 SPREAD_TOLERANCE = 1e-3  # relative change of spread² that ends EM: a tenth of a percent moves no risk
+CENTRES = 1000.0 / ELO_PER_NAT  # the groups' centres: normal around the field's mean with this SD
 GROUPS = 3  # groups of the class the prior may have (see `groups`)
 GROUP_BOTS = 4  # bots per group at least: a field of n bots has at most n // GROUP_BOTS groups
 GROUP_STEPS = 100  # EM steps at most of the deconvolution that counts the groups
@@ -90,11 +92,13 @@ def _newton(
     return theta - theta.mean(axis=1, keepdims=True)
 
 
-def prior_games(n: int, prior_draws: float = PRIOR_DRAWS) -> np.ndarray:
-    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents."""
-    prior = np.full((n, n), prior_draws / max(1, n - 1))
-    np.fill_diagonal(prior, 0.0)
-    return prior
+def prior_games(n: int, prior_draws: float = PRIOR_DRAWS, together: np.ndarray | None = None) -> np.ndarray:
+    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents, or
+    over those of its own group where `together[i, j]` is the chance that i and j are of one group."""
+    share = np.ones((n, n)) if together is None else np.array(together, dtype=float)
+    np.fill_diagonal(share, 0.0)
+    per_bot = share / np.maximum(share.sum(axis=1, keepdims=True), 1e-12)
+    return prior_draws * (per_bot + per_bot.T) / 2.0
 
 
 def fit(score: np.ndarray, total: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
@@ -271,7 +275,7 @@ class Mixture:
         of its group, not towards a centre taken as known, so the gap between groups rests on the games
         between them and its uncertainty stays in the intervals. With one group, I / var on the centred
         strengths, as one normal prior around the field's mean."""
-        size = np.maximum(r.sum(axis=0), 1e-12)
+        size = r.sum(axis=0) + self.var / CENTRES**2
         return np.diag(r @ (1.0 / self.var)) - (r / (self.var * size)) @ r.T
 
     def refit(self, theta: np.ndarray, var: np.ndarray, r: np.ndarray) -> Mixture:
@@ -367,13 +371,15 @@ def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray 
     then refined by EM with the fit (each step: each bot's odds of each group and the posterior mode and
     curvature under the prior so far, then the groups' moments), with `SPREAD_BOTS` virtual bots at
     `SPREAD_GUESS` per group so that a group of equal bots keeps a spread. A bot without games sits at a
-    group's centre with its spread as its uncertainty."""
+    group's centre with its spread as its uncertainty. The `prior_draws` virtual draws, which keep a
+    perfectly ordered field finite, are spread over each bot's own group: spread over the whole field they
+    pulled the groups together too (a few virtual draws between two groups weigh against the few games a
+    schedule plays between them); between groups the centres' prior (SD `CENTRES`) keeps the gap finite."""
     n = pairs.n
     prior = prior_games(n, prior_draws)
     score, games = pairs.points()
     total = games + prior
-    score = score + 0.5 * prior
-    theta = fit(score, total, start)
+    theta = fit(score + 0.5 * prior, total, start)  # the virtual draws keep a start finite
     pin = np.full((n, n), 1.0 / n)
     centre = np.eye(n) - pin
     # EM's start: the groups the fit's strengths show, less what their noise adds (a deconvolution)
@@ -385,9 +391,11 @@ def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray 
     steps, polish = [float(mix.var[0])], False
     for step in range(SPREAD_STEPS + 1):
         p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
+        r = mix.belongs(theta, var)
+        total = games + prior_games(n, prior_draws, r @ r.T)
         info = total * p * (1.0 - p)
         phi = dispersion(pairs, p)
-        precision = mix.precision(mix.belongs(theta, var))
+        precision = mix.precision(r)
         # The strengths are free up to a common shift: pinning their mean makes the curvature invertible,
         # and inv(H + J/n) - J/n is then the covariance of the centred strengths.
         curve = (np.diag(info.sum(axis=1)) - info) / phi + centre @ precision @ centre
@@ -406,9 +414,14 @@ def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray 
                 if 0.0 < (c - b) / (b - a) < 1.0:
                     mix = Mixture(mix.weight, mix.mean, np.array([c - (c - b) ** 2 / ((c - b) - (b - a))]))
                     steps.clear()
-        precision = mix.precision(mix.belongs(theta, var))
+        r = mix.belongs(theta, var)
+        virtual = prior_games(n, prior_draws, r @ r.T)
         theta = _newton(
-            theta[None, :], score[None], total, ridge=phi * precision, steps=100 if polish else 1
+            theta[None, :],
+            (score + 0.5 * virtual)[None],
+            games + virtual,
+            ridge=phi * mix.precision(r),
+            steps=100 if polish else 1,
         )[0]
     cov = ELO_PER_NAT**2 * cov_nats
     return Posterior(
