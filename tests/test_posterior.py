@@ -107,3 +107,18 @@ def test_the_stores_games_make_the_pairs(tmp_path: Path) -> None:
         ids = store.current_ids()
         pairs = from_games(queries.pair_games(store, ids), ids)
     assert pairs.counts[0, 1].tolist() == [0, 0, 1, 0, 1]  # a split the first pair and won the second
+
+
+def test_two_groups_far_apart_keep_their_gap_and_intervals_that_cover_it() -> None:
+    # working bots and broken ones, 700 Elo apart: many games within each group, one pair across each two
+    elo = np.concatenate([350 + np.linspace(100, -100, 6), -350 + np.linspace(100, -100, 6)])
+    within, across = random_pairs(elo, 20, seed=3, draws=0.0), random_pairs(elo, 1, seed=4, draws=0.0)
+    top = np.arange(12) < 6
+    cross = (top[:, None] != top[None, :])[..., None]
+    post = posterior(Pairs(np.where(cross, across.counts, within.counts), within.single))
+    truth, shown = elo - elo.mean(), post.elo - post.elo.mean()
+    # one bell curve for the class pulled the groups together: its intervals covered none of the twelve
+    assert (np.abs(shown - truth) <= post.pm()).sum() >= 10
+    gap, sd = post.difference(0, 11)
+    assert abs(gap - (elo[0] - elo[11])) <= 1.96 * sd
+    assert sorted(post.order()[:6]) == list(range(6))  # the working bots above the broken ones

@@ -2,7 +2,8 @@
 
 The strengths are the order-free Bradley-Terry fit (`fit`: a draw is half a point, with a weak prior of
 virtual draws), here on the results of game pairs: two games from one opening, once from each side, under
-a normal prior for the field whose spread is estimated from the field (`posterior`: empirical Bayes).
+a prior for the field estimated from the field (`posterior`: empirical Bayes), a mixture of normals with
+one group per group of bots the strengths show (working bots and broken ones are two).
 Their uncertainty is the Laplace approximation of the posterior: normal around its mode, with the inverse
 of the curvature as covariance (as BayesElo's), the likelihood's part scaled by the pairs' dispersion: the
 observed variance of pair scores over what independent games would give. Deterministic bots make the two
@@ -25,16 +26,22 @@ import numpy as np
 ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the field's mean at 1500
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054  # the ± shown is a 95% interval
-PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit)
+PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit): a finite start
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
-# The strengths' prior: normal around the field's mean, its SD estimated from the field (empirical Bayes),
-# as if SPREAD_BOTS more bots had come out SPREAD_GUESS (in natural units: 200 Elo) from the mean.
+# The strengths' prior: each group's spread estimated from its bots (empirical Bayes), as if SPREAD_BOTS
+# more bots had come out SPREAD_GUESS (in natural units: 200 Elo) from its centre.
 SPREAD_BOTS = 1.0
 SPREAD_GUESS = 200.0 / ELO_PER_NAT
 SPREAD_STEPS = 30  # EM steps at most: each refits the strengths under the spread so far
 SPREAD_TOLERANCE = 1e-3  # relative change of spread² that ends EM: a tenth of a percent moves no risk
+CENTRES = 1000.0 / ELO_PER_NAT  # the groups' centres: normal around the field's mean with this SD
+GROUPS = 3  # groups of the class the prior may have (see `groups`)
+GROUP_COST = 3.0  # log-likelihood a group must add to be kept: one per number it costs (AIC)
+GROUP_BOTS = 4  # bots per group at least: a field of n bots has at most n // GROUP_BOTS groups
+GROUP_STEPS = 100  # EM steps at most of the deconvolution that counts the groups
+GROUP_TOLERANCE = 1e-4  # gain of log-likelihood that ends it: far below what a group must add (GROUP_COST)
 
 
 def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -43,26 +50,35 @@ def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 def _newton(
-    theta: np.ndarray, score: np.ndarray, games: np.ndarray, ridge: float = 0.0, steps: int = 100
+    theta: np.ndarray,
+    score: np.ndarray,
+    games: np.ndarray,
+    ridge: float | np.ndarray = 0.0,
+    steps: int = 100,
 ) -> np.ndarray:
     """Maximum-likelihood log-strengths (mean 0) for a batch of score tables (B, n, n) from starts near them
-    (B, n), less `ridge` / 2 · Σ theta² (a normal prior's log-density): the objective is concave, so Newton
-    steps with step halving get there in a few steps. Batched, so a batch of fits costs a few numpy calls."""
+    (B, n), less thetaᵀ Q theta / 2 (a normal prior's log-density; Q is `ridge` times the identity, or the
+    (n, n) matrix `ridge`): the objective is concave, so Newton steps with step halving get there in a few
+    steps. Batched, so a batch of fits costs a few numpy calls."""
     n = theta.shape[1]
     points = score.sum(axis=2)
+    pin = np.full((n, n), 1.0 / n)
+    # the prior acts on the centred strengths: its curvature is C Q C, C the centring
+    centring = np.eye(n) - pin
+    curve = centring @ (ridge if np.ndim(ridge) == 2 else float(ridge) * np.eye(n)) @ centring
 
     def objective(t: np.ndarray) -> np.ndarray:
-        return _log_likelihood(t, score) - 0.5 * ridge * (t * t).sum(axis=1)
+        return _log_likelihood(t, score) - 0.5 * ((t @ curve) * t).sum(axis=1)
 
     for _ in range(steps):
         diff = theta[:, :, None] - theta[:, None, :]
         expected = (games * np.exp(-np.logaddexp(0.0, -diff))).sum(axis=2)
         info = -games * np.exp(-np.logaddexp(0.0, diff) - np.logaddexp(0.0, -diff))  # n P(i>j) P(j>i)
         info[:, np.arange(n), np.arange(n)] = 0.0
-        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2) + ridge
+        info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2)
         # info's null space is the free mean and the gradient sums to 0: pinning the mean makes it invertible
-        gradient = points - expected - ridge * (theta - theta.mean(axis=1, keepdims=True))
-        step = np.linalg.solve(info + 1.0 / n, gradient[:, :, None])[:, :, 0]
+        gradient = points - expected - theta @ curve
+        step = np.linalg.solve(info + curve + pin, gradient[:, :, None])[:, :, 0]
         moving = np.max(np.abs(step), axis=1) >= 1e-10
         if not moving.any():
             break
@@ -77,11 +93,13 @@ def _newton(
     return theta - theta.mean(axis=1, keepdims=True)
 
 
-def prior_games(n: int, prior_draws: float = PRIOR_DRAWS) -> np.ndarray:
-    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents."""
-    prior = np.full((n, n), prior_draws / max(1, n - 1))
-    np.fill_diagonal(prior, 0.0)
-    return prior
+def prior_games(n: int, prior_draws: float = PRIOR_DRAWS, together: np.ndarray | None = None) -> np.ndarray:
+    """The prior's virtual drawn games, (n, n): `prior_draws` per bot, spread evenly over its opponents, or
+    over those of its own group where `together[i, j]` is the chance that i and j are of one group."""
+    share = np.ones((n, n)) if together is None else np.array(together, dtype=float)
+    np.fill_diagonal(share, 0.0)
+    per_bot = share / np.maximum(share.sum(axis=1, keepdims=True), 1e-12)
+    return prior_draws * (per_bot + per_bot.T) / 2.0
 
 
 def fit(score: np.ndarray, total: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
@@ -225,60 +243,193 @@ def normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Mixture:
+    """The strengths' prior: a mixture of normals (natural units, around the field's mean 0), each
+    component a group of the class with its share, centre and variance."""
+
+    weight: np.ndarray  # (k,)
+    mean: np.ndarray  # (k,)
+    var: np.ndarray  # (k,)
+
+    @property
+    def spread(self) -> float:
+        """The mixture's SD, in natural units."""
+        centre = float(self.weight @ self.mean)
+        return math.sqrt(float(self.weight @ (self.var + (self.mean - centre) ** 2)))
+
+    def belongs(self, theta: np.ndarray, var: np.ndarray) -> np.ndarray:
+        """P(bot i is of group c), (n, k), for strengths `theta` known to within variances `var`: its
+        expected log-density under each group (mean field, as variational Bayes has it)."""
+        log = (
+            np.log(self.weight)[None, :]
+            - 0.5 * np.log(self.var)[None, :]
+            - 0.5 * ((theta[:, None] - self.mean[None, :]) ** 2 + var[:, None]) / self.var[None, :]
+        )
+        log -= log.max(axis=1, keepdims=True)
+        r = np.exp(log)
+        return r / r.sum(axis=1, keepdims=True)
+
+    def precision(self, r: np.ndarray) -> np.ndarray:
+        """The prior's precision matrix of the strengths, given each bot's odds `r` (n, k) of each group,
+        with the groups' centres integrated out (a flat prior on each): a bot is pulled towards the others
+        of its group, not towards a centre taken as known, so the gap between groups rests on the games
+        between them and its uncertainty stays in the intervals. With one group, I / var on the centred
+        strengths, as one normal prior around the field's mean."""
+        size = r.sum(axis=0) + self.var / CENTRES**2
+        return np.diag(r @ (1.0 / self.var)) - (r / (self.var * size)) @ r.T
+
+    def refit(self, theta: np.ndarray, var: np.ndarray, r: np.ndarray) -> Mixture:
+        """The M step: each group's share, centre and variance from the strengths (posterior means `theta`,
+        variances `var`) of its bots, with SPREAD_BOTS virtual bots SPREAD_GUESS from its centre so that a
+        group of equal bots keeps a spread. One group stays centred at the field's mean (0)."""
+        n = len(theta)
+        size = r.sum(axis=0)
+        mean = (r.T @ theta) / np.maximum(size, 1e-12) if len(size) > 1 else np.zeros(1)
+        square = (r * ((theta[:, None] - mean[None, :]) ** 2 + var[:, None])).sum(axis=0)
+        kept = size * max(n - 1, 0) / max(n, 1)  # the centring takes one bot's worth of freedom
+        var_ = (square + SPREAD_BOTS * SPREAD_GUESS**2) / (kept + SPREAD_BOTS)
+        return Mixture(np.maximum(size / n, 1e-12), mean, var_)
+
+    def distance(self, other: Mixture) -> float:
+        """How far EM moved: the largest relative change of a variance, or of a centre in SDs."""
+        return float(
+            max(
+                np.max(np.abs(other.var / self.var - 1.0)),
+                np.max(np.abs(other.mean - self.mean) / np.sqrt(self.var)),
+                np.max(np.abs(other.weight - self.weight)),
+            )
+        )
+
+
+def deconvolve(theta: np.ndarray, noise: np.ndarray, k: int) -> tuple[Mixture, float]:
+    """A k-group mixture for estimates `theta` measured with variances `noise`, by EM on their marginal
+    likelihood (Bovy's extreme deconvolution in one dimension), and that log-likelihood. Deterministic:
+    the groups start as the k runs of the sorted estimates."""
+    n = len(theta)
+    chunks = np.array_split(np.sort(theta), k)
+    mix = Mixture(
+        np.full(k, 1.0 / k),
+        np.array([c.mean() for c in chunks]),
+        np.array([c.var() + SPREAD_GUESS**2 / 4 for c in chunks]),
+    )
+    loglik = -math.inf
+    for _ in range(GROUP_STEPS):
+        total = mix.var[None, :] + noise[:, None]  # (n, k)
+        log = np.log(mix.weight)[None, :] - 0.5 * (
+            np.log(2 * math.pi * total) + (theta[:, None] - mix.mean[None, :]) ** 2 / total
+        )
+        top = log.max(axis=1, keepdims=True)
+        per_bot = top[:, 0] + np.log(np.exp(log - top).sum(axis=1))
+        new_loglik = float(per_bot.sum())
+        r = np.exp(log - per_bot[:, None])
+        shrink = mix.var[None, :] / total
+        b = mix.mean[None, :] + shrink * (theta[:, None] - mix.mean[None, :])  # each bot's strength if of c
+        size = r.sum(axis=0)
+        mean = (r * b).sum(axis=0) / np.maximum(size, 1e-12)
+        var = (
+            (r * ((b - mean[None, :]) ** 2 + mix.var[None, :] * (1 - shrink))).sum(axis=0)
+            + SPREAD_BOTS * SPREAD_GUESS**2
+        ) / (size + SPREAD_BOTS)
+        mix = Mixture(np.maximum(size / n, 1e-12), mean, var)
+        if new_loglik - loglik < GROUP_TOLERANCE:
+            loglik = new_loglik
+            break
+        loglik = new_loglik
+    return mix, loglik
+
+
+def groups(theta: np.ndarray, noise: np.ndarray) -> Mixture:
+    """The field's prior: a mixture of 1 to GROUPS normals, as many as the estimates' spread supports by
+    AIC (each group costs three numbers: share, centre, variance). Not BIC: at 20 bots its log(n)/2 a
+    number kept two groups 700 Elo apart as one in some runs (benchmarks/schedule_efficiency.py --fields:
+    89% coverage against 96%), while a normal field split in two loses little: its gap rests on the many
+    games between neighbours across the split."""
+    n = len(theta)
+    best, best_score = Mixture(np.ones(1), np.zeros(1), np.ones(1)), -math.inf
+    for k in range(1, min(GROUPS, max(1, n // GROUP_BOTS)) + 1):
+        mix, loglik = deconvolve(theta, noise, k)
+        score = loglik - GROUP_COST * k
+        if score > best_score + 1e-9:
+            best, best_score = mix, score
+    if len(best.weight) == 1:
+        best = Mixture(np.ones(1), np.zeros(1), best.var)
+    return best
+
+
 def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray | None = None) -> Posterior:
     """The Bradley-Terry fit of `pairs` with its Laplace covariance, scaled by the pairs' dispersion, under a
-    normal prior N(0, spread²) on the strengths, the spread estimated from the field (empirical Bayes).
+    prior for the field estimated from the field (empirical Bayes): a mixture of normals, one per group of
+    the class that the strengths show.
 
     Why a prior: the ranking is read off noisy estimates, and noise spreads them apart. Where the schedule
     measures mostly neighbours (a chain of differences, as an adaptive run does), nothing else reins in the
     field's spread, so neighbour gaps come out too wide: with the flat fit alone the risks of the pairs the
-    ranking puts side by side were overconfident (benchmarks/schedule_efficiency.py, see settle.LOOKS). The
-    strengths of a class are one population; its spread, estimated from all of them, pulls each gap in by
-    what the data cannot tell from noise. The spread is the maximum of the marginal likelihood, found by EM
-    (each step: the posterior mode under the spread so far, then the strengths' expected mean square), with
-    `SPREAD_BOTS` virtual bots at `SPREAD_GUESS` so that a field of equal bots keeps a spread. A bot
-    without games sits at the centre with the field's spread as its uncertainty."""
+    ranking puts side by side were overconfident (benchmarks/schedule_efficiency.py, see settle.LOOKS), and
+    a tight cluster's intervals covered 82% of its bots. Why a mixture: a class is often not one bell curve
+    (working bots and broken ones, a third near random). One normal for two groups 700 Elo apart pulled the
+    groups together and its intervals covered 41% of the bots; with a group each, a bot is pulled only
+    towards its own group, and the gap between groups rests on the games between them. The number of
+    groups (1 to GROUPS) is chosen by AIC on the fit's strengths with their noise (`groups`, a
+    deconvolution), so a field that is one bell curve keeps one. The groups' shares, centres and spreads are
+    then refined by EM with the fit (each step: each bot's odds of each group and the posterior mode and
+    curvature under the prior so far, then the groups' moments), with `SPREAD_BOTS` virtual bots at
+    `SPREAD_GUESS` per group so that a group of equal bots keeps a spread. A bot without games sits at a
+    group's centre with its spread as its uncertainty. The `prior_draws` virtual draws, which keep a
+    perfectly ordered field finite, are spread over each bot's own group: spread over the whole field they
+    pulled the groups together too (a few virtual draws between two groups weigh against the few games a
+    schedule plays between them); between groups the centres' prior (SD `CENTRES`) keeps the gap finite."""
     n = pairs.n
     prior = prior_games(n, prior_draws)
     score, games = pairs.points()
     total = games + prior
-    score = score + 0.5 * prior
-    theta = fit(score, total, start)
+    theta = fit(score + 0.5 * prior, total, start)  # the virtual draws keep a start finite
     pin = np.full((n, n), 1.0 / n)
     centre = np.eye(n) - pin
-    # EM's start: the method of moments (the fit's mean square less what its noise adds), near where EM ends
+    # EM's start: the groups the fit's strengths show, less what their noise adds (a deconvolution)
     p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
     info = total * p * (1.0 - p)
-    noise = np.trace(np.linalg.inv(np.diag(info.sum(axis=1)) - info + pin) - pin) * dispersion(pairs, p)
-    tau2 = float(max(theta @ theta - noise, 0.0) + SPREAD_BOTS * SPREAD_GUESS**2) / (
-        max(n - 1, 0) + SPREAD_BOTS
-    )
-    steps, polish = [tau2], False
+    noise = np.diag(np.linalg.inv(np.diag(info.sum(axis=1)) - info + pin) - pin) * dispersion(pairs, p)
+    mix = groups(theta, np.maximum(noise, 0.0))
+    var = np.zeros(n)  # the strengths' posterior variances: none known yet
+    steps, polish = [float(mix.var[0])], False
     for step in range(SPREAD_STEPS + 1):
         p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
+        r = mix.belongs(theta, var)
+        total = games + prior_games(n, prior_draws, r @ r.T)
         info = total * p * (1.0 - p)
         phi = dispersion(pairs, p)
+        precision = mix.precision(r)
         # The strengths are free up to a common shift: pinning their mean makes the curvature invertible,
         # and inv(H + J/n) - J/n is then the covariance of the centred strengths.
-        cov_nats = np.linalg.inv((np.diag(info.sum(axis=1)) - info) / phi + centre / tau2 + pin) - pin
-        new = float(theta @ theta + np.trace(cov_nats) + SPREAD_BOTS * SPREAD_GUESS**2) / (
-            max(n - 1, 0) + SPREAD_BOTS
-        )
+        curve = (np.diag(info.sum(axis=1)) - info) / phi + centre @ precision @ centre
+        cov_nats = np.linalg.inv(curve + pin) - pin
+        var = np.maximum(np.diag(cov_nats), 0.0)
+        new = mix.refit(theta, var, mix.belongs(theta, var))
         if polish or step == SPREAD_STEPS:
             break
-        # One Newton step per EM step; once the spread has converged, a converged fit under it
-        polish = abs(new - tau2) <= SPREAD_TOLERANCE * tau2
-        steps.append(new)
-        tau2 = new
-        if len(steps) >= 3:  # EM creeps geometrically: Aitken's extrapolation jumps to where it is going
-            a, b, c = steps[-3:]
-            if 0.0 < (c - b) / (b - a) < 1.0:
-                tau2 = c - (c - b) ** 2 / ((c - b) - (b - a))
-                steps.clear()
-        theta = _newton(theta[None, :], score[None], total, ridge=phi / tau2, steps=100 if polish else 1)[0]
+        # One Newton step per EM step; once the prior has converged, a converged fit under it
+        polish = mix.distance(new) <= SPREAD_TOLERANCE
+        mix = new
+        if len(mix.var) == 1:  # EM creeps geometrically: Aitken's extrapolation jumps to where it is going
+            steps.append(float(mix.var[0]))
+            if len(steps) >= 3:
+                a, b, c = steps[-3:]
+                if 0.0 < (c - b) / (b - a) < 1.0:
+                    mix = Mixture(mix.weight, mix.mean, np.array([c - (c - b) ** 2 / ((c - b) - (b - a))]))
+                    steps.clear()
+        r = mix.belongs(theta, var)
+        virtual = prior_games(n, prior_draws, r @ r.T)
+        theta = _newton(
+            theta[None, :],
+            (score + 0.5 * virtual)[None],
+            games + virtual,
+            ridge=phi * mix.precision(r),
+            steps=100 if polish else 1,
+        )[0]
     cov = ELO_PER_NAT**2 * cov_nats
     return Posterior(
-        ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta, ELO_PER_NAT * math.sqrt(tau2)
+        ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta, ELO_PER_NAT * mix.spread
     )
 
 
