@@ -420,7 +420,8 @@ class Store:
         `current_only` only the current field's games (`set_current`), read by their index: all a schedule
         of that field asks about, however many games retired versions played before. An exact repeat is
         one within its pair of versions, so it is flagged the same either way."""
-        where, params = "reason != ?", [Reason.BENCHED]
+        where = "reason != ?"
+        params: list[object] = [Reason.BENCHED]
         if current_only:
             ids = self.current_ids()
             marks = ",".join("?" * len(ids)) or "NULL"
