@@ -461,7 +461,7 @@ def report(opts: argparse.Namespace, start: Figures, end: Figures,
         f"end {60 * end.played / end.seconds:.0f} (end / start {end.played / max(1, start.played):.2f})"
     )
     print("memory (RSS) of each long-lived process after warm-up and at the end, target growth under 20%:")
-    print("  start (the server restarted after the kill):")
+    print("  start (the server before the kill, then after its restart):")
     print("\n".join(memory(start)) or "    (too short to say)")
     print("  end:")
     print("\n".join(memory(end)) or "    (too short to say)")
