@@ -46,10 +46,8 @@ def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
         for private in ("digest", "author"):
             row.pop(private, None)
     count = cup.store.count_games()
-    top = count + 1000  # ids run past the count where benched placeholders were dropped
     labels = _labels(cup)
-    scanned = queries.records_between(cup.store, max(1, count - SCANNED), top)
-    recent = [_listed(r, labels) for r in scanned][::-1]  # newest first
+    recent = [_listed(r, labels) for r in queries.latest_records(cup.store, SCANNED)]  # newest first
     _replace(cup.folder / PLAYERS, json.dumps(_players(cup, recent)))
     data = {
         "updated": now(),

@@ -182,6 +182,13 @@ def records_between(store: Store, first: int, last: int) -> Iterator[dict[str, A
     yield from _record_rows(rows)
 
 
+def latest_records(store: Store, count: int) -> Iterator[dict[str, Any]]:
+    """The latest `count` games, newest first, as `records_between` gives them: read from the end of the
+    ids, however many games came before."""
+    rows = store.db.execute(f"{_RECORD_SELECT} ORDER BY id DESC LIMIT ?", (count,))
+    yield from _record_rows(rows)
+
+
 def game_record(store: Store, game: int) -> dict[str, Any] | None:
     """One stored game as `records_between` gives it, or None if there is no such game."""
     return next(_record_rows(store.db.execute(f"{_RECORD_SELECT} WHERE id = ?", (game,))), None)

@@ -125,7 +125,7 @@ def run(
     check_rules(schedule.bots, rules)  # in this process: a worker would only die of it
     store.set_current(schedule.bots)
     store.drop_benched()  # placeholders of the last run's benched bots: this run tries them again
-    results = store.results()
+    results = store.results(current_only=True)
     before = schedule.played(results)
     tried: set[tuple[int, Version, Version]] = set()
     done = total = 0
@@ -160,14 +160,14 @@ def run(
             tried.update(key(s) for s in todo)
             total += len(todo)
             back.play(todo, conditions, on_game, bench.instead, on_machine, together=store.together)
-            todo = [s for s in schedule.next(store.results()) if key(s) not in tried]
+            todo = [s for s in schedule.next(store.results(current_only=True)) if key(s) not in tried]
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if isinstance(back, Local):  # its workers and their bots lived from batch to batch: now they end
             back.close(finished=not interrupted)
     # Counted from the store, not from callbacks: an interrupt may land between a commit and the count.
-    results = store.results()
+    results = store.results(current_only=True)
     played = schedule.played(results)
     return RunResult(played + len(schedule.next(results)), before, played - before, interrupted)
 

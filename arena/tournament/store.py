@@ -89,6 +89,9 @@ REPEAT = (
     "ORDER BY round, ordinal) > 1)"
 )
 _GAMES_ORDER = "CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal)"
+# A field's games found by its bot versions, not by reading every game: a class's ladder holds a semester
+# of retired versions' games, and each batch, snapshot and rating reads only the current field's.
+_GAMES_PAIR = "CREATE INDEX IF NOT EXISTS games_pair ON games (south_id, north_id)"
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS bots (
@@ -103,6 +106,7 @@ CREATE TABLE IF NOT EXISTS bots (
 );
 {_games_table()}
 {_GAMES_ORDER};
+{_GAMES_PAIR};
 """
 _GAME_COLUMNS = (
     ["id", "round", "ordinal", "south_id", "north_id", "winner_id", "faulty_id"]
@@ -186,6 +190,8 @@ class Store:
             self.db.execute("INSERT INTO meta VALUES ('created', ?)", (now(),))
         _add_new_fields(self.db)
         _add_bot_command(self.db)
+        if create:  # a writer's store: a reader (a page asking for one game) never builds an index
+            _add_indexes(self.db)
 
     def lock(self) -> None:
         """Become the tournament's one writer, or StoreError naming the arena that is: two runs of one
@@ -409,15 +415,25 @@ class Store:
         query = "DELETE FROM games WHERE reason = ?"
         return int(self.db.execute(query, (Reason.BENCHED,)).rowcount)
 
-    def results(self) -> list[Result]:
-        """Every game played (not a benched bot's forfeit placeholder), as a schedule sees it."""
+    def results(self, current_only: bool = False) -> list[Result]:
+        """Every game played (not a benched bot's forfeit placeholder), as a schedule sees it; with
+        `current_only` only the current field's games (`set_current`), read by their index: all a schedule
+        of that field asks about, however many games retired versions played before. An exact repeat is
+        one within its pair of versions, so it is flagged the same either way."""
+        where = "reason != ?"
+        params: list[object] = [Reason.BENCHED]
+        if current_only:
+            ids = self.current_ids()
+            marks = ",".join("?" * len(ids)) or "NULL"
+            where += f" AND south_id IN ({marks}) AND north_id IN ({marks})"
+            params += [*ids, *ids]
         query = (
             f"SELECT g.round, s.name, s.digest, n.name, n.digest, w.name, g.repeat FROM (SELECT *, {REPEAT} "
-            "AS repeat FROM games WHERE reason != ?) g "
+            f"AS repeat FROM games WHERE {where}) g "
             "JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id "
             "LEFT JOIN bots w ON w.id = g.winner_id ORDER BY g.round, g.ordinal"
         )
-        rows = self.db.execute(query, (Reason.BENCHED,))
+        rows = self.db.execute(query, params)
         return [Result(r, (sn, sd), (nn, nd), w, bool(x)) for r, sn, sd, nn, nd, w, x in rows]
 
     @contextlib.contextmanager
@@ -502,6 +518,12 @@ def _add_new_fields(db: sqlite3.Connection) -> None:
             raise StoreError(f"this store's games lack the record field {name!r}, which has no default")
         sql_type = _sql_type(dict(RECORD_FIELDS)[name])
         db.execute(f"ALTER TABLE games ADD COLUMN {name} {sql_type} DEFAULT {_literal(encode(value))}")
+
+
+def _add_indexes(db: sqlite3.Connection) -> None:
+    """A store made before an index was added gets it (once: seconds for a semester's games)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'games_pair'").fetchone():
+        db.execute(_GAMES_PAIR)
 
 
 def _add_bot_command(db: sqlite3.Connection) -> None:
