@@ -1,14 +1,17 @@
 """An adaptive run's wall time per game beside a round robin's, on the same field, measured side by side.
 
     python benchmarks/adaptive_overhead.py [--rules kalah,pits=4,seeds=3] [--move-time 2000] [--jobs N]
+                                           [--pairs N]
 
 The field of issue 30: 16 bots of graded strength, alphabeta at depths 1-5 and greedy playing a random pit
 with probability 0.1-0.9 (g1 .. g9; seeded, so deterministic), with greedy itself and random. It runs the real
-command, as a user does: `arena run` until settled, then `arena run --rounds R` of a fresh tournament with R
-rounds of about as many games; both write their pages. It prints each one's games, wall time and time per
-game, and their ratio (the adaptive run's workers once ended every bot between batches: 2.0x), and whether
-the settled order agrees with the order by construction within each family (ab5 > ... > ab1, greedy > g1 >
-... > g9, where the ranking orders them).
+command, as a user does (with its progress, not --quiet): `arena run` until settled, then `arena run --rounds
+R` of a fresh tournament with R rounds of about as many games; both write their pages. With --pairs N, N runs
+of each, in the order A R R A A R ..., so that a load that drifts over the minutes weighs on both alike (other
+work on this machine moved the ratio of a single pair from 0.8x to 1.3x). It prints each one's games, wall
+times and time per game, and their ratio (the adaptive run's workers once ended every bot between batches:
+2.0x), and whether the settled order agrees with the order by construction within each family (ab5 > ... >
+ab1, greedy > g1 > ... > g9, where the ranking orders them).
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ def run(base: Path, name: str, *args: str) -> tuple[float, list[dict]]:
         str(base / "reports"),
     ]
     started = time.perf_counter()
-    done = subprocess.run([*command, "--name", name, "--quiet", *args], capture_output=True, text=True)
+    # Not --quiet: the user's command, whose progress says after each batch what is still open.
+    done = subprocess.run([*command, "--name", name, *args], capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(done.stderr)
@@ -87,22 +91,36 @@ def main() -> None:
     parser.add_argument("--rules", default="kalah,pits=4,seeds=3")
     parser.add_argument("--move-time", default="2000")
     parser.add_argument("--jobs", default=str(os.cpu_count() or 1))
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        help="runs of each kind, in the order A R R A A R ...: a load that drifts meets both alike",
+    )
     args = parser.parse_args()
     common = ["--rules", args.rules, "--move-time", args.move_time, "--jobs", args.jobs]
+    walls: dict[str, list[float]] = {"a": [], "r": []}
+    games: dict[str, list[int]] = {"a": [], "r": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         field(base / "bots")
-        wall_a, board = run(base, "adaptive", *common)
-        games_a = sum(r["games"] for r in board) // 2
-        rounds = max(1, math.ceil(games_a / (16 * 15)))
-        wall_r, _ = run(base, "rr", *common, "--rounds", str(rounds))
-        games_r = rounds * 16 * 15
-    per_a, per_r = wall_a / games_a, wall_r / games_r
-    print(f"16 bots, {args.rules}, --move-time {args.move_time}, --jobs {args.jobs}")
-    print(f"  adaptive until settled: {games_a} games in {wall_a:.0f} s = {per_a * 1000:.0f} ms a game")
-    print(
-        f"  round robin of {rounds} rounds: {games_r} games in {wall_r:.0f} s = {per_r * 1000:.0f} ms a game"
-    )
+        wall, board = run(base, "adaptive0", *common)
+        walls["a"].append(wall)
+        games["a"].append(sum(r["games"] for r in board) // 2)
+        rounds = max(1, math.ceil(games["a"][0] / (16 * 15)))
+        for k in range(2 * args.pairs - 1):
+            kind = "ra"[(k // 2) % 2] if k else "r"
+            extra = ("--rounds", str(rounds)) if kind == "r" else ()
+            wall, again = run(base, f"{kind}{k}", *common, *extra)
+            walls[kind].append(wall)
+            # the same seed, but the alphabeta bots' clock may cut a search short under load: games differ
+            games[kind].append(sum(r["games"] for r in again) // 2)
+    per_a, per_r = sum(walls["a"]) / sum(games["a"]), sum(walls["r"]) / sum(games["r"])
+    print(f"16 bots, {args.rules}, --move-time {args.move_time}, --jobs {args.jobs}, {args.pairs} of each")
+    each = ", ".join(f"{g} games in {w:.0f} s" for g, w in zip(games["a"], walls["a"], strict=True))
+    print(f"  adaptive until settled: {each} = {per_a * 1000:.0f} ms a game")
+    each = ", ".join(f"{g} games in {w:.0f} s" for g, w in zip(games["r"], walls["r"], strict=True))
+    print(f"  round robin of {rounds} rounds: {each} = {per_r * 1000:.0f} ms a game")
     print(f"  adaptive / round robin, wall time per game: {per_a / per_r:.2f}x")
     order = [r["bot"] for r in board]
     place = {r["bot"]: r["place"] for r in board}

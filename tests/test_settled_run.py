@@ -186,3 +186,32 @@ def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
             if name in (r["south"], r["north"]) and r["stderr"][name]
         }
         assert 1 <= len(pids) <= 2, (name, pids)
+
+
+def test_the_progress_judges_what_is_left_at_its_own_pace_not_after_every_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`arena run`'s progress says what is still open after a batch, judged again only once the table may
+    be redrawn: a refit after every batch took as long as planning the next batch, in the pause between
+    batches while every worker waits. A clock that stands still: one judgement while batches go on."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from arena import api
+    from arena.cli import cli
+    from arena.cli import tournament as command
+    from arena.tournament.local import Local
+
+    bots = four(tmp_path / "bots")
+    calls: list[str] = []
+    verdict, play = api.Tournament.verdict, Local.play
+    monkeypatch.setattr(api.Tournament, "verdict", lambda *a, **k: calls.append("judged") or verdict(*a, **k))
+    monkeypatch.setattr(Local, "play", lambda *a, **k: calls.append("batch") or play(*a, **k))
+    monkeypatch.setattr(command, "time", SimpleNamespace(monotonic=lambda: 0.0))
+    args = ["run", "--bots", str(bots), "--out", str(tmp_path / "reports"), "--resolution", "100", *STEADY]
+    done = CliRunner().invoke(cli, [*args, "--jobs", "2"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert SETTLED.search(done.output), done.output
+    during = calls[: len(calls) - calls[::-1].index("batch")]  # up to the last batch's end
+    assert during.count("batch") >= 4 and during.count("judged") == 1, calls

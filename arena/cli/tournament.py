@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -39,6 +40,8 @@ from arena.tournament.settings import (
     RunOptions,
     Settings,
 )
+
+JUDGED_SHARE = 10.0  # an adaptive run's progress judges what is left for at most a tenth of the run's time
 
 
 @click.command()
@@ -197,10 +200,16 @@ def run(  # type: ignore[no-untyped-def]
         progress = Progress(
             quiet, sys.stderr, open_ended=rounds is None, bots=0 if hero else len(entered.bots)
         )
+        judged_at = [float("-inf")]  # when what is left may be judged again
 
         def told(done: int, total: int, record: GameRecord | None) -> None:
-            if rounds is None and not quiet and total and done == total:  # a batch is complete: what is left
+            now = time.monotonic()
+            if rounds is None and not quiet and total and done == total and now >= judged_at[0]:
+                # A batch is complete: what is left, judged again once the table may be redrawn, and then
+                # for at most a tenth of the time. A refit after every batch took as long as planning the
+                # next one, in the pause between batches while every worker waits.
                 progress.settling(cup.verdict(rule))
+                judged_at[0] = now + max(Progress.REDRAW, JUDGED_SHARE * (time.monotonic() - now))
             progress(done, total, record)
 
         options = RunOptions(
