@@ -20,7 +20,7 @@ from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
 from arena.report import charts
 from arena.report.games import REASON_ORDER, encode
-from arena.report.page import _matrix, _places
+from arena.report.page import leaderboard_rows, matrix_rows
 from arena.report.replay import replay
 from arena.tournament import queries, ratings
 from arena.tournament.store import Store
@@ -64,8 +64,8 @@ def standings(store: Store, standings: ratings.Standings | None = None) -> Marku
         _env()
         .get_template("parts.html")
         .render(
-            places=_places(ranked, styles),
-            matrix=_matrix(board, standings.pairs, variety, link=False),
+            places=leaderboard_rows(ranked, styles),
+            matrix=matrix_rows(board, standings.pairs, variety, link=False),
             adaptive=store.stopping() is not None,
             links=False,
         )

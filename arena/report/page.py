@@ -155,7 +155,8 @@ def games_href(bot: str, opp: str | None = None) -> str:
     return href + (f"&opp={quote(opp, safe='')}" if opp else "")
 
 
-def _places(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
+def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
+    """The leaderboard's rows, in its order (the report's page and the class server's, face.py)."""
     return [
         Place(
             place=str(r.place),
@@ -207,7 +208,7 @@ def _repeats(board: pd.DataFrame, variety: pd.DataFrame) -> list[Repeat]:
     return sorted(rows, key=lambda r: (r.distinct / r.games, r.a, r.b))
 
 
-def _matrix(
+def matrix_rows(
     board: pd.DataFrame, pairs: pd.DataFrame, variety: pd.DataFrame, link: bool = True
 ) -> list[tuple[str, str, list[Cell | None]]]:
     """Rows and columns in leaderboard order, each row with its place and name; None on the diagonal.
@@ -398,7 +399,7 @@ def render(
     enforced = store.confinement()
     return env.get_template("report.html").render(
         title=store.path.parent.name,
-        places=_places(board[board["unranked"] == ""], styles),
+        places=leaderboard_rows(board[board["unranked"] == ""], styles),
         unranked=[(str(b), str(why)) for b, why in zip(board["bot"], board["unranked"], strict=True) if why],
         not_entered=[entry for entry, _ in store.not_entered()],
         unconfined=list(enforced.notes) if enforced else [],
@@ -407,7 +408,7 @@ def render(
         against=standings.verdict.describe_against() if standings.verdict and not store.sprt() else [],
         any_shared=bool(board["close_above"].any()),
         shared_example=next((str(p) for p in board["place"] if "-" in str(p)), ""),
-        matrix=_matrix(board, standings.pairs, variety),
+        matrix=matrix_rows(board, standings.pairs, variety),
         repeats=_repeats(board, variety),
         faults=_faults(store, board, standings.field),
         settings=_settings(store, standings.field, generated),
