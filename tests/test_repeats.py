@@ -117,30 +117,6 @@ def test_past_the_book_come_new_distinct_openings_the_same_from_the_seed_and_a_g
     assert sequel(Book((), "none"), rules, 5, given=False).for_round(9) == ()  # --openings 0 stays so
 
 
-def test_openings_made_ahead_on_a_thread_are_those_made_in_order_and_said_when_used(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """An adaptive run has its next rounds' openings made while a batch plays (`Book.ahead`), not between
-    batches while every worker waits: the same openings, ready when asked, and the book's end is said when
-    a round past it is asked for, not when made."""
-    rules = parse_rules("kalah,pits=4,seeds=3")
-    early = sequel(generate(rules, 3, seed=5), rules, 5, given=True)
-    in_order = sequel(generate(rules, 3, seed=5), rules, 5, given=False)  # the same openings, unsaid
-    assert early.more is not None
-    with caplog.at_level(logging.WARNING, logger="arena"):
-        early.ahead(12)
-        assert early.more.maker is not None
-        early.more.maker.join(timeout=60)
-        assert len(early.more.made) == 9 and not caplog.records  # made, and nothing said yet
-        early.ahead(12)  # made already: no second thread
-        assert not early.more.maker.is_alive()
-        lines = [early.for_round(r) for r in range(1, 14)]
-    assert lines == [in_order.for_round(r) for r in range(1, 14)]
-    assert [r.getMessage() for r in caplog.records] == [
-        "the book's 3 openings are used up: further rounds start from new openings drawn from seed 5"
-    ]
-
-
 def test_under_the_pie_rule_the_openings_end_and_then_repeat_saying_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -23,7 +23,6 @@ import hashlib
 import logging
 import random
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,13 +60,6 @@ class Book:
             return ()
         return self.more.opening(rnd - len(self.lines))
 
-    def ahead(self, rnd: int) -> None:
-        """Start making the openings up to round `rnd` on a thread of their own (`Sequel.ahead`), so that
-        `for_round` finds them made: an adaptive run asks for a new round's opening between batches, while
-        every worker waits."""
-        if self.more is not None and rnd > len(self.lines):
-            self.more.ahead(rnd - len(self.lines))
-
 
 class Sequel:
     """Openings after a book's last: an unbounded sequence (while the rules have new positions) drawn from the
@@ -89,52 +81,27 @@ class Sequel:
         self.plies = PLIES
         self.ended = False
         self.start: float | None = None  # the start position's score, once an opening is judged
-        self.said = False  # whether the first use past the book was said
-        self.said_end = False
-        self.lock = threading.Lock()  # one maker at a time: `opening`, or the thread of `ahead`
-        self.maker: threading.Thread | None = None
 
     def opening(self, k: int) -> Opening:
         """The k-th opening after the book (k >= 1); once there are no more, the book's and the sequel's
         again, in turn."""
-        if not self.said and self.what:
-            self.said = True
+        if not self.made and not self.ended and self.what:
             log.warning(f"{self.what}: further rounds start from new openings drawn from seed {self.seed}")
-        with self.lock:
-            self._make(k)
-        if self.ended and k > len(self.made) and not self.said_end:  # here, not on the thread of `ahead`
-            self.said_end = True
-            log.warning(
-                f"the {len(self.book) + len(self.made)} openings are used up: the rules allow no other "
-                "balanced one, so openings repeat from here; a game that repeats an earlier one exactly "
-                "counts once"
-            )
-        if k <= len(self.made):
-            return self.made[k - 1]
-        every = self.book + tuple(self.made)
-        return every[(len(self.book) + k - 1) % len(every)] if every else ()
-
-    def ahead(self, k: int) -> None:
-        """Start making the openings up to the k-th on a daemon thread, unless they are made or being made
-        (~15 ms each on Kalah(4,3), more under load): the same openings, made sooner. It says nothing (a
-        thread that writes while the run forks its workers could leave them a stream's lock held)."""
-        if len(self.made) >= k or self.ended or (self.maker is not None and self.maker.is_alive()):
-            return
-        self.maker = threading.Thread(target=self._ahead, args=(k,), name="arena-openings", daemon=True)
-        self.maker.start()
-
-    def _ahead(self, k: int) -> None:
-        with self.lock:
-            self._make(k)
-
-    def _make(self, k: int) -> None:
-        """Make the openings up to the k-th (the caller holds the lock)."""
         while len(self.made) < k and not self.ended:
             found = self._next()
             if found is None:
                 self.ended = True
+                log.warning(
+                    f"the {len(self.book) + len(self.made)} openings are used up: the rules allow no other "
+                    "balanced one, so openings repeat from here; a game that repeats an earlier one exactly "
+                    "counts once"
+                )
             else:
                 self.made.append(found)
+        if k <= len(self.made):
+            return self.made[k - 1]
+        every = self.book + tuple(self.made)
+        return every[(len(self.book) + k - 1) % len(every)] if every else ()
 
     def _next(self) -> Opening | None:
         allowed = tolerance(self.rules)

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 PLACEMENT = 4  # pairings of a new bot against a spread of opponents
 EXPLORE = 0.1  # share of a batch on random pairs a few places apart
 EXPLORE_REACH = 6  # how many places apart an exploring pair may be
-AHEAD = 4  # rounds past a batch's last whose openings are made while it plays (a batch adds a round or two)
 WINDOW = 3  # pairings considered for information: bots at most this many places apart, and the open pairs
 
 
@@ -182,20 +181,12 @@ class Adaptive:
     ) -> list[tuple[int, int, int, int | None]]:
         """The field's played games as (round, south, north, winner or None), bots by their index: those
         that are evidence, or with `repeats` every one played (exact repeats of an earlier game too)."""
-        return [row for row, repeat in self._games(results) if repeats or not repeat]
-
-    def _games(self, results: Sequence[Result]) -> list[tuple[tuple[int, int, int, int | None], bool]]:
-        """`games`, each with whether it repeats an earlier one: one pass over every game so far, which
-        `next` reads after every batch, in the pause while the workers wait."""
         index = {(b.name, b.digest): k for k, b in enumerate(self.bots)}
         names = {b.name: k for k, b in enumerate(self.bots)}
         return [
-            (
-                (r.round, index[r.south], index[r.north], None if r.winner is None else names[r.winner]),
-                r.repeat,
-            )  # fmt: skip
+            (r.round, index[r.south], index[r.north], None if r.winner is None else names[r.winner])
             for r in results
-            if r.south in index and r.north in index
+            if r.south in index and r.north in index and (repeats or not r.repeat)
         ]
 
     def pairs(self, results: Sequence[Result]) -> Pairs:
@@ -207,24 +198,23 @@ class Adaptive:
         return verdict(posterior(self.pairs(results)), self.rule, [b.name for b in self.bots])
 
     def next(self, results: Sequence[Result]) -> list[Slot]:
+        done = {key(r) for r in results}
         by_version = {(b.name, b.digest): b for b in self.bots}
-        if self.store is not None and (kept := self.store.batch()):
-            done = {key(r) for r in results}
+        if self.store is not None:
             left = [
                 game(rnd, by_version[s], by_version[n], self.seed, self.book)
-                for rnd, s, n in kept
+                for rnd, s, n in self.store.batch()
                 if s in by_version and n in by_version and (rnd, s, n) not in done
             ]
             if left:
                 return left
-        rows = self._games(results)
-        played = [row for row, _ in rows]  # the games' cost, and the rounds they used
+        played = self.games(results, repeats=True)  # the games' cost, and the rounds they used
         if self.max_games is not None and len(played) >= self.max_games:
             return []
         if self.store is not None and self._nothing_new(results):
             return []
         names = [b.name for b in self.bots]
-        pairs = from_games([row for row, repeat in rows if not repeat], range(len(self.bots)))
+        pairs = from_games(self.games(results), range(len(self.bots)))
         batch = plan(pairs, self.rule, names, self.seed, len(played), batch_size(len(self.bots)))
         last: dict[tuple[int, int], int] = {}
         for rnd, south, north, _ in played:
@@ -236,8 +226,6 @@ class Adaptive:
             x, y = self.bots[a], self.bots[b]
             slots += [game(rnd, x, y, self.seed, self.book), game(rnd, y, x, self.seed, self.book)]
         slots.sort(key=lambda s: (s.round, s.ordinal))
-        if self.book is not None and slots:  # the next batches' new rounds: their openings made meanwhile
-            self.book.ahead(slots[-1].round + AHEAD)
         if self.store is not None:
             self.store.set_batch(key(s) for s in slots)
         return slots
