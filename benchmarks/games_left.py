@@ -4,7 +4,7 @@ terminal show an adaptive run.
     python benchmarks/games_left.py [--bots 10 30] [--seeds 10] [--sd 250] [--draws 0.06]
 
 Virtual bots of known Elo driven through the real plan, posterior and verdict, batch by batch as `arena run`
-plays them (`schedule_efficiency.adaptive`'s loop: one batch in hand). At a tenth, a quarter, half and three
+plays them (`schedule_efficiency.batches`: one batch in hand). At a tenth, a quarter, half and three
 quarters of each run's games it takes the estimate the page showed then and the games the run still played,
 and prints their ratio (played / estimated: 1 is right, 2 the estimate was half of what came) as median and
 range over the seeds. The estimate is said as rough: it holds each open pair's margin as it stands.
@@ -23,10 +23,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from schedule_efficiency import play  # noqa: E402
+from schedule_efficiency import batches  # noqa: E402
 
-from arena.tournament.adaptive import batch_size, plan  # noqa: E402
-from arena.tournament.posterior import Pairs, posterior  # noqa: E402
 from arena.tournament.settle import Rule, verdict  # noqa: E402
 
 SHARES = (0.1, 0.25, 0.5, 0.75)
@@ -34,24 +32,10 @@ SHARES = (0.1, 0.25, 0.5, 0.75)
 
 def trace(elo: np.ndarray, rule: Rule, seed: int, draws: float) -> tuple[int, list[tuple[int, int]]]:
     """The run's games, and (games so far, estimate of the games left) after each complete batch."""
-    n = len(elo)
-    names = [f"bot{i}" for i in range(n)]
-    rng = np.random.default_rng(10_000 + seed)
-    size = batch_size(n)
-    done = Pairs.empty(n)
-    in_hand = [plan(done, rule, names, seed, 0, size), plan(done, rule, names, seed, 1, size)]
-    index, games, post, seen = 2, 0, posterior(done), []
-    while in_hand:
-        batch = in_hand.pop(0)
-        if batch:
-            done = done.add(*play(elo, batch, draws, rng))
-            games += 2 * len(batch)
-        post = posterior(done, start=post.theta)
+    names = [f"bot{i}" for i in range(len(elo))]
+    games, seen = 0, []
+    for games, _, post in batches(elo, rule, seed, draws):
         seen.append((games, verdict(post, rule, names).games_left()))
-        nxt = plan(done, rule, names, seed, index, size, post)
-        index += 1
-        if nxt:
-            in_hand.append(nxt)
     return games, seen
 
 

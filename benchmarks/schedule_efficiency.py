@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -94,15 +95,15 @@ class Outcome:
     pairs: Pairs  # the results at the stop
 
 
-def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> Outcome:
+def batches(elo: np.ndarray, rule: Rule, seed: int, draws: float) -> Iterator[tuple[int, Pairs, Posterior]]:
     """Batches as `arena run` plays them: batch i+2 is decided when batch i is complete, from batches <= i,
-    so one batch is always in hand; the run ends when the complete batches are settled and none is left."""
+    so one batch is always in hand; after each complete batch, the games so far, their results and the
+    posterior. The run ends when the complete batches are settled and none is left."""
     n = len(elo)
     names = [f"bot{i}" for i in range(n)]
     rng = np.random.default_rng(10_000 + seed)
     size = batch_size(n)
     done = Pairs.empty(n)
-    index = 0
     in_hand = [plan(done, rule, names, seed, 0, size), plan(done, rule, names, seed, 1, size)]
     index = 2
     games = 0
@@ -113,13 +114,21 @@ def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> 
             done = done.add(*play(elo, batch, draws, rng))
             games += 2 * len(batch)
         post = posterior(done, start=post.theta)
-        if games >= cap:
-            break
+        yield games, done, post
         nxt = plan(done, rule, names, seed, index, size, post)
         index += 1
         if nxt:
             in_hand.append(nxt)
-    judged = verdict(post, rule, names)
+
+
+def adaptive(elo: np.ndarray, rule: Rule, seed: int, draws: float, cap: int) -> Outcome:
+    """An adaptive run (`batches`) to its end, or until `cap` games."""
+    last = (0, Pairs.empty(len(elo)), posterior(Pairs.empty(len(elo))))
+    for last in batches(elo, rule, seed, draws):
+        if last[0] >= cap:
+            break
+    games, done, post = last
+    judged = verdict(post, rule, [f"bot{i}" for i in range(len(elo))])
     return Outcome(games, judged.settled, post, sum(c.risk for c in judged.claims), done)
 
 
