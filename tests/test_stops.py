@@ -5,6 +5,7 @@ runs in a process of its own, as arena's processes set their stops up in theirs.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -99,3 +100,39 @@ print("went on", flush=True)
 """
     run = _run(script)
     assert run.stdout == "went on\n", run.stdout + run.stderr
+
+
+FORKED = """
+import os, signal, sys, time
+from {module} import {function} as stops
+
+stop = stops()
+try:  # the process's stop comes and is taken; its clean-up then forks (a game worker, a bot)
+    os.kill(os.getpid(), signal.{signal})
+    time.sleep(5)
+except BaseException:
+    stop.hold()
+pid = os.fork()
+if pid == 0:  # the child: still the parent's handler, as between a fork and the child's own stop
+    time.sleep(10)
+    os._exit(3)
+time.sleep(0.2)
+os.kill(pid, signal.{signal})  # as multiprocessing's exit handler terminates a daemon child
+print(os.waitpid(pid, 0)[1], flush=True)
+"""
+
+
+@pytest.mark.parametrize("process", sorted(PROCESSES))
+@pytest.mark.parametrize("sent", ["SIGTERM", "SIGHUP"])
+def test_a_child_forked_after_the_stop_still_dies_of_its_signal(process: str, sent: str) -> None:
+    """A child forked once its parent's stop was taken inherited a stop already held, ignored the SIGTERM
+    its parent's exit sent it, and the parent joined it for ever (CI: a killed `arena serve`'s ladder
+    worker and the game worker it had just forked, both alive and asleep 30 s later)."""
+    module, function, _ = PROCESSES[process]
+    if module.startswith("arena.server"):
+        need_extra()
+    began = time.monotonic()
+    run = _run(FORKED.format(module=module, function=function, signal=sent))
+    number = getattr(signal, sent)
+    assert run.stdout == f"{number}\n", f"the child's wait status: {run.stdout}{run.stderr}"
+    assert time.monotonic() - began < 9, "the child slept on"
