@@ -376,6 +376,26 @@ def test_two_wardens_in_one_process_keep_their_bots_apart(bots, jailer: Jailer) 
     assert survivor.returncode() is None, "ending the first warden's bot killed the second warden's bot"
 
 
+def test_closing_the_warden_ends_a_bot_no_one_released(tmp_path: Path) -> None:
+    """A stop that cuts a bot's start short leaves its cgroup made and its process in no one's hands: the
+    warden's close ends and removes it (CI saw bot-2's folders outlive an arena whose terminal was closed)."""
+    need_cgroups()
+    warden = Warden(Confinement())
+    try:
+        jail = warden.jail(tmp_path)
+        assert jail.cgroups is not None
+        folders = list(jail.cgroups.folders)
+        marker = f"arena-unreleased-{uuid.uuid4().hex}"
+        sleeper = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(300)", marker], preexec_fn=jail.preexec
+        )
+        assert jail.pids() == [sleeper.pid]
+    finally:
+        warden.close()
+    assert sleeper.wait(timeout=5) == -9, "the bot's process outlived its warden"
+    assert [f for f in folders if f.exists()] == [], "the bot's cgroups outlived its warden"
+
+
 # --- 5. processes that leave the process group --------------------------------------------------------------
 
 ESCAPER = """\

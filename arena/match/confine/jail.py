@@ -233,4 +233,5 @@ class Warden:
 
     def close(self) -> None:
         if self._parent is not None:
+            self._parent.release_children()
             self._parent.remove()
