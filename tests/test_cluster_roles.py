@@ -2,7 +2,8 @@
 started as the README says (with arena.tournament.guard): a worker's certificate used as a Dask client can
 neither run code on the workers (Client.run) nor on the scheduler (run_on_scheduler), nor ask a worker
 directly; the coordinator's can. A machine's own certificate (`arena cluster-certs DIR --machine NAME`)
-joins, and once its name is in the scheduler's `revoked` list it no longer does."""
+joins, and once its name is in the scheduler's `revoked` list it no longer does. An address is the machine's
+whose certificate first registered it: another machine's worker cannot take it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_cluster_lab import client, free_port, process, scheduler_args, wait_workers, worker_args
+from test_cluster_lab import (
+    WORKER,
+    client,
+    free_port,
+    process,
+    scheduler_args,
+    tls,
+    wait_workers,
+    worker_args,
+)
 
 from arena.tournament import guard, trust
 
@@ -152,3 +162,50 @@ def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_o
     other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
     assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
     assert guard.refused(other, may, lab_b, joined) is None
+    # an address is the machine's that first registered it: another's claim is refused, its own taken again
+    claim = guard.refused({"op": "register-worker", "address": "tls://10.0.0.2:4000"}, may, lab_a, joined)
+    assert claim is not None and claim.startswith("register-worker of tls://10.0.0.2:4000, an address ")
+    assert "lab-b" in claim and joined["tls://10.0.0.2:4000"] == lab_b
+    assert guard.refused({"op": "register-worker", "address": mine}, may, lab_a, joined) is None
+    reissued = guard.Peer("worker", "lab-a", "1a")  # the same machine's new certificate
+    assert guard.refused({"op": "unregister", "address": mine}, may, reissued, joined) is None
+
+
+def test_a_machine_cannot_take_the_address_of_another_that_joined_before(tmp_path: Path, certs: Path) -> None:
+    """lab-3's worker joins and leaves (restarting, say); a worker with lab-4's certificate that gives
+    lab-3's address as its own (--contact-address) is refused at the scheduler and never takes it."""
+    mine = tmp_path / "certs"
+    shutil.copytree(certs, mine)
+    for name in ("lab-3", "lab-4"):
+        trust.make_machine(mine, name)
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    taken = f"tls://127.0.0.1:{free_port()}"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {"ARENA_CACHE": str(tmp_path / "cache")}
+    rogue = [*WORKER, address, "--no-nanny", "--listen-address", "tls://127.0.0.1:0",
+             "--contact-address", taken, "--nthreads", "1", "--resources", "games=1",
+             "--dashboard-address", "127.0.0.1:0", "--death-timeout", "60",
+             *tls(mine, "worker-lab-4")]  # fmt: skip
+    with process(scheduler_args(mine, port), logs / "scheduler.log"):
+        lab3 = [*worker_args(address, mine, "worker-lab-3"), "--worker-port", taken.rsplit(":", 1)[1]]
+        with process(lab3, logs / "lab-3.log", env):
+            assert taken in wait_workers(address, mine, 1)
+        with client(address, mine) as c:
+            deadline = time.monotonic() + 60
+            while c.scheduler_info(n_workers=-1)["workers"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not c.scheduler_info(n_workers=-1)["workers"], "lab-3's worker never left"
+            with process(rogue, logs / "rogue.log", env) as proc:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and proc.poll() is None:
+                    if "refused 'register-worker of" in (logs / "scheduler.log").read_text(errors="replace"):
+                        break
+                    time.sleep(0.2)
+                said = (logs / "scheduler.log").read_text(errors="replace")
+                claim = f"refused 'register-worker of {taken}, an address a worker certificate of lab-3"
+                assert claim in said and "a worker certificate of lab-4" in said, (
+                    said[-2000:] + (logs / "rogue.log").read_text(errors="replace")[-2000:]
+                )
+                assert taken not in c.scheduler_info(n_workers=-1)["workers"]

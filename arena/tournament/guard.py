@@ -180,8 +180,12 @@ def allowed(kind: str, me: Peer, them: Peer) -> Callable[[str], bool] | None:
 
 def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[str, Peer]) -> str | None:
     """The operation of `msg` (one message, or a batched stream's list of them) that `them` may not ask,
-    else None. `joined` is the scheduler's record of which certificate registered each worker's address: a
-    register-worker adds to it, and an operation of OWN_ADDRESSES may name only addresses `them` joined."""
+    else None. `joined` is the scheduler's record of which certificate first registered each worker's
+    address: that address is its machine's for as long as the scheduler runs, so that another machine's
+    certificate can neither register it (before or after its machine joins: it would be sent that
+    machine's tasks) nor, by an OWN_ADDRESSES operation, retire or unregister the worker there. Machines are
+    told apart by their own certificates (`--machine NAME`); the class's shared one names none, and is one
+    machine to this record."""
     for one in msg if isinstance(msg, (list, tuple)) else (msg,):
         if not isinstance(one, dict) or "op" not in one:
             continue  # a reply inside an operation already let through
@@ -189,7 +193,9 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
         if not may(op):
             return op
         if op == "register-worker" and isinstance(one.get("address"), str):
-            joined.setdefault(one["address"], them)
+            owner = joined.setdefault(one["address"], them)
+            if owner.machine != them.machine:
+                return f"register-worker of {one['address']}, an address {owner} registered"
         if op in OWN_ADDRESSES:
             named = one.get(OWN_ADDRESSES[op])
             addresses = [named] if isinstance(named, str) else named
@@ -198,7 +204,7 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
                 not isinstance(addresses, (list, tuple, set))
                 or not addresses
                 or others  # workers chosen by name or by the scheduler (retire_workers), not by address
-                or any(joined.get(a) != them for a in addresses)
+                or any(a not in joined or joined[a].machine != them.machine for a in addresses)
             ):
                 return f"{op} of a worker it did not register"
     return None
