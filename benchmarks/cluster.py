@@ -9,8 +9,16 @@
    game slots as the baseline's processes, so that the ratio compares like with like. Clusters are
    started before the clock runs; each cluster run pays for connecting, registering the worker plugin,
    shipping the bots, and replaying every returned game in the rules engine (audit). `--repeats` rounds,
-   alternating; medians, and each as a ratio to the local baseline measured in the same round; with when
-   the first game came back (what a run pays before it plays: on a cluster, connecting and greeting).
+   alternating; medians, and each as a ratio to the local baseline measured in the same round (its range
+   over the rounds too); with when the first game came back (what a run pays before it plays: on a
+   cluster, connecting and greeting) and the ratio from then on (what a long run pays). Each run ends its
+   bots, as `arena run` does (Local closed; the cluster's plugin ended on its workers). The CPU time a game
+   of each side, which the load of other work moves far less than the wall clock: this process (Local's
+   main process; the coordinator with LocalCluster's scheduler and nannies, all in this process) and the
+   game processes with their bots (Local's workers; the Dask workers). On these 2 cores the games keep
+   both busy, so the cluster can give at most local's CPU a game over its own (its ceiling here); with the
+   coordinator and scheduler on another machine, as in a lab, a worker's machine gives local's CPU a game
+   over its worker's.
 2. The coordinator alone: a `--instant`-game tournament of 10 bots through the library (schedule, store,
    page left out) on a 1-worker TLS cluster whose worker plays instant fake games (the rules engine's
    first legal move for each side, no process: a preload replaces its games, and plays each opening's
@@ -39,7 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -80,9 +90,23 @@ def slots_of(a: Bot, b: Bot, games: int) -> list[Slot]:
     ]
 
 
-def timed(backend: Backend, slots: list[Slot], games: Games) -> tuple[float, float]:
-    """Seconds for all of `slots`, and until the first game came back (what a run pays before it plays:
-    processes and bots started; on a cluster, connecting and greeting too)."""
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """One back end's run: seconds for all its games, until the first came back, and CPU seconds of this
+    process and of the processes that played the games (with their bots)."""
+
+    wall: float
+    first: float
+    cpu_here: float
+    cpu_games: float
+
+
+def timed(backend: Backend, slots: list[Slot], games: Games, players: list[int] | None = None) -> Timing:
+    """`slots` played and the run's bots ended: on `Local` (closed after: its workers and their bots reaped,
+    their CPU time this process's children's) or on a cluster whose workers are the processes `players`
+    (their CPU time read with their reaped bots', once the run's plugin ended them)."""
+    import psutil
+
     done = 0
     first = 0.0
 
@@ -91,11 +115,27 @@ def timed(backend: Backend, slots: list[Slot], games: Games) -> tuple[float, flo
         done += 1
         first = first or time.perf_counter() - wall
 
+    workers = [psutil.Process(pid) for pid in players or []]
+
+    def cpu() -> tuple[float, float]:
+        t = os.times()
+        if not workers:
+            return t.user + t.system, t.children_user + t.children_system
+        deadline = time.monotonic() + 10  # the plugin's teardown ends the bots just after the run
+        while any(w.children() for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        played = sum(sum(w.cpu_times()[:4]) for w in workers)  # user, system, and its reaped children's
+        return t.user + t.system, played
+
+    here, there = cpu()
     wall = time.perf_counter()
     backend.play(slots, games, count)
+    if isinstance(backend, Local):
+        backend.close()
     wall = time.perf_counter() - wall
     assert done == len(slots), (done, len(slots))
-    return wall, first
+    here_after, there_after = cpu()
+    return Timing(wall, first, here_after - here, there_after - there)
 
 
 def security(certs: Path):  # type: ignore[no-untyped-def]
@@ -140,20 +180,17 @@ def throughput(folder: Path, games: int, repeats: int) -> float:
                 silence_logs=40,
             )
         )
-    walls: dict[str, list[float]] = {}
-    firsts: dict[str, list[float]] = {}
-    ratios: dict[str, list[float]] = {}
+    runs: dict[str, list[Timing]] = {}
     try:
+        players = [list(worker_pids(cluster, certs).values()) for cluster in clusters]
         for r in range(repeats):
-            base, first = timed(Local(2), slots, Games("kalah", Limits(), here, tag=f"bench{r}"))
-            walls.setdefault("local", []).append(base)
-            firsts.setdefault("local", []).append(first)
-            for n, cluster in zip((1, 2), clusters, strict=True):
+            runs.setdefault("local", []).append(
+                timed(Local(2), slots, Games("kalah", Limits(), here, tag=f"bench{r}"))
+            )
+            for n, cluster, pids in zip((1, 2), clusters, players, strict=True):
                 back = Cluster(cluster.scheduler_address, certs=certs)
-                wall, first = timed(back, slots, Games("kalah", Limits(), asked, tag=f"bench{r}"))
-                walls.setdefault(f"cluster{n}", []).append(wall)
-                firsts.setdefault(f"cluster{n}", []).append(first)
-                ratios.setdefault(f"cluster{n}", []).append(base / wall)
+                run = timed(back, slots, Games("kalah", Limits(), asked, tag=f"bench{r}"), pids)
+                runs.setdefault(f"cluster{n}", []).append(run)
     finally:
         for cluster in clusters:
             cluster.close()
@@ -167,15 +204,49 @@ def throughput(folder: Path, games: int, repeats: int) -> float:
         "cluster1": "Cluster (TLS), 1 worker x 2 slots",
         "cluster2": "Cluster (TLS), 2 workers x 1 slot",
     }
+    local = runs["local"]
     for key, label in labels.items():
-        wall = statistics.median(walls[key])
-        first = statistics.median(firsts[key])
+        wall = statistics.median(t.wall for t in runs[key])
+        first = statistics.median(t.first for t in runs[key])
+        here_ms = statistics.median(1000 * t.cpu_here / games for t in runs[key])
+        there_ms = statistics.median(1000 * t.cpu_games / games for t in runs[key])
         line = f"{label:36} {games / wall:7.1f} games/s ({games} games in {wall:.2f} s"
         line += f", the first at {first:.2f} s)"
-        if key in ratios:
-            line += f"; {statistics.median(ratios[key]):.2f} of local's games/s (same round)"
+        if key != "local":
+            ratios = [b.wall / t.wall for b, t in zip(local, runs[key], strict=True)]
+            after = [(b.wall - b.first) / (t.wall - t.first) for b, t in zip(local, runs[key], strict=True)]
+            line += (
+                f"; {statistics.median(ratios):.2f} of local's games/s (same round; rounds "
+                f"{min(ratios):.2f}-{max(ratios):.2f}), {statistics.median(after):.2f} after the first game"
+            )
         print(line)
-    return games / statistics.median(walls["local"])
+        print(
+            f"{'':36} CPU a game: {here_ms:.2f} ms in this process "
+            f"({'its main process' if key == 'local' else 'coordinator, scheduler, nannies'}), "
+            f"{there_ms:.2f} ms in {'its workers' if key == 'local' else 'the Dask workers'} and their bots"
+        )
+        if key != "local":
+            ceiling = [cpu(b) / cpu(t) for b, t in zip(local, runs[key], strict=True)]
+            machine = [cpu(b) / t.cpu_games for b, t in zip(local, runs[key], strict=True)]
+            print(
+                f"{'':36} ceiling on these 2 cores (local's CPU a game over this one's): "
+                f"{statistics.median(ceiling):.2f} (rounds {min(ceiling):.2f}-{max(ceiling):.2f}); "
+                f"a lab machine, the coordinator elsewhere (local's over the workers'): "
+                f"{statistics.median(machine):.2f} ({min(machine):.2f}-{max(machine):.2f})"
+            )
+    return games / statistics.median(t.wall for t in local)
+
+
+def cpu(t: Timing) -> float:
+    return t.cpu_here + t.cpu_games
+
+
+def worker_pids(cluster: Any, certs: Path) -> dict[str, int]:
+    """The process of each worker of `cluster` (asked as the coordinator)."""
+    from distributed import Client
+
+    with Client(cluster.scheduler_address, security=security(certs), set_as_default=False) as client:
+        return dict(client.run(os.getpid))
 
 
 INSTANT = """\
