@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import html
 import json
+import math
 import os
 import re
 import signal
@@ -51,7 +52,7 @@ from arena.match.bots import discover
 from arena.match.confine import Confinement, capabilities, sandbox_problem
 from arena.match.referee import Limits
 from arena.tournament.backend import Conditions
-from arena.tournament.cluster import Cluster, ClusterError
+from arena.tournament.cluster import Cluster, ClusterError, membership
 from arena.tournament.settings import Settings
 
 distributed = pytest.importorskip("distributed")
@@ -146,16 +147,36 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 
 def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(
-    tmp_path: Path, reference, certs
+    tmp_path: Path, reference, certs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = tmp_path / "cluster"
     bots = field(base / "bots")
+    asked: list[float] = []  # when the run asked the scheduler about its workers
+    greetings: list[tuple[float, float]] = []  # when the run waited for its workers' greetings
+
+    def counted(client: Any) -> dict[str, tuple[int, str]]:
+        asked.append(time.monotonic())
+        return game_workers(client)
+
+    def timed(self: membership.Membership) -> None:
+        start = time.monotonic()
+        wait_for_greetings(self)
+        greetings.append((start, time.monotonic()))
+
+    game_workers, wait_for_greetings = membership.game_workers, membership.Membership.wait_for_greetings
+    monkeypatch.setattr(membership, "game_workers", counted)
+    monkeypatch.setattr(membership.Membership, "wait_for_greetings", timed)
     with local_cluster(tmp_path / "cache", certs) as cluster:
         addresses = set(worker_pids(cluster))
         assert all(a.startswith("tls://127.0.0.1:") for a in addresses)
         back = Cluster(cluster.scheduler_address, certs=certs)
         result = library_run(base, bots, 3, back)
     assert (result.scheduled, result.played, result.interrupted) == (18, 18, False)
+    # The greetings are waited for on their futures: the scheduler asked once a greeting back or a second
+    # (each `look`), where a wait that failed at once asked it in a busy loop
+    [(start, end)] = greetings
+    during = [t for t in asked if start <= t <= end]
+    assert len(during) <= len(addresses) + math.ceil(end - start) + 1, (len(during), end - start)
     assert games(base) == reference  # the same games in schedule order, wherever each was played
     assert set(back.machines) == addresses, "both workers played"
     assert {r["worker"] for r in records(base)} == {"lab-0", "lab-1"}, "every game names its machine"

@@ -8,12 +8,13 @@ import dataclasses
 import itertools
 import logging
 import pickle
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from arena.tournament.cluster.context import Context
-from arena.tournament.cluster.plumbing import answer, distributed, game_workers, line, machine
+from arena.tournament.cluster.plumbing import answer, game_workers, line, machine
 
 if TYPE_CHECKING:
     from arena.tournament.backend import Machine
@@ -91,6 +92,7 @@ class Membership:
         self.live: dict[str, tuple[int, str]] = {}  # workers with game slots: address -> (slots, Dask id)
         self.accepted: dict[str, str] = {}  # greeted and fit to play: address -> Dask id
         self.greeting: dict[str, tuple[Any, str]] = {}  # address -> its greeting's future, Dask id
+        self.answered = threading.Event()  # set as a greeting comes back (from the client's thread)
         self.joined: set[str] = set()  # where this run's plugin was set up: ended with the run
         self.known: dict[str, Machine] = {}  # accepted workers' machines, as their greetings said
         self.looked = 0.0
@@ -142,6 +144,7 @@ class Membership:
                 pure=False,
             ),
         )
+        future.add_done_callback(lambda _: self.answered.set())
         self.greeting[address] = (future, id_)
 
     def welcome(self, address: str, id_: str, future: Any) -> None:
@@ -190,11 +193,13 @@ class Membership:
         worker that is up when the run starts has its share of the first games."""
         deadline = time.monotonic() + self.ctx.patience.connect_s
         while self.greeting and (left := deadline - time.monotonic()) > 0:
-            # Woken by the first greeting back, not by a poll of the scheduler every 50 ms; at most a
-            # second, for a worker that left with its greeting (whose future would wait for it for ever)
-            futures = [future for future, _ in self.greeting.values()]
-            with contextlib.suppress(Exception):  # its timeout: look again
-                distributed().wait(futures, timeout=min(1.0, left), return_when="FIRST_COMPLETED")
+            # Woken by a greeting's own callback, not by a poll of the scheduler; at most a second, for a
+            # worker that left with its greeting (whose future would wait for it for ever). Not Dask's
+            # `wait`, which needs a default client: a run's is not one, and its every call failed at once,
+            # a busy loop asking the scheduler about its workers (~100 times in a greeting of 0.1 s) on
+            # the cores where the workers set the run up.
+            self.answered.wait(min(1.0, left))
+            self.answered.clear()  # before looking: a greeting answered from now on wakes the next wait
             self.look(force=True)
 
     def none_left(self) -> str:
