@@ -182,9 +182,9 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
     """The operation of `msg` (one message, or a batched stream's list of them) that `them` may not ask,
     else None. `joined` is the scheduler's record of which certificate first registered each worker's
     address: that address is its machine's for as long as the scheduler runs, so that another machine's
-    certificate can neither register it (while its machine is away, say, to be sent that machine's tasks
-    and then retire or unregister it when it returns) nor, by an OWN_ADDRESSES operation, retire or
-    unregister the worker there. Machines are told apart by their own certificates (`--machine NAME`); the
+    certificate can neither register it (taking it while its machine is away, to retire or unregister
+    that machine's worker once it is back) nor, by an OWN_ADDRESSES operation, retire or unregister the
+    worker there. Machines are told apart by their own certificates (`--machine NAME`); the
     class's shared one names none, and is one machine to this record."""
     for one in msg if isinstance(msg, (list, tuple)) else (msg,):
         if not isinstance(one, dict) or "op" not in one:
