@@ -23,7 +23,7 @@ import pandas as pd
 
 from arena.match.record import told
 from arena.report import charts
-from arena.report.botpages import bot_pages
+from arena.report.botpages import Links, bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.report.machines import tally
 from arena.tournament import queries, ratings
@@ -153,6 +153,21 @@ def games_href(bot: str, opp: str | None = None) -> str:
     """The game list's fragment for a bot's games (against `opp`): what a head-to-head cell links to."""
     href = f"#games?bot={quote(bot, safe='')}"
     return href + (f"&opp={quote(opp, safe='')}" if opp else "")
+
+
+def bot_href(bot: str) -> str:
+    """A bot's page within the report: what its name in the leaderboard links to."""
+    return f"#bot-{bot}"
+
+
+REPORT_LINKS = Links(
+    back="#leaderboard",
+    back_text="leaderboard",
+    game=lambda game: f"#game-{game}/end",
+    games=games_href,
+    pair=games_href,
+    reason=lambda bot, reason: f"{games_href(bot)}&reason={reason}",
+)  # a bot page's links within the report: its game list, filtered, and its replays
 
 
 def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
@@ -428,7 +443,9 @@ def render(
         ),
         rating_chart=charts.rating_chart(history.games, series, "TrueSkill mu ± sigma of every bot"),
         bots=bot_pages(store, standings, history, games.think if games else {}, styles),
-        games_href=games_href,
+        bot_href=bot_href,
+        to=REPORT_LINKS,
+        alone=False,
         links=True,
         list_src=f"games/list.js?v={games.stamp}" if games else "",
         pending=games.missing if games else 0,

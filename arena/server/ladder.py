@@ -1,6 +1,6 @@
 """The ladder (and the final) as the pages read them: a snapshot the worker writes beside the tournament's
-store after its games (with the report's standings and matrix), and one game read from the store when a
-page asks for it, for the report's replay viewer (arena.report.face).
+store after its games (with the report's standings and matrix, and its bot pages' data), and one game read
+from the store when a page asks for it, for the report's replay viewer (arena.report.face).
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 
@@ -29,24 +30,33 @@ SNAPSHOT = "snapshot.json"
 STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snapshot (arena.report.face)
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
+BOTS = "bots.json"  # each bot's page of the report, as data (face.bot_page_data), and its class version
+BOT_PAGES = {"ladder": "ladder/bots/", "final": "final/bots/"}  # where a bot's page is served (urls.py)
 RECENT = 100  # latest games listed
 SCANNED = 1000  # latest games read for each bot's own list
 PER_BOT = 30  # of a bot's own games listed
 
 
-def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
+def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladder") -> dict[str, Any]:
     """Rate the tournament's games and write its snapshot (and the report's standings and matrix, drawn
-    once here for every page that shows them); the snapshot."""
+    once here for every page that shows them); the snapshot. `pages`: whose bot pages ('ladder', 'final')
+    are written with it, for the standings' names to link to ('': none, as for a scrimmage)."""
     text = io.StringIO()
     rated = cup.standings()
     cup.export_standings(text, "jsonl", rated)
-    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated)))
+    labels = _labels(cup)
+    if pages:
+        bots = face.bot_page_data(cup.store, rated)
+        ids = dict(zip(rated.board["bot"], (int(i) for i in rated.board["id"]), strict=True))
+        shown = {name: {"page": page, "version": labels.get(ids[name], "")} for name, page in bots.items()}
+        _replace(cup.folder / BOTS, json.dumps(shown))
+    href = (lambda name: f"/{BOT_PAGES[pages]}{quote(name, safe='')}") if pages else None
+    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated, href)))
     board = [json.loads(line) for line in text.getvalue().splitlines()]
     for row in board:
         for private in ("digest", "author"):
             row.pop(private, None)
     count = cup.store.count_games()
-    labels = _labels(cup)
     recent = [_listed(r, labels) for r in queries.latest_records(cup.store, SCANNED)]  # newest first
     _replace(cup.folder / PLAYERS, json.dumps(_players(cup, recent)))
     data = {
@@ -161,6 +171,12 @@ def snapshot(folder: Path) -> dict[str, Any]:
             "board": [],
             "recent": [],
         }
+
+
+def bot(folder: Path, name: str) -> dict[str, Any] | None:
+    """Bot `name`'s page data and class version as the last snapshot wrote them (None: no such bot)."""
+    found: dict[str, Any] | None = _read(folder / BOTS, {}).get(name)
+    return found
 
 
 def standings(folder: Path) -> Markup:
