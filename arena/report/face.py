@@ -25,7 +25,7 @@ from arena.report import charts
 from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
 from arena.report.games import REASON_ORDER, encode
 from arena.report.page import bot_href, leaderboard_rows, matrix_rows
-from arena.report.replay import replay
+from arena.report.replay import Replay, replay
 from arena.tournament import queries, ratings
 from arena.tournament.store import Store
 
@@ -110,11 +110,14 @@ def style() -> Markup:
     return Markup(f"@scope (.arena-report) {{\n{css}\n}}")
 
 
-def game(record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0) -> Markup:
+def game(
+    record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0, shown: Replay | None = None
+) -> Markup:
     """One game's replay in the report's viewer (its board, controls, moves and fault box), with the data it
-    draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all."""
+    draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all.
+    `shown`: the game replayed by the caller, who knows where its bots are (for the reproduce command)."""
     rules = parse_rules(record.rules)
-    shown = replay(record, rules=rules)
+    shown = shown or replay(record, rules=rules)
     data = encode(shown, record)
     fault = data.get("x")
     if fault and not viewer.sees(str(fault["bot"])):

@@ -23,6 +23,7 @@ from markupsafe import Markup
 from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
+from arena.report.replay import Replay, replay
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
@@ -44,7 +45,7 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     text = io.StringIO()
     rated = cup.standings()
     cup.export_standings(text, "jsonl", rated)
-    labels = _labels(cup)
+    labels = _labels(cup.folder, cup.store)
     if pages:
         bots = face.bot_page_data(cup.store, rated)
         ids = dict(zip(rated.board["bot"], (int(i) for i in rated.board["id"]), strict=True))
@@ -82,10 +83,10 @@ def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str,
     _replace(folder / VERSIONS, json.dumps(known))
 
 
-def _labels(cup: Tournament) -> dict[int, str]:
+def _labels(folder: Path, store: Store) -> dict[int, str]:
     """A bot version's id in the store -> its class version ('v3'), where known."""
-    known = _read(cup.folder / VERSIONS, {})
-    return {i: known[d] for i, _, d in queries.bot_versions(cup.store) if d in known}
+    known = _read(folder / VERSIONS, {})
+    return {i: known[d] for i, _, d in queries.bot_versions(store) if d in known}
 
 
 def write_games(cup: Tournament) -> None:
@@ -187,10 +188,17 @@ def standings(folder: Path) -> Markup:
         return Markup("")
 
 
-def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
+Named = Callable[[str, str], str | None]  # (bot, its class version 'v3' or '') -> its author's folder
+
+
+def game(
+    folder: Path, game_id: int, may_see: Callable[[str], bool], named: Named | None = None
+) -> dict[str, Any] | None:
     """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
-    result and fault, and what a bot wrote (its stderr, and the words its fault quotes) only where `may_see`
-    allows: another student reads the fault's reason alone. None if there is no such game."""
+    result and fault, and what a bot wrote (its stderr, the words its fault quotes, the lines that bring
+    the fault back) only where `may_see` allows: another student reads the fault's reason alone. `named`:
+    a bot's folder as its author has it, for the reproduce command (bots.run_command). None if there is no
+    such game."""
     path = folder / STORE_FILE
     if not path.is_file():
         return None
@@ -200,17 +208,49 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
         return None
     try:
         row = queries.game_record(store, game_id)
+        if row is None:
+            return None
+        record = GameRecord.from_dict(row)
+        shown = _as_run(folder, store, record, row, may_see, named)
     finally:
         store.close()
-    if row is None:
+    return replayed(record, game_id, may_see, row["finished_at"], shown)
+
+
+def _as_run(
+    folder: Path,
+    store: Store,
+    record: GameRecord,
+    row: dict[str, Any],
+    may_see: Callable[[str], bool],
+    named: Named | None,
+) -> Replay | None:
+    """The game replayed with its fault's lines as the referee sent them (the tournament's clock) and the
+    command that feeds them to the bot where its author has it, not the server's copy; None where there
+    is no fault, or no one reading the page may see its lines."""
+    bot = record.faulty
+    if not bot or named is None or not may_see(bot):
         return None
-    return replayed(GameRecord.from_dict(row), game_id, may_see, row["finished_at"])
+    ident = int(row["south_id"] if bot == record.south else row["north_id"])
+    settings = store.settings()
+    place = queries.bot_places(store).get(ident)
+    folder_named = named(bot, _labels(folder, store).get(ident, ""))
+    return replay(
+        record,
+        settings.move_ms if settings else None,
+        settings.bank_ms if settings else None,
+        places={bot: place} if place else None,
+        named={bot: folder_named} if folder_named is not None else None,
+    )
 
 
-def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any) -> dict[str, Any]:
+def replayed(
+    record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any, shown: Replay | None = None
+) -> dict[str, Any]:
     """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
     practice file): `at` is when it was played (a datetime or the store's ISO text); its replay is the
-    report's viewer (`viewer`), with what `may_see` allows of the bots' words."""
+    report's viewer (`viewer`), with what `may_see` allows of the bots' words; `shown`: as `_as_run`
+    replayed it."""
     fault = None
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
@@ -226,5 +266,5 @@ def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], a
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
-        "viewer": face.game(record, game_id, face.Viewer(may_see, back="")),
+        "viewer": face.game(record, game_id, face.Viewer(may_see, back=""), shown=shown),
     }

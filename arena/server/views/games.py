@@ -17,6 +17,7 @@ from arena.report import face
 from arena.report.botpages import Links
 from arena.server import final, ladder, mine
 from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
+from arena.server.checking import folder_of
 from arena.server.models import Classroom, Member, Submission
 from arena.server.views.common import class_dir, in_class
 
@@ -76,7 +77,7 @@ def game(
     why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
-    shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member))
+    shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member), folder_of)
     if shown is None:
         raise Http404("no such game")
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": which})
