@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snaps
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 BOTS = "bots.json"  # each bot's page of the report, as data (face.bot_page_data), and its class version
+PAGES_S = 30.0  # how often a playing ladder draws its bot pages again (always once it is settled)
 BOT_PAGES = {"ladder": "ladder/bots/", "final": "final/bots/"}  # where a bot's page is served (urls.py)
 RECENT = 100  # latest games listed
 SCANNED = 1000  # latest games read for each bot's own list
@@ -46,7 +48,7 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     rated = cup.standings()
     cup.export_standings(text, "jsonl", rated)
     labels = _labels(cup.folder, cup.store)
-    if pages:
+    if pages and (settled or _pages_due(cup.folder, {str(b) for b in rated.board["bot"]})):
         bots = face.bot_page_data(cup.store, rated)
         ids = dict(zip(rated.board["bot"], (int(i) for i in rated.board["id"]), strict=True))
         shown = {name: {"page": page, "version": labels.get(ids[name], "")} for name, page in bots.items()}
@@ -70,6 +72,18 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
+
+
+def _pages_due(folder: Path, names: set[str]) -> bool:
+    """Whether a playing ladder's bot pages are to be drawn again with this snapshot: every PAGES_S, or at
+    once for a bot that has none. Their rating history is a pass over every game (1 s at 100,000), where
+    the snapshot is rewritten every few seconds (benchmarks/bot_pages.py)."""
+    path = folder / BOTS
+    try:
+        fresh = time.time() - path.stat().st_mtime < PAGES_S
+    except OSError:
+        return True
+    return not fresh or set(_read(path, {})) != names
 
 
 def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str, str]) -> None:
