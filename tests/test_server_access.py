@@ -444,5 +444,7 @@ def test_a_bots_page_is_the_reports_with_its_source_for_its_author_and_the_teach
         assert (source in page) == sees, role
     assert Submission.objects.filter(member__slug="bob").count() == 1
     assert world.clients["alice"].get("/ladder/bots/nobody").status_code == 404
+    final = world.clients["teacher"].get("/final/bots/alice").content.decode()
+    assert f'href="/versions/{world.versions["alice"]}/source"' in final, "the frozen version's source"
     own = world.clients["alice"].get("/me").content.decode()
     assert '<a href="/ladder/bots/alice" id="my-bot-page">' in own, "a student's page links to their bot's"

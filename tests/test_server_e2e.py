@@ -6,7 +6,9 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
   fail as they should; the ladder plays and each student opens their page and the ladder (the report's
   leaderboard and matrix); one replays a game in the report's viewer with her stderr, the other the same
   game without it, the teacher with it; she plays a scrimmage and replays it (her stderr, never the
-  opponent's); the teacher freezes, the final
+  opponent's); her bot forfeits on the ladder (a bug its check missed), and bob opens her bot's page from the
+  standings: her games and her faults' reasons, not what her bot said nor her source, which the teacher
+  reads; the teacher freezes, the final
   runs, the gradebook CSV is downloaded and its rows checked, and the final's and a student's tables fit
   a 390 px phone;
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is

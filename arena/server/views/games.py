@@ -15,7 +15,7 @@ from django.views.decorators.gzip import gzip_page
 
 from arena.report import face
 from arena.report.botpages import Links
-from arena.server import final, ladder, mine
+from arena.server import field, final, ladder, mine
 from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
 from arena.server.checking import folder_of
 from arena.server.models import Classroom, Member, Submission
@@ -107,7 +107,9 @@ def bot(
         reason=lambda _, __: "",
     )
     own = sees_stderr(member, name)
-    version = found["version"]
+    version = found["version"]  # its class version ('v3'), as the ladder's worker keeps it
+    if not version and which == "final":  # the final's field: the versions frozen at the deadline
+        version = field.versions(class_dir().final / "bots").get(name, "").partition(" ")[0]
     context = {
         "member": member,
         "classroom": classroom,
