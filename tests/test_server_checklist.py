@@ -137,6 +137,7 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(where
         block = re.search(r"arenaBlock\(0, (.*?)\); arenaList", str(shown["viewer"]))
         assert block is not None
         commands[shown["fault"]["bot"]] = json.loads(block.group(1))[str(game)]["x"]["cmd"]
+        assert "run where its author keeps the bot" in str(shown["viewer"])
     assert commands["carol"].startswith("(cd mybot && printf 'NEWGAME "), commands
     assert commands["carol"].endswith("| python3 bot.py)"), commands
     assert commands["dave"].startswith("printf 'NEWGAME ") and commands["dave"].endswith(

@@ -365,6 +365,15 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     driver.get(alice_page)
     assert "its answer: 'xyzzy-alice-said'" in text(driver, "bot-alice")
     page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "#bot-alice .fault-kinds a[href^='/games/']").click()
+    replaced(driver, page)  # the fault's lines, to run where alice keeps alice.py, at the class's move time
+    cmd = until(
+        "the fault box", lambda: driver.find_element(_by().ID, "fx-cmd").get_attribute("textContent"), 30
+    )
+    assert cmd.startswith("printf 'NEWGAME ") and cmd.endswith("| python3 alice.py"), cmd
+    assert "MOVE 100 " in cmd and "bots/" not in cmd and "submissions" not in cmd, cmd
+    driver.get(alice_page)
+    page = driver.find_element(_by().TAG_NAME, "html")
     driver.find_element(_by().CSS_SELECTOR, "#bot-source a[href$='/source']").click()
     replaced(driver, page)
     assert "xyzzy-alice-said" in driver.find_element(_by().CSS_SELECTOR, "pre.file").text

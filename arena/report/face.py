@@ -24,7 +24,7 @@ from arena.match.record import GameRecord
 from arena.report import charts
 from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
 from arena.report.games import REASON_ORDER, encode
-from arena.report.page import bot_href, leaderboard_rows, matrix_rows
+from arena.report.page import RUN_FROM, bot_href, leaderboard_rows, matrix_rows
 from arena.report.replay import Replay, replay
 from arena.tournament import queries, ratings
 from arena.tournament.store import Store
@@ -37,11 +37,12 @@ def _everyone(bot: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Viewer:
     """Who a page is for: whose own words (stderr, the answer a fault quotes, the lines that reproduce it)
-    it may show, and where its replay's "back" link leads."""
+    it may show, where its replay's "back" link leads, and where its author runs a bot."""
 
     sees: Callable[[str], bool] = _everyone  # the owner of a tournament (a teacher) sees every bot's
     back: str = "#games"
     back_text: str = "games"
+    run_from: str = RUN_FROM  # where a fault's reproduce command is run (a class's: the author's folder)
 
 
 @cache  # one environment, so that its templates are compiled once a process, not once a page
@@ -154,5 +155,5 @@ def game(
         _env()
         .get_template("game.html")
         .render(config=config, listed=listed, block={str(game_id): data}, back=viewer.back,
-                back_text=viewer.back_text)
+                back_text=viewer.back_text, run_from=viewer.run_from)
     )  # fmt: skip

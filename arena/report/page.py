@@ -36,6 +36,7 @@ FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
 LONG_TAIL_LINES = 8  # stderr tails longer than this are collapsed
 LONG_TAIL_CHARS = 800
 FIRST_WITHIN = 3.0  # seconds of replaying before a page is written; the replays left come after it
+RUN_FROM = "from the folder the tournament was run in"  # where a fault's reproduce command runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +447,7 @@ def render(
         bot_href=bot_href,
         to=REPORT_LINKS,
         alone=False,
+        run_from=RUN_FROM,
         links=True,
         list_src=f"games/list.js?v={games.stamp}" if games else "",
         pending=games.missing if games else 0,

@@ -34,6 +34,7 @@ PLAYERS = "players.json"  # each bot's latest games and record against each oppo
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 BOTS = "bots.json"  # each bot's page of the report, as data (face.bot_page_data), and its class version
 PAGES_S = 30.0  # how often a playing ladder draws its bot pages again (always once it is settled)
+RUN_FROM = "where its author keeps the bot: beside the folder, or the file, they uploaded"  # for the lines
 BOT_PAGES = {"ladder": "ladder/bots/", "final": "final/bots/"}  # where a bot's page is served (urls.py)
 RECENT = 100  # latest games listed
 SCANNED = 1000  # latest games read for each bot's own list
@@ -280,5 +281,5 @@ def replayed(
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
-        "viewer": face.game(record, game_id, face.Viewer(may_see, back=""), shown=shown),
+        "viewer": face.game(record, game_id, face.Viewer(may_see, back="", run_from=RUN_FROM), shown=shown),
     }
