@@ -95,7 +95,9 @@ def test_a_paths_request_says_what_holds_on_the_server(where: ClassDir) -> None:
     assert "put the files it needs in its folder" in said, said
 
 
-def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(where: ClassDir) -> None:
+def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
+    where: ClassDir, tmp_path: Path
+) -> None:
     """The replay of a game lost by a fault gives its author the lines that bring it back in their own folder
     (as the checklist does) and at the class's move time, not `python3 -P bots/carol.py` (a command the
     server made up) with MOVE 1000, nor the server's copy in class/bots/carol."""
@@ -123,16 +125,15 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(where
         version.save()
         member.active = version
         member.save()
-    field.sync(where.bots, field.wanted(where, classroom))
-    with Tournament(where.ladder, Settings(openings=0, move_ms=2000)) as cup:
-        entered = cup.enter(where.bots)
-        ladder.remember_versions(
-            where.ladder, {b.name: b.digest for b in entered.bots}, field.versions(where.bots)
-        )
+    bots, home = tmp_path / "bots", tmp_path / "ladder"  # the class's own, as the ladder's worker has them
+    field.sync(bots, field.wanted(where, classroom))
+    with Tournament(home, Settings(openings=0, move_ms=2000)) as cup:
+        entered = cup.enter(bots)
+        ladder.remember_versions(home, {b.name: b.digest for b in entered.bots}, field.versions(bots))
         cup.run(entered, rounds=1)
     commands = {}
     for game in (1, 2):
-        shown = ladder.game(where.ladder, game, lambda bot: True, folder_of)
+        shown = ladder.game(home, game, lambda bot: True, folder_of)
         assert shown is not None and shown["fault"] is not None
         block = re.search(r"arenaBlock\(0, (.*?)\); arenaList", str(shown["viewer"]))
         assert block is not None
@@ -145,5 +146,5 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(where
     )
     for line in commands.values():
         assert "MOVE 2000 " in line and "bots/" not in line and "submissions" not in line, line
-    hidden = ladder.game(where.ladder, 1, lambda bot: False, folder_of)
+    hidden = ladder.game(home, 1, lambda bot: False, folder_of)
     assert hidden is not None and "printf" not in str(hidden["viewer"]), "another student never reads them"
