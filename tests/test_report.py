@@ -321,3 +321,32 @@ def test_the_reports_parts_for_another_page_show_no_one_elses_words(store):
     assert '"private": true' in others and '"private"' not in theirs  # "only its author sees", not "none"
     assert "\\u003cscript\\u003ealert(1)" in theirs and ATTACK not in theirs  # inline data, never markup
     assert 'id="r-back"' not in others and 'href="/ladder" id="r-back"' in theirs
+
+
+def test_a_bot_page_for_another_page_shows_what_the_bot_said_to_its_author_alone(store):
+    """arena/report/face.py: the class server's bot page is the report's, drawn from the data its worker
+    keeps (plain JSON): every viewer reads a fault's reason and detail, only the bot's author (and the
+    teacher) what the bot said in it; its links lead to the server's pages."""
+    import json
+
+    from arena.report import face
+    from arena.report.botpages import Links
+
+    garbled = record(DELTA, BETA, BETA, faulty=DELTA, reason="garbled", detail="answered what is not a move",
+                     said="its answer: '<b>HUSH</b>'")  # fmt: skip
+    store.add_game(Slot(999, "x", DELTA, BETA), garbled)
+    data = json.loads(json.dumps(face.bot_page_data(store, ratings.standings(store))))
+    assert set(data) == {"alpha", "beta", "gamma", "delta"}
+    links = Links("/ladder", "the ladder", lambda g: f"/games/{g}", lambda _: "#bot-games",
+                  lambda _, opp: f"/ladder/bots/{opp}", lambda _, __: "")  # fmt: skip
+    others = str(face.bot_page(data["delta"], face.Viewer(lambda bot: bot == "alpha"), links))
+    theirs = str(face.bot_page(data["delta"], face.Viewer(lambda bot: bot == "delta"), links))
+    for page in (others, theirs):
+        assert 'id="bot-delta">' in page, "shown at once, not hidden for the report's script to open"
+        assert "garbled" in page and "answered what is not a move" in page and "exited with code 1" in page
+        assert 'href="/ladder/bots/alpha"' in page and 'href="/ladder">' in page
+        assert 'href="#bot-games"' in page
+        assert "<svg" in page and "<b>" not in page  # the report's charts; the bot's words as text
+    assert "HUSH" not in others and "its answer: &#39;&lt;b&gt;HUSH&lt;/b&gt;&#39;" in theirs
+    latest = max(r["id"] for r in store.records() if r["faulty"] == "delta")
+    assert f'href="/games/{latest}"' in others

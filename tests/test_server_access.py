@@ -89,6 +89,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     settings_ = Settings(move_ms=500, openings=0)
     field.sync(where.bots, field.wanted(where, classroom))
     with Tournament(where.ladder, settings_) as cup:
+        entered = cup.enter(where.bots)  # as the ladder's worker enters them, their class versions kept
+        digests = {bot.name: bot.digest for bot in entered.bots}
+        ladder.remember_versions(where.ladder, digests, field.versions(where.bots))
         cup.run(where.bots, rounds=1)
         ladder.write_snapshot(cup, "test", True)
     _practice(where, "alice")
@@ -185,9 +188,11 @@ def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...
         ("ladder", "get", "/ladder", members, ()),
         ("ladder_json", "get", "/ladder.json", members, ()),
         ("game", "get", f"/games/{w.game}", members, ()),
+        ("ladder_bot", "get", "/ladder/bots/bob", members, ()),
         ("final", "get", "/final", teacher, ()),
         ("final_json", "get", "/final.json", teacher, ("alice",)),
         ("final_game", "get", f"/final/games/{w.final_game}", teacher, ("alice",)),
+        ("final_bot", "get", "/final/bots/alice", teacher, ("alice",)),
         ("reference_game", "get", "/final/references/games/1", teacher, ("STDERR",)),
         ("teacher", "get", "/teacher", teacher, (w.tokens["alice"],)),
         ("class_settings", "post", "/teacher/settings", teacher, ()),
@@ -423,3 +428,23 @@ def test_released_results_reach_students_with_their_own_stderr_only(world: World
         assert f"{SECRETS['alice']}-STDERR" in mine
     finally:
         Classroom.objects.update(visibility=Visibility.OPEN)
+
+
+def test_a_bots_page_is_the_reports_with_its_source_for_its_author_and_the_teacher(world: World) -> None:
+    from arena.server.models import Submission
+
+    standings = world.clients["alice"].get("/ladder").content.decode()
+    assert '<a href="/ladder/bots/bob">bob</a>' in standings, "a name in the standings opens its page"
+    source = f'href="/versions/{world.versions["bob"]}/source"'
+    for role, sees in (("alice", False), ("bob", True), ("teacher", True)):
+        page = world.clients[role].get("/ladder/bots/bob").content.decode()
+        assert 'class="botpage" id="bot-bob">' in page and "Results by opponent" in page, role
+        assert '<a href="/ladder/bots/alice">alice</a>' in page, role
+        assert page.count('<tr class="bot-game">') == 2 and f'href="/games/{world.game}"' in page, role
+        assert (source in page) == sees, role
+    assert Submission.objects.filter(member__slug="bob").count() == 1
+    assert world.clients["alice"].get("/ladder/bots/nobody").status_code == 404
+    final = world.clients["teacher"].get("/final/bots/alice").content.decode()
+    assert f'href="/versions/{world.versions["alice"]}/source"' in final, "the frozen version's source"
+    own = world.clients["alice"].get("/me").content.decode()
+    assert '<a href="/ladder/bots/alice" id="my-bot-page">' in own, "a student's page links to their bot's"

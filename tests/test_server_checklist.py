@@ -93,3 +93,58 @@ def test_a_paths_request_says_what_holds_on_the_server(where: ClassDir) -> None:
     assert "--read-only" not in said and "submissions" not in said, said
     assert "asks to read /etc" in said and "the teacher cannot grant it more here" in said, said
     assert "put the files it needs in its folder" in said, said
+
+
+def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
+    where: ClassDir, tmp_path: Path
+) -> None:
+    """The replay of a game lost by a fault gives its author the lines that bring it back in their own folder
+    (as the checklist does) and at the class's move time, not `python3 -P bots/carol.py` (a command the
+    server made up) with MOVE 1000, nor the server's copy in class/bots/carol."""
+    import json
+    import re
+
+    from arena.api import Tournament
+    from arena.server import accounts, field, ladder, submitting
+    from arena.server.checking import folder_of
+    from arena.server.models import Classroom, Status
+    from arena.tournament.settings import Settings
+
+    classroom = Classroom.current() or Classroom.objects.create(name="C", per_day=100)
+    uploads = {
+        "carol": (
+            "mybot.zip",
+            _zipped("mybot", ("bot.toml", b'command = "python3 bot.py"\n'), ("bot.py", CRASHES)),
+        ),
+        "dave": ("crasher.py", CRASHES),
+    }
+    for slug, (name, data) in uploads.items():
+        member = accounts.add_member(slug, f"a long pw for {slug} 77")
+        version = submitting.submit(where, classroom, member, name, io.BytesIO(data), len(data))
+        version.status = Status.PASSED  # as a check that passed would leave it (these crash: no check runs)
+        version.save()
+        member.active = version
+        member.save()
+    bots, home = tmp_path / "bots", tmp_path / "ladder"  # the class's own, as the ladder's worker has them
+    field.sync(bots, field.wanted(where, classroom))
+    with Tournament(home, Settings(openings=0, move_ms=2000)) as cup:
+        entered = cup.enter(bots)
+        ladder.remember_versions(home, {b.name: b.digest for b in entered.bots}, field.versions(bots))
+        cup.run(entered, rounds=1)
+    commands = {}
+    for game in (1, 2):
+        shown = ladder.game(home, game, lambda bot: True, folder_of)
+        assert shown is not None and shown["fault"] is not None
+        block = re.search(r"arenaBlock\(0, (.*?)\); arenaList", str(shown["viewer"]))
+        assert block is not None
+        commands[shown["fault"]["bot"]] = json.loads(block.group(1))[str(game)]["x"]["cmd"]
+        assert "run where its author keeps the bot" in str(shown["viewer"])
+    assert commands["carol"].startswith("(cd mybot && printf 'NEWGAME "), commands
+    assert commands["carol"].endswith("| python3 bot.py)"), commands
+    assert commands["dave"].startswith("printf 'NEWGAME ") and commands["dave"].endswith(
+        "| python3 crasher.py"
+    )
+    for line in commands.values():
+        assert "MOVE 2000 " in line and "bots/" not in line and "submissions" not in line, line
+    hidden = ladder.game(home, 1, lambda bot: False, folder_of)
+    assert hidden is not None and "printf" not in str(hidden["viewer"]), "another student never reads them"

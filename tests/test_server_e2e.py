@@ -6,7 +6,9 @@ class, on SQLite and on a real PostgreSQL started here where the machine has its
   fail as they should; the ladder plays and each student opens their page and the ladder (the report's
   leaderboard and matrix); one replays a game in the report's viewer with her stderr, the other the same
   game without it, the teacher with it; she plays a scrimmage and replays it (her stderr, never the
-  opponent's); the teacher freezes, the final
+  opponent's); her bot forfeits on the ladder (a bug its check missed), and bob opens her bot's page from the
+  standings: her games and her faults' reasons, not what her bot said nor her source, which the teacher
+  reads; the teacher freezes, the final
   runs, the gradebook CSV is downloaded and its rows checked, and the final's and a student's tables fit
   a 390 px phone;
 - kill -9 of the server during games and a start again: no submission lost (one queued at the kill is
@@ -53,6 +55,43 @@ for line in sys.stdin:
     elif w and w[0] == "QUIT":
         break
 """
+# First legal, with a bug the check's positions miss: as North, from any start but the check's own North
+# game's, its second answer is garbage. It passes its check (the pie game's forfeit is a warning where the
+# class plays without the pie rule) and forfeits games on the ladder, saying what only its author (and the
+# teacher) may read.
+GARBLES_AS_NORTH = """\
+import sys
+CHECKED = {checked}
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "NEWGAME":
+        north, moves, first = w[3] == "north", 0, None
+    elif w and w[0] == "MOVE":
+        b = [int(x) for x in w[2:]]
+        moves += 1
+        first = first or b
+        print("thinking about", b, file=sys.stderr, flush=True)
+        if north and moves == 2 and first != CHECKED:
+            print("xyzzy-alice-said", flush=True)
+        else:
+            print(next(p for p in range(1, len(b) // 2) if b[p - 1]), flush=True)
+    elif w and w[0] == "QUIT":
+        break
+"""
+
+
+def garbles_as_north() -> str:
+    """GARBLES_AS_NORTH, knowing the board the check's North game (a capture on offer) starts from."""
+    from arena.game.rules import parse_rules
+    from arena.student.check import opening_offering
+
+    rules = parse_rules("kalah")  # the server's, as arena serve is started here
+    pos = rules.initial()
+    for move in opening_offering(rules, 1, "capture") or ():
+        pos = rules.play(pos, move)
+    return GARBLES_AS_NORTH.format(checked=list(pos.view(1)))
+
+
 BROKEN = """\
 import sys
 for line in sys.stdin:
@@ -227,7 +266,7 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     assert join.startswith(server.url + "/join/")
 
     files = {"alice": tmp_path / "alice.py", "bob": c_bot_zip(tmp_path), "carol": tmp_path / "carol.py"}
-    files["alice"].write_text(FIRST_LEGAL)
+    files["alice"].write_text(garbles_as_north())
     files["carol"].write_text(BROKEN)
     for name, path in files.items():
         sign_up(driver, join, name)
@@ -305,7 +344,39 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     assert "thinking about" not in driver.page_source and "<h2>stderr of alice</h2>" not in driver.page_source
     assert "alice" in text(driver, "hidden")
 
+    # bob opens alice's page from her name in the standings: the report's bot page, with her games and her
+    # faults' reasons, never what her bot said in them nor her source
+    driver.get(server.url + "/ladder")
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "#leaderboard-table a[href='/ladder/bots/alice']").click()
+    replaced(driver, page)
+    alice_page = driver.current_url
+
+    def faulted() -> bool:
+        driver.get(alice_page)
+        return "garbled" in text(driver, "bot-alice")
+
+    until("a forfeit of alice's on her page", faulted, 180, 2)
+    assert "answered what is not a move" in text(driver, "bot-alice")
+    assert driver.find_elements(_by().CSS_SELECTOR, "tr.bot-game a[href^='/games/']")
+    assert "xyzzy" not in driver.page_source and not driver.find_elements(_by().ID, "bot-source")
+
     sign_in(driver, server, "teach")  # and for the teacher: everything
+    driver.get(alice_page)
+    assert "its answer: 'xyzzy-alice-said'" in text(driver, "bot-alice")
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "#bot-alice .fault-kinds a[href^='/games/']").click()
+    replaced(driver, page)  # the fault's lines, to run where alice keeps alice.py, at the class's move time
+    cmd = until(
+        "the fault box", lambda: driver.find_element(_by().ID, "fx-cmd").get_attribute("textContent"), 30
+    )
+    assert cmd.startswith("printf 'NEWGAME ") and cmd.endswith("| python3 alice.py"), cmd
+    assert "MOVE 100 " in cmd and "bots/" not in cmd and "submissions" not in cmd, cmd
+    driver.get(alice_page)
+    page = driver.find_element(_by().TAG_NAME, "html")
+    driver.find_element(_by().CSS_SELECTOR, "#bot-source a[href$='/source']").click()
+    replaced(driver, page)
+    assert "xyzzy-alice-said" in driver.find_element(_by().CSS_SELECTOR, "pre.file").text
     driver.get(game_url)
     assert "<h2>stderr of alice</h2>" in driver.page_source and "thinking about" in driver.page_source
     driver.get(server.url + "/teacher")

@@ -71,11 +71,11 @@ def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> N
 
     where = ClassDir(tmp_path / "class")
     where.make()
-    for folder in (where.ladder, where.final / "ranking"):
+    for folder, pages in ((where.ladder, "ladder"), (where.final / "ranking", "final")):
         folder.mkdir(parents=True, exist_ok=True)
         classroom.build(folder / "arena.sqlite", rounds=1)
         with Tournament(folder, Settings("kalah", 1000, 10_000, 3)) as cup:
-            ladder.write_snapshot(cup, "a class of thirty", True)
+            ladder.write_snapshot(cup, "a class of thirty", True, pages)
     made = Server(where.root)
     try:
         make_class(made, made.start(), ["ann"])
@@ -90,6 +90,16 @@ def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> N
                 assert overflow(browser, "leaderboard-table", "recent") == [], (
                     path
                 )  # the matrix scrolls in its box
+            # a bot's page, opened from its name in the standings: the report's, and no wider than a phone
+            long = "minimax_depth4_with_pruning"
+            browser.find_element(_by().LINK_TEXT, long).click()
+            until("the bot's page", lambda: browser.find_elements(_by().ID, f"bot-{long}"), 30, 0.2)
+            for width in (390, 1280):
+                browser.set_window_size(width, 844)
+                assert browser.current_url == f"{made.url}/final/bots/{long}"
+                assert "Results by opponent" in text(browser, f"bot-{long}")
+                sideways = "const e = document.documentElement; return e.scrollWidth - e.clientWidth"
+                assert browser.execute_script(sideways) <= 0, f"the bot's page scrolls sideways at {width} px"
         finally:
             browser.set_window_size(1280, 1000)
     finally:

@@ -294,3 +294,36 @@ def test_before_the_class_exists_every_page_that_needs_it_says_so_alike(django_c
         answer = student.get(path)
         assert answer.status_code == 409 and answer.json() == {"error": NO_CLASS}, path
     assert Client().post("/api/submit").json() == {"error": NO_CLASS}
+
+
+def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> None:
+    """The bot pages' rating history is a pass over every game: a playing ladder's snapshot, rewritten every
+    few seconds, draws them again only every PAGES_S, or at once for a bot that has none; settled, always.
+    (Drawn again: the file is replaced, a new inode.)"""
+    import json
+
+    from arena.api import Tournament
+    from arena.server import ladder
+    from arena.tournament.settings import Settings
+    from tests import classroom
+
+    classroom.build(tmp_path / "arena.sqlite", rounds=1)
+    pages = tmp_path / ladder.BOTS
+    with Tournament(tmp_path, Settings("kalah", 1000, 10_000, 3)) as cup:
+        ladder.write_snapshot(cup, "playing", False)
+        drawn = pages.stat().st_ino
+        ladder.write_snapshot(cup, "playing", False)
+        assert pages.stat().st_ino == drawn, "drawn again within PAGES_S"
+        data = json.loads(pages.read_text())
+        data.pop("sofia")
+        pages.write_text(json.dumps(data))
+        ladder.write_snapshot(cup, "playing", False)
+        assert "sofia" in json.loads(pages.read_text()), "a bot without its page gets it at once"
+        stale = time.time() - ladder.PAGES_S - 1
+        os.utime(pages, (stale, stale))
+        drawn = pages.stat().st_ino
+        ladder.write_snapshot(cup, "playing", False)
+        assert pages.stat().st_ino != drawn, "drawn again after PAGES_S"
+        drawn = pages.stat().st_ino
+        ladder.write_snapshot(cup, "settled", True)
+        assert pages.stat().st_ino != drawn, "a settled ladder's pages are drawn at once"

@@ -4,6 +4,7 @@ limit, its margins and its rating over the tournament. What a student opens to s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -39,7 +40,25 @@ class FaultKind:
     count: int
     game: int
     opponent: str
-    detail: str
+    detail: str  # in arena's words: what every viewer may read
+    said: str  # what the bot wrote that shows it: its author's and the teacher's only
+
+    @property
+    def told(self) -> str:
+        return told(self.detail, self.said)
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where a bot page's links lead: within the report's own page (its game list, its replays), or to the
+    class server's pages. "" for a link the page has nowhere to send."""
+
+    back: str
+    back_text: str
+    game: Callable[[int], str]  # a game's replay, at its end
+    games: Callable[[str], str]  # all of the bot's games
+    pair: Callable[[str, str], str]  # an opponent's name in the bot's results
+    reason: Callable[[str, str], str]  # the bot's games lost for one reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +139,11 @@ def bot_pages(
     store: Store,
     standings: Standings,
     history: History,
-    think: dict[int, Think],
+    think: dict[int, Think] | None,
     styles: dict[int, charts.Style],
 ) -> list[BotPage]:
-    """One page per bot of the field, in leaderboard order."""
+    """One page per bot of the field, in leaderboard order. `think`: each bot's think times, from the games'
+    replays (None: none were replayed, as on the class server, and the page says nothing of them)."""
     board = standings.board
     names = dict(zip((int(i) for i in board["id"]), board["bot"], strict=True))
     settings = store.settings()
@@ -150,12 +170,11 @@ def bot_pages(
             if int(p.opp) in names
         )
         faults = tuple(
-            FaultKind(
-                str(k.reason), int(k.count), int(k.game), str(k.opponent), told(str(k.detail), str(k.said))
-            )
+            FaultKind(str(k.reason), int(k.count), int(k.game), str(k.opponent), str(k.detail), str(k.said))
             for k in kinds[kinds["bot"] == bot].itertuples(index=False)
         )
-        chart, facts = _think_chart(think.get(bot), limit, str(r.bot))
+        chart, facts = _think_chart((think or {}).get(bot), limit, str(r.bot))
+        facts = facts if think is not None else ""
         mchart, mfacts = _margin_chart(margins[margins["bot"] == bot], str(r.bot))
         series = []
         if bot in history.mu:

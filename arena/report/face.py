@@ -1,5 +1,6 @@
-"""The report's parts for another page to show: its standings and head-to-head matrix, and its replay viewer
-for one game, drawn by the report's own templates and script, for a viewer who may not read everything.
+"""The report's parts for another page to show: its standings and head-to-head matrix, a bot's page, and its
+replay viewer for one game, drawn by the report's own templates and script, for a viewer who may not read
+everything.
 
 The class server (arena/server/) shows its ladder and its games with these, so that a class sees the face
 the report of `arena run` has, not a second one. What a viewer may read of the bots' own words (stderr, and
@@ -9,9 +10,11 @@ what it is given, and never knows who is signed in.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -19,9 +22,10 @@ from markupsafe import Markup
 from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
 from arena.report import charts
+from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
 from arena.report.games import REASON_ORDER, encode
-from arena.report.page import leaderboard_rows, matrix_rows
-from arena.report.replay import replay
+from arena.report.page import RUN_FROM, bot_href, leaderboard_rows, matrix_rows
+from arena.report.replay import Replay, replay
 from arena.tournament import queries, ratings
 from arena.tournament.store import Store
 
@@ -33,11 +37,12 @@ def _everyone(bot: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Viewer:
     """Who a page is for: whose own words (stderr, the answer a fault quotes, the lines that reproduce it)
-    it may show, and where its replay's "back" link leads."""
+    it may show, where its replay's "back" link leads, and where its author runs a bot."""
 
     sees: Callable[[str], bool] = _everyone  # the owner of a tournament (a teacher) sees every bot's
     back: str = "#games"
     back_text: str = "games"
+    run_from: str = RUN_FROM  # where a fault's reproduce command is run (a class's: the author's folder)
 
 
 @cache  # one environment, so that its templates are compiled once a process, not once a page
@@ -51,10 +56,12 @@ def _env() -> jinja2.Environment:
     )
 
 
-def standings(store: Store, standings: ratings.Standings | None = None) -> Markup:
-    """The leaderboard and the head-to-head matrix as the report draws them, without the report's links
-    (a page of its own has no bot pages or game list to point to) and without the authors' names: what
-    every member of a class may see."""
+def standings(
+    store: Store, standings: ratings.Standings | None = None, bots: Callable[[str], str] | None = None
+) -> Markup:
+    """The leaderboard and the head-to-head matrix as the report draws them, without the authors' names
+    (what every member of a class may see) and without the report's links to its game list, which a page of
+    its own does not have; `bots`: where a bot's name leads (its page, `bot_page`), if anywhere."""
     standings = standings or ratings.standings(store)
     board = standings.board
     ranked = board[board["unranked"] == ""].assign(author="")
@@ -67,9 +74,34 @@ def standings(store: Store, standings: ratings.Standings | None = None) -> Marku
             places=leaderboard_rows(ranked, styles),
             matrix=matrix_rows(board, standings.pairs, variety, link=False),
             adaptive=store.stopping() is not None,
-            links=False,
+            links=bots is not None,
+            bot_href=bots or bot_href,
         )
     )
+
+
+def bot_page_data(store: Store, standings: ratings.Standings) -> dict[str, dict[str, Any]]:
+    """Every bot's page of the report (botpages.py) as plain data, by name, for `bot_page` to draw: made
+    where the games are rated (the class server's worker), drawn where a viewer asks. It holds the bots'
+    own words: the viewer's privacy is applied when it is drawn. Without think times, which come from the
+    games' replays that only the report writes."""
+    styles = {int(bot): charts.style(k) for k, bot in enumerate(standings.board["id"])}
+    history = ratings.rating_history(store, standings.field)
+    pages = bot_pages(store, standings, history, None, styles)
+    return {page.name: dataclasses.asdict(page) for page in pages}
+
+
+def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
+    """A bot's page as the report draws it, from `bot_page_data`'s data, for `viewer`: every fault's reason
+    and detail, and what the bot said in it only where `viewer.sees` the bot; its links lead where `links`
+    say (the report's own lead within its page)."""
+    faults = tuple(FaultKind(**k) for k in data["faults"])
+    if not viewer.sees(str(data["name"])):
+        faults = tuple(dataclasses.replace(k, said="") for k in faults)
+    charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
+    page = BotPage(**{**data, **charts_, "opponents": tuple(Opponent(**o) for o in data["opponents"]),
+                      "faults": faults})  # fmt: skip
+    return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))
 
 
 def style() -> Markup:
@@ -79,11 +111,14 @@ def style() -> Markup:
     return Markup(f"@scope (.arena-report) {{\n{css}\n}}")
 
 
-def game(record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0) -> Markup:
+def game(
+    record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0, shown: Replay | None = None
+) -> Markup:
     """One game's replay in the report's viewer (its board, controls, moves and fault box), with the data it
-    draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all."""
+    draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all.
+    `shown`: the game replayed by the caller, who knows where its bots are (for the reproduce command)."""
     rules = parse_rules(record.rules)
-    shown = replay(record, rules=rules)
+    shown = shown or replay(record, rules=rules)
     data = encode(shown, record)
     fault = data.get("x")
     if fault and not viewer.sees(str(fault["bot"])):
@@ -120,5 +155,5 @@ def game(record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0) ->
         _env()
         .get_template("game.html")
         .render(config=config, listed=listed, block={str(game_id): data}, back=viewer.back,
-                back_text=viewer.back_text)
+                back_text=viewer.back_text, run_from=viewer.run_from)
     )  # fmt: skip

@@ -23,7 +23,7 @@ import pandas as pd
 
 from arena.match.record import told
 from arena.report import charts
-from arena.report.botpages import bot_pages
+from arena.report.botpages import Links, bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.report.machines import tally
 from arena.tournament import queries, ratings
@@ -36,6 +36,7 @@ FAULTS_PER_BOT = 20  # latest faults shown per bot; the counts cover all of them
 LONG_TAIL_LINES = 8  # stderr tails longer than this are collapsed
 LONG_TAIL_CHARS = 800
 FIRST_WITHIN = 3.0  # seconds of replaying before a page is written; the replays left come after it
+RUN_FROM = "from the folder the tournament was run in"  # where a fault's reproduce command runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,21 @@ def games_href(bot: str, opp: str | None = None) -> str:
     """The game list's fragment for a bot's games (against `opp`): what a head-to-head cell links to."""
     href = f"#games?bot={quote(bot, safe='')}"
     return href + (f"&opp={quote(opp, safe='')}" if opp else "")
+
+
+def bot_href(bot: str) -> str:
+    """A bot's page within the report: what its name in the leaderboard links to."""
+    return f"#bot-{bot}"
+
+
+REPORT_LINKS = Links(
+    back="#leaderboard",
+    back_text="leaderboard",
+    game=lambda game: f"#game-{game}/end",
+    games=games_href,
+    pair=games_href,
+    reason=lambda bot, reason: f"{games_href(bot)}&reason={reason}",
+)  # a bot page's links within the report: its game list, filtered, and its replays
 
 
 def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
@@ -428,7 +444,10 @@ def render(
         ),
         rating_chart=charts.rating_chart(history.games, series, "TrueSkill mu ± sigma of every bot"),
         bots=bot_pages(store, standings, history, games.think if games else {}, styles),
-        games_href=games_href,
+        bot_href=bot_href,
+        to=REPORT_LINKS,
+        alone=False,
+        run_from=RUN_FROM,
         links=True,
         list_src=f"games/list.js?v={games.stamp}" if games else "",
         pending=games.missing if games else 0,

@@ -106,9 +106,11 @@ def replay(
     bank_ms: int | None = None,
     rules: Rules | None = None,
     places: dict[str, Where] | None = None,
+    named: dict[str, str] | None = None,
 ) -> Replay:
     """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines;
-    `places` where the bots are and their commands, by name, for the reproduce command."""
+    `places` where the bots are and their commands, by name, for the reproduce command, and `named` a
+    bot's folder as its author has it, where that is not where it lies here (bots.run_command)."""
     rules = rules or parse_rules(record.rules)
     pos = rules.initial()
     start = pos
@@ -125,7 +127,9 @@ def replay(
     swap_at = next((k for k, p in enumerate(plies) if p.swap), -1)
     fault = None
     if record.faulty and not error:
-        fault = _fault(record, rules, len(plies), move_ms, bank_ms, (places or {}).get(str(record.faulty)))
+        bot = str(record.faulty)
+        where = (places or {}).get(bot)
+        fault = _fault(record, rules, len(plies), move_ms, bank_ms, where, (named or {}).get(bot))
     return Replay(
         rules.spec,
         start,
@@ -146,6 +150,7 @@ def _fault(
     move_ms: int | None,
     bank_ms: int | None,
     where: Where | None,
+    named: str | None = None,
 ) -> ReplayFault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
     (after `plies_done` plies) if it was its turn."""
@@ -161,6 +166,6 @@ def _fault(
         record.stderr.get(bot, ""),
         plies_done,
         tuple(lines),
-        reproduce_command(lines, where.path, where.argv),
+        reproduce_command(lines, where.path, where.argv, named=named),
         note,
     )

@@ -2,7 +2,8 @@
 one place and the authorization tests (tests/test_server_access.py) hold them to it.
 
 - anyone: the sign-in, the join form, the teacher's one-time link;
-- a student: the ladder and every game's replay while the ladder is open (or its results released), and
+- a student: the ladder, every bot's page and every game's replay while the ladder is open (or its results
+  released), a fault's reason in them but never the words another's bot said in it, and
   their own versions: source, checklist, stderr and faults; never another student's source or stderr,
   whatever the address asks for (a version or a game's stderr is looked up, then refused unless it is
   theirs: a guessed id gets the same 404 as a missing one), and their own scrimmages, whose replays carry

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from arena.match.bots import BotError, load_bot
 from arena.match.confine.grants import ungranted
-from arena.server.classdir import ClassDir
+from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, Member, Status, Submission
 from arena.student.check import ARENA_BOTS, check, reference_bots
 from arena.tournament.settings import Settings
@@ -66,6 +66,21 @@ def folder_named(filename: str) -> str:
     folder's (mybot.zip, as arena submit zips bots/mybot) or '' for a single file, which the student runs
     where it lies (the server wrapped it in a folder of its own)."""
     return filename[:-4] if filename.lower().endswith(".zip") and len(filename) > 4 else ""
+
+
+def folder_of(bot: str, version: str) -> str | None:
+    """A ladder's bot as its author has it, for the command that reproduces its fault in a game (the
+    checklist's, folder_named): student `bot`'s version `version` ('v3'), or their active one where the
+    game does not say; a reference bot as arena ships it (bots/greedy.py); None for a bot of neither."""
+    if bot.endswith(".py") and bot.removesuffix(".py") in REFERENCES:
+        return f"bots/{bot}"
+    found = None
+    if version[:1] == "v" and version[1:].isdigit():
+        found = Submission.objects.filter(member__slug=bot, number=int(version[1:])).first()
+    if found is None:
+        member = Member.objects.filter(slug=bot).select_related("active").first()
+        found = member.active if member is not None else None
+    return folder_named(found.filename) if found is not None else None
 
 
 def not_readable(asked: list[str]) -> str:

@@ -43,7 +43,7 @@ def play(
     with Tournament(where.final / "ranking", settings) as cup:
         if len(frozen) >= 2:
             cup.run(bots, None, settle=Rule(), progress=progress, **run)
-        standing = ladder.write_snapshot(cup, "the final", True)
+        standing = ladder.write_snapshot(cup, "the final", True, pages="final")
     games = _against_references(where, classroom, settings, frozen, **run)
     results = {
         "board": standing["board"],

@@ -1,6 +1,6 @@
 """The ladder (and the final) as the pages read them: a snapshot the worker writes beside the tournament's
-store after its games (with the report's standings and matrix), and one game read from the store when a
-page asks for it, for the report's replay viewer (arena.report.face).
+store after its games (with the report's standings and matrix, and its bot pages' data), and one game read
+from the store when a page asks for it, for the report's replay viewer (arena.report.face).
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
@@ -13,15 +13,18 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 
 from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
+from arena.report.replay import Replay, replay
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
@@ -29,24 +32,35 @@ SNAPSHOT = "snapshot.json"
 STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snapshot (arena.report.face)
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
+BOTS = "bots.json"  # each bot's page of the report, as data (face.bot_page_data), and its class version
+PAGES_S = 30.0  # how often a playing ladder draws its bot pages again (always once it is settled)
+RUN_FROM = "where its author keeps the bot: beside the folder, or the file, they uploaded"  # for the lines
+BOT_PAGES = {"ladder": "ladder/bots/", "final": "final/bots/"}  # where a bot's page is served (urls.py)
 RECENT = 100  # latest games listed
 SCANNED = 1000  # latest games read for each bot's own list
 PER_BOT = 30  # of a bot's own games listed
 
 
-def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
+def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladder") -> dict[str, Any]:
     """Rate the tournament's games and write its snapshot (and the report's standings and matrix, drawn
-    once here for every page that shows them); the snapshot."""
+    once here for every page that shows them); the snapshot. `pages`: whose bot pages ('ladder', 'final')
+    are written with it, for the standings' names to link to ('': none, as for a scrimmage)."""
     text = io.StringIO()
     rated = cup.standings()
     cup.export_standings(text, "jsonl", rated)
-    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated)))
+    labels = _labels(cup.folder, cup.store)
+    if pages and (settled or _pages_due(cup.folder, {str(b) for b in rated.board["bot"]})):
+        bots = face.bot_page_data(cup.store, rated)
+        ids = dict(zip(rated.board["bot"], (int(i) for i in rated.board["id"]), strict=True))
+        shown = {name: {"page": page, "version": labels.get(ids[name], "")} for name, page in bots.items()}
+        _replace(cup.folder / BOTS, json.dumps(shown))
+    href = (lambda name: f"/{BOT_PAGES[pages]}{quote(name, safe='')}") if pages else None
+    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated, href)))
     board = [json.loads(line) for line in text.getvalue().splitlines()]
     for row in board:
         for private in ("digest", "author"):
             row.pop(private, None)
     count = cup.store.count_games()
-    labels = _labels(cup)
     recent = [_listed(r, labels) for r in queries.latest_records(cup.store, SCANNED)]  # newest first
     _replace(cup.folder / PLAYERS, json.dumps(_players(cup, recent)))
     data = {
@@ -61,6 +75,18 @@ def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
     return data
 
 
+def _pages_due(folder: Path, names: set[str]) -> bool:
+    """Whether a playing ladder's bot pages are to be drawn again with this snapshot: every PAGES_S, or at
+    once for a bot that has none. Their rating history is a pass over every game (1 s at 100,000), where
+    the snapshot is rewritten every few seconds (benchmarks/bot_pages.py)."""
+    path = folder / BOTS
+    try:
+        fresh = time.time() - path.stat().st_mtime < PAGES_S
+    except OSError:
+        return True
+    return not fresh or set(_read(path, {})) != names
+
+
 def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str, str]) -> None:
     """Keep which class version each entered bot is (`digests`: name -> digest; `versions`: name -> 'v3
     #17' as field.sync recorded it), so that a game's bot version reads as its author numbered it."""
@@ -72,10 +98,10 @@ def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str,
     _replace(folder / VERSIONS, json.dumps(known))
 
 
-def _labels(cup: Tournament) -> dict[int, str]:
+def _labels(folder: Path, store: Store) -> dict[int, str]:
     """A bot version's id in the store -> its class version ('v3'), where known."""
-    known = _read(cup.folder / VERSIONS, {})
-    return {i: known[d] for i, _, d in queries.bot_versions(cup.store) if d in known}
+    known = _read(folder / VERSIONS, {})
+    return {i: known[d] for i, _, d in queries.bot_versions(store) if d in known}
 
 
 def write_games(cup: Tournament) -> None:
@@ -163,6 +189,12 @@ def snapshot(folder: Path) -> dict[str, Any]:
         }
 
 
+def bot(folder: Path, name: str) -> dict[str, Any] | None:
+    """Bot `name`'s page data and class version as the last snapshot wrote them (None: no such bot)."""
+    found: dict[str, Any] | None = _read(folder / BOTS, {}).get(name)
+    return found
+
+
 def standings(folder: Path) -> Markup:
     """The report's leaderboard and matrix as the last snapshot drew them ('' before the first)."""
     try:
@@ -171,10 +203,17 @@ def standings(folder: Path) -> Markup:
         return Markup("")
 
 
-def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str, Any] | None:
+Named = Callable[[str, str], str | None]  # (bot, its class version 'v3' or '') -> its author's folder
+
+
+def game(
+    folder: Path, game_id: int, may_see: Callable[[str], bool], named: Named | None = None
+) -> dict[str, Any] | None:
     """Game `game_id` of the tournament in `folder`, replayed for the page: its boards ply by ply, its
-    result and fault, and what a bot wrote (its stderr, and the words its fault quotes) only where `may_see`
-    allows: another student reads the fault's reason alone. None if there is no such game."""
+    result and fault, and what a bot wrote (its stderr, the words its fault quotes, the lines that bring
+    the fault back) only where `may_see` allows: another student reads the fault's reason alone. `named`:
+    a bot's folder as its author has it, for the reproduce command (bots.run_command). None if there is no
+    such game."""
     path = folder / STORE_FILE
     if not path.is_file():
         return None
@@ -184,17 +223,49 @@ def game(folder: Path, game_id: int, may_see: Callable[[str], bool]) -> dict[str
         return None
     try:
         row = queries.game_record(store, game_id)
+        if row is None:
+            return None
+        record = GameRecord.from_dict(row)
+        shown = _as_run(folder, store, record, row, may_see, named)
     finally:
         store.close()
-    if row is None:
+    return replayed(record, game_id, may_see, row["finished_at"], shown)
+
+
+def _as_run(
+    folder: Path,
+    store: Store,
+    record: GameRecord,
+    row: dict[str, Any],
+    may_see: Callable[[str], bool],
+    named: Named | None,
+) -> Replay | None:
+    """The game replayed with its fault's lines as the referee sent them (the tournament's clock) and the
+    command that feeds them to the bot where its author has it, not the server's copy; None where there
+    is no fault, or no one reading the page may see its lines."""
+    bot = record.faulty
+    if not bot or named is None or not may_see(bot):
         return None
-    return replayed(GameRecord.from_dict(row), game_id, may_see, row["finished_at"])
+    ident = int(row["south_id"] if bot == record.south else row["north_id"])
+    settings = store.settings()
+    place = queries.bot_places(store).get(ident)
+    folder_named = named(bot, _labels(folder, store).get(ident, ""))
+    return replay(
+        record,
+        settings.move_ms if settings else None,
+        settings.bank_ms if settings else None,
+        places={bot: place} if place else None,
+        named={bot: folder_named} if folder_named is not None else None,
+    )
 
 
-def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any) -> dict[str, Any]:
+def replayed(
+    record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any, shown: Replay | None = None
+) -> dict[str, Any]:
     """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
     practice file): `at` is when it was played (a datetime or the store's ISO text); its replay is the
-    report's viewer (`viewer`), with what `may_see` allows of the bots' words."""
+    report's viewer (`viewer`), with what `may_see` allows of the bots' words; `shown`: as `_as_run`
+    replayed it."""
     fault = None
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
@@ -210,5 +281,5 @@ def replayed(record: GameRecord, game_id: int, may_see: Callable[[str], bool], a
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
-        "viewer": face.game(record, game_id, face.Viewer(may_see, back="")),
+        "viewer": face.game(record, game_id, face.Viewer(may_see, back="", run_from=RUN_FROM), shown=shown),
     }

@@ -77,7 +77,7 @@ def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
     mine = ladder.players(where.ladder).get(member.slug, {})
     by_version: dict[str, list[dict[str, Any]]] = mine.get("by_version", {})
     listed = by_version.get(version, []) if version else mine.get("games", [])
-    games = [_as_mine(g, member.slug) for g in listed]
+    games = [as_theirs(g, member.slug) for g in listed]
     versions = tuple(v for v in by_version if v)
     refs = {f"{name}.py" for name in REFERENCES} | set(REFERENCES)
     against = tuple(
@@ -87,7 +87,8 @@ def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
     return Ladder(standing(row) if row else None, against, tuple(games), versions)
 
 
-def _as_mine(game: dict[str, Any], slug: str) -> dict[str, Any]:
+def as_theirs(game: dict[str, Any], slug: str) -> dict[str, Any]:
+    """A listed game as bot `slug` played it: its side, its opponent, its outcome and its version."""
     south = game["south"] == slug
     other = game["north"] if south else game["south"]
     winner = game.get("winner")
@@ -118,7 +119,7 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
         row = {**row, "elo": _whole(row["elo"]), "elo_lo": _whole(row["elo_lo"]),
                "elo_hi": _whole(row["elo_hi"]),
                "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
-               "games": [_as_mine(g, member.slug) for g in played]}  # fmt: skip
+               "games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)
 
 

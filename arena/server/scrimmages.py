@@ -94,7 +94,7 @@ def play(where: ClassDir, scrimmage: Scrimmage, settings: Settings, **run: Any) 
         })  # fmt: skip
         with Tournament(home / "games", settings) as cup:
             result = cup.run(bots, ROUNDS, **run)
-            ladder.write_snapshot(cup, "scrimmage", True)
+            ladder.write_snapshot(cup, "scrimmage", True, pages="")
         if result.interrupted:
             raise KeyboardInterrupt
         scrimmage.status, scrimmage.note = Progress.DONE, ""

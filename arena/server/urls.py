@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
 
+from arena.server.ladder import BOT_PAGES
 from arena.server.views import accounts, api, common, games, scrimmages, student, teacher
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -28,9 +29,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("ladder", games.board, name="ladder"),
     path("ladder.json", games.board_json, name="ladder_json"),
     path("games/<int:game_id>", games.game, name="game"),
+    path(f"{BOT_PAGES['ladder']}<str:name>", games.bot, name="ladder_bot"),
     path("final", games.board, {"which": "final"}, name="final"),
     path("final.json", games.board_json, {"which": "final"}, name="final_json"),
     path("final/games/<int:game_id>", games.game, {"which": "final"}, name="final_game"),
+    path(f"{BOT_PAGES['final']}<str:name>", games.bot, {"which": "final"}, name="final_bot"),
     path("final/references/games/<int:game_id>", student.reference_game, name="reference_game"),
     path("teacher", teacher.dashboard, name="teacher"),
     path("teacher/settings", teacher.class_settings, name="class_settings"),

@@ -1,6 +1,7 @@
 """The ladder and the final as pages: the leaderboard and latest games (kept current by polling their
-JSON), and a game's replay. Each asks access.py whether the viewer may see it now; a replay carries
-stderr only for the viewer's own bot (the teacher's: every bot's)."""
+JSON), a bot's page and a game's replay, each the report's (arena.report.face). Each asks access.py
+whether the viewer may see it now; a replay carries stderr, and a bot page what the bot said in its
+faults and the link to its source, only for the viewer's own bot (the teacher's: every bot's)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ from pathlib import Path
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.gzip import gzip_page
 
-from arena.server import final, ladder
+from arena.report import face
+from arena.report.botpages import Links
+from arena.server import field, final, ladder, mine
 from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
-from arena.server.models import Classroom, Member
+from arena.server.checking import folder_of
+from arena.server.models import Classroom, Member, Submission
 from arena.server.views.common import class_dir, in_class
 
 HIDDEN = "the teacher has hidden the ladder for now"
@@ -72,7 +77,49 @@ def game(
     why = _allowed(member, classroom, which)
     if why:
         return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
-    shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member))
+    shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member), folder_of)
     if shown is None:
         raise Http404("no such game")
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": which})
+
+
+@signed_in
+@in_class
+def bot(
+    request: HttpRequest, name: str, member: Member, classroom: Classroom, which: str = "ladder"
+) -> HttpResponse:
+    """A bot's page of the report, for every member who may see the standings; what the bot said in its
+    faults, and its version's checklist and source, for its author and the teacher."""
+    why = _allowed(member, classroom, which)
+    if why:
+        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    folder = _folder(which)
+    found = ladder.bot(folder, name)
+    if found is None:
+        raise Http404("no such bot")
+    game = "final_game" if which == "final" else "game"
+    links = Links(
+        back=reverse(which),
+        back_text=f"the {which}",
+        game=lambda number: reverse(game, args=[number]),
+        games=lambda _: "#bot-games",
+        pair=lambda _, opponent: reverse(f"{which}_bot", args=[opponent]),
+        reason=lambda _, __: "",
+    )
+    own = sees_stderr(member, name)
+    version = found["version"]  # its class version ('v3'), as the ladder's worker keeps it
+    if not version and which == "final":  # the final's field: the versions frozen at the deadline
+        version = field.versions(class_dir().final / "bots").get(name, "").partition(" ")[0]
+    context = {
+        "member": member,
+        "classroom": classroom,
+        "name": name,
+        "which": which,
+        "page": face.bot_page(found["page"], face.Viewer(partial(sees_stderr, member)), links),
+        "games": [mine.as_theirs(g, name) for g in ladder.players(folder).get(name, {}).get("games", [])],
+        "game_url": game,
+        "version": Submission.objects.filter(member__slug=name, number=int(version[1:])).first()
+        if own and version[1:].isdigit()
+        else None,
+    }
+    return render(request, "classroom/bot.html", context)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from arena.server import ladder, scrimmages
 from arena.server.access import own_scrimmage, own_submission, sees_stderr, signed_in
+from arena.server.checking import folder_named, folder_of
 from arena.server.models import Classroom, Member
 from arena.server.views.common import class_dir, in_class
 
@@ -50,7 +51,11 @@ def show(request: HttpRequest, ident: int, member: Member) -> HttpResponse:
 def game(request: HttpRequest, ident: int, game_id: int, member: Member) -> HttpResponse:
     found = own_scrimmage(member, ident)
     folder = scrimmages.folder(class_dir(), found) / "games"
-    shown = ladder.game(folder, game_id, partial(sees_stderr, member))
+
+    def named(bot: str, _: str) -> str | None:  # the scrimmage's own version, not the active one
+        return folder_named(found.submission.filename) if bot == found.member.slug else folder_of(bot, "")
+
+    shown = ladder.game(folder, game_id, partial(sees_stderr, member), named)
     if shown is None:
         raise Http404("no such game")
     context = {"member": member, "game": shown, "which": "scrimmage"}

@@ -22,7 +22,7 @@ from arena.server.access import (
     sees_stderr,
     signed_in,
 )
-from arena.server.checking import activate
+from arena.server.checking import activate, folder_of
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.uploads import stored
 from arena.server.views.common import class_dir, in_class
@@ -102,7 +102,7 @@ def reference_game(request: HttpRequest, game_id: int, member: Member, classroom
     if not sees_final(member, classroom):
         text = "the final's results are not released yet"
         return render(request, "classroom/message.html", {"title": "Not now", "text": text}, status=403)
-    shown = ladder.game(class_dir().final / "references", game_id, partial(sees_stderr, member))
+    shown = ladder.game(class_dir().final / "references", game_id, partial(sees_stderr, member), folder_of)
     if shown is None:
         raise Http404("no such game")
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "final"})
