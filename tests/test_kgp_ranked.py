@@ -1,0 +1,92 @@
+"""The ranked ladder's side of a remote agent (arena/server/kgp_ranked.py), without a server: a greeted
+connection at the desk plays the referee's games through arena's bridge, one server to the agent (ids go on
+from game to game, the game's `goodbye` is kept from it), and once it has left, a game of it says why."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from arena.game.rules import parse_rules
+from arena.match.bots import load_bot
+from arena.match.clock import Limits
+from arena.match.record import Reason
+from arena.match.referee import Player, play_game
+from arena.server.classdir import ClassDir
+from arena.server.kgp import SocketLines
+from arena.server.kgp_ranked import Desk, bots, connected
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
+
+
+def _agent(sock: socket.socket, seen: list[str]) -> None:
+    """A greeted agent: each `state` answered with its first legal pit and `yield`, every line kept."""
+    ident = 1
+    for raw in sock.makefile("rb"):
+        line = raw.decode().rstrip("\r\n")
+        seen.append(line)
+        found = STATE.fullmatch(line)
+        if found:
+            n, _, _, *pits = map(int, found.group(2).split(","))
+            pit = next(k + 1 for k in range(n) if pits[k])
+            sock.sendall(
+                f"{ident}@{found.group(1)} move {pit}\r\n{ident + 2}@{found.group(1)} yield\r\n".encode()
+            )
+            ident += 4
+
+
+def _until(what: str, check: Callable[[], Any], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"waited {seconds:.0f} s for {what}"
+        time.sleep(0.05)
+
+
+def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_once_gone(
+    tmp_path: Path,
+) -> None:
+    where = ClassDir(tmp_path)
+    told: list[list[str]] = []
+    desk = Desk(where, lambda: told.append(connected(where)))
+    desk.listen()
+    ours, theirs = socket.socketpair()
+    seen: list[str] = []
+    threading.Thread(target=_agent, args=(theirs, seen), daemon=True).start()
+    threading.Thread(target=desk.serve, args=(SocketLines(ours), "tom", lambda: True), daemon=True).start()
+    _until("the agent at the desk", lambda: connected(where) == ["tom"])
+    [agent] = bots(where)
+    assert agent.name == "tom.kgp" and agent.remote and agent.protocol == "kgp"
+    rules, greedy = parse_rules("kalah"), load_bot(ROOT / "bots" / "greedy.py")
+    limits = Limits(move_ms=2000, startup_ms=5000)
+    records = []
+    for _ in range(2):
+        seat, other = Player(agent), Player(greedy)
+        try:
+            records.append(play_game(rules, seat, other, limits))
+        finally:
+            seat.close()
+            other.close()
+    for record in records:
+        assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
+    states = [int(m.group(1)) for line in seen if (m := STATE.fullmatch(line))]
+    assert len(states) >= 2 and states == sorted(set(states)), "one server: the ids go on from game to game"
+    assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
+    theirs.shutdown(
+        socket.SHUT_RDWR
+    )  # the agent leaves: it is no player of the field, and a game of it says why
+    _until("the agent gone from the desk", lambda: connected(where) == [])
+    assert told == [["tom"], []]
+    seat, other = Player(agent), Player(greedy)
+    try:
+        lost = play_game(rules, seat, other, limits)
+    finally:
+        seat.close()
+        other.close()
+    assert lost.faulty == "tom.kgp" and lost.reason == Reason.CRASH
+    assert "tom's agent is not connected to the class server" in lost.told(), lost.told()
