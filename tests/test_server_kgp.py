@@ -398,6 +398,57 @@ def test_guests_play_only_where_the_teacher_admits_them(kit: Kit) -> None:
     assert not admitted()
 
 
+def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(kit: Kit) -> None:
+    """Off by default: an agent plays practice games only. On: a student's connected agent is a player of the
+    ranked ladder (tom.kgp), its games refereed by the ladder through the bridge, stored and rated in the
+    ladder's store, and the ladder's page marks it; it leaves the field when it disconnects."""
+    teach, url = kit.people["teach"], kit.server.url
+    ladder = kit.server.class_dir / "ladder"
+
+    def ranked() -> bool:
+        return bool(re.search(r'id="kgp_ranked" checked', teach.http.get(url + "/teacher", timeout=30).text))
+
+    def ranked_games() -> list[dict[str, object]]:
+        try:
+            recent = json.loads((ladder / "snapshot.json").read_text())["recent"]
+        except (OSError, ValueError, KeyError):
+            return []
+        return [
+            g for g in recent if "tom.kgp" in (g["south"], g["north"]) and g["reason"] in ("normal", "early")
+        ]
+
+    _two_games(kit)  # played with the switch as it is by default
+    assert not ranked(), "off by default"
+    assert b"tom.kgp" not in (ladder / "arena.sqlite").read_bytes(), "an agent is not on the ranked ladder"
+    teach.post("/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on"}, page="/teacher")
+    agent = subprocess.Popen(
+        [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert ranked()
+        games = until("the agent's ranked games, played to their end", ranked_games, 180)
+        assert {games[0]["south"], games[0]["north"]} == {"tom.kgp", "greedy"}, games[0]
+
+        def marked() -> str:
+            page = kit.people["ann"].http.get(url + "/ladder", timeout=30).text
+            return page if 'id="remote"' in page else ""
+
+        page = until("the ladder's page marking the agent", marked, 60)
+        assert "tom.kgp: remote agent (computing power not limited by arena)" in page
+    finally:
+        agent.kill()
+        agent.wait()
+        teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
+    until(
+        "the agent out of the field",
+        lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == [],
+        30,
+    )
+    assert not ranked()
+
+
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:
     """Last: the throttle then refuses every token from this address for a while."""
     none = Client(kit.port)

@@ -22,6 +22,7 @@ from markupsafe import Markup
 from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
+from arena.server import kgp_ranked
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
@@ -56,9 +57,16 @@ def write_snapshot(cup: Tournament, note: str, settled: bool) -> dict[str, Any]:
         "settled": settled,
         "board": board,
         "recent": recent[:RECENT],
+        "remote": _remote(board),
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
+
+
+def _remote(board: list[dict[str, Any]]) -> str:
+    """What the page says of the remote agents among the players (arena/server/kgp_ranked.py), if any."""
+    names = sorted(str(row["bot"]) for row in board if kgp_ranked.is_agent(str(row["bot"])))
+    return f"{', '.join(names)}: {kgp_ranked.MARK}" if names else ""
 
 
 def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str, str]) -> None:
