@@ -25,19 +25,26 @@ ROOT = Path(__file__).resolve().parent.parent
 STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
 
 
-def _agent(sock: socket.socket, seen: list[str]) -> None:
-    """A greeted agent: each `state` answered with its first legal pit and `yield`, every line kept."""
+def _agent(sock: socket.socket, seen: list[str], slow: threading.Event) -> None:
+    """A greeted agent: each `state` answered with its first legal pit and `yield` (the first after `slow`
+    is set half a second late), every line kept."""
     ident = 1
     for raw in sock.makefile("rb"):
         line = raw.decode().rstrip("\r\n")
         seen.append(line)
         found = STATE.fullmatch(line)
+        if found and slow.is_set():
+            slow.clear()
+            time.sleep(0.5)
         if found:
             n, _, _, *pits = map(int, found.group(2).split(","))
             pit = next(k + 1 for k in range(n) if pits[k])
-            sock.sendall(
-                f"{ident}@{found.group(1)} move {pit}\r\n{ident + 2}@{found.group(1)} yield\r\n".encode()
-            )
+            try:
+                sock.sendall(
+                    f"{ident}@{found.group(1)} move {pit}\r\n{ident + 2}@{found.group(1)} yield\r\n".encode()
+                )
+            except OSError:  # the test closed it
+                return
             ident += 4
 
 
@@ -57,7 +64,8 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     desk.listen()
     ours, theirs = socket.socketpair()
     seen: list[str] = []
-    threading.Thread(target=_agent, args=(theirs, seen), daemon=True).start()
+    slow = threading.Event()
+    threading.Thread(target=_agent, args=(theirs, seen, slow), daemon=True).start()
     threading.Thread(target=desk.serve, args=(SocketLines(ours), "tom", lambda: True), daemon=True).start()
     _until("the agent at the desk", lambda: connected(where) == ["tom"])
     [agent] = bots(where)
@@ -74,6 +82,14 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
             other.close()
     for record in records:
         assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
+    slow.set()  # no startup allowance: the agent ran before its game, unlike a bot's new process
+    seat, other = Player(agent), Player(greedy)
+    try:
+        late = play_game(rules, seat, other, Limits(move_ms=200, startup_ms=5000))
+    finally:
+        seat.close()
+        other.close()
+    assert late.faulty == "tom.kgp" and late.reason == Reason.TIMEOUT, late.told()
     states = [int(m.group(1)) for line in seen if (m := STATE.fullmatch(line))]
     assert len(states) >= 2 and states == sorted(set(states)), "one server: the ids go on from game to game"
     assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]

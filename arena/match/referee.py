@@ -109,7 +109,7 @@ class Player:
             if isinstance(self._wire, V1):
                 self._wire.python = python_kind(self.bot.argv)  # its timeout hint speaks of Python
                 self._wire.anytime = self.bot.anytime
-            self._fresh = True
+            self._fresh = not self.bot.remote  # a remote agent ran before its game: no startup allowance
             self._mark = 0
         return self._wire
 

@@ -22,6 +22,9 @@ from arena.tournament.settings import Settings
 from arena.tournament.settle import Rule
 
 RESULTS = "results.json"
+# Remote agents (kgp_ranked.py) stand on the ranked ladder only, where the teacher lets them: a version on a
+# student's machine cannot be frozen, and the final plays what was frozen at the deadline.
+NO_AGENTS = "the versions frozen at the deadline; remote agents play no part in the final"
 Progress = Callable[[int, int, object], None]
 
 
@@ -43,7 +46,8 @@ def play(
     with Tournament(where.final / "ranking", settings) as cup:
         if len(frozen) >= 2:
             cup.run(bots, None, settle=Rule(), progress=progress, **run)
-        standing = ladder.write_snapshot(cup, "the final", True)
+        note = "the final" + (f" ({NO_AGENTS})" if classroom.kgp_ranked else "")
+        standing = ladder.write_snapshot(cup, note, True)
     games = _against_references(where, classroom, settings, frozen, **run)
     results = {
         "board": standing["board"],

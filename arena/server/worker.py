@@ -202,7 +202,8 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 continue
             digests = {bot.name: bot.digest for bot in entered.bots}
             ladder.remember_versions(where.ladder, digests, field.versions(where.bots))
-            _note(classroom, f"playing: {len(entered.bots)} bots")
+            remote = f" ({len(agents.bots)} of them remote agents)" if agents.bots else ""
+            _note(classroom, f"playing: {len(entered.bots)} bots{remote}")
             watch = Watch(cup, seen, "playing", agents)
             try:
                 result = cup.run(entered, None, progress=watch, cluster=backend(cluster))
