@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -437,15 +438,28 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
 
         page = until("the ladder's page marking the agent", marked, 60)
         assert "tom.kgp: remote agent (computing power not limited by arena)" in page
+        agent.kill()  # it leaves: out of the field at once, and the ladder plays on without it
+        agent.wait()
+        until(
+            "the agent out of the field",
+            lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == [],
+            30,
+        )
+        note = re.compile(r'id="ladder-note">waiting for bots')
+        until(
+            "the ladder without it",
+            lambda: note.search(teach.http.get(url + "/teacher", timeout=30).text),
+            60,
+        )
+        with sqlite3.connect(f"file:{ladder / 'arena.sqlite'}?mode=ro", uri=True) as db:
+            lost = db.execute("SELECT count(*) FROM games WHERE faulty = 'tom.kgp'").fetchone()[0]
+        assert lost <= 2, (
+            f"{lost} games lost by the absent agent: at most the one it was in, and one waiting for it"
+        )
     finally:
         agent.kill()
         agent.wait()
         teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
-    until(
-        "the agent out of the field",
-        lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == [],
-        30,
-    )
     assert not ranked()
 
 
