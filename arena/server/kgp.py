@@ -475,7 +475,7 @@ def serve_connection(
             practice = Practice(where, settings, lines, me, lobby, ranked if desk else lambda: False)
             while not lines.closed and not lines.gone():
                 if desk is not None and ranked():
-                    desk.serve(lines, slug, ranked)
+                    wire.last_id = desk.serve(lines, slug, ranked, wire.last_id)
                 else:
                     practice.play()
     except Exception:  # never the listener's end: this connection's alone, logged

@@ -135,10 +135,11 @@ class Desk:
             conn, _ = server.accept()
             threading.Thread(target=self._game, args=(conn,), daemon=True).start()
 
-    def serve(self, lines: Lines, slug: str, still: Callable[[], bool]) -> None:
+    def serve(self, lines: Lines, slug: str, still: Callable[[], bool], after: int = 0) -> int:
         """Lend a greeted connection to the ladder's games until it closes, or `still` says the teacher
-        no longer ranks remote agents (looked at between games)."""
-        seat = Lent(lines)
+        no longer ranks remote agents (looked at between games). `after`: the last id arena sent on it;
+        returned, as the games left it."""
+        seat = Lent(lines, top=after)
         with self._changed:
             first = slug not in self._seats
             self._seats.setdefault(slug, []).append(seat)
@@ -157,7 +158,7 @@ class Desk:
                         seat.session = None
                         self._changed.notify_all()
                 elif lines.gone() or not still():
-                    return
+                    break
         finally:
             with self._changed:
                 self._seats[slug].remove(seat)
@@ -171,6 +172,7 @@ class Desk:
                 self._changed.notify_all()
             if last:
                 self._publish()
+        return seat.top
 
     def _relay(self, seat: Lent, session: Session) -> None:
         """The agent's lines to the game, their references to the game's ids, until the game is over."""
