@@ -438,6 +438,9 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
 
         page = until("the ladder's page marking the agent", marked, 60)
         assert "tom.kgp: remote agent (computing power not limited by arena)" in page
+        for who in ("tom", "ann"):  # its games replay as any ladder game, for its student and the others
+            shown = kit.people[who].http.get(f"{url}/games/{games[0]['id']}", timeout=30)
+            assert shown.status_code == 200 and "tom.kgp" in shown.text, who
         agent.kill()  # it leaves: out of the field at once, and the ladder plays on without it
         agent.wait()
         until(
