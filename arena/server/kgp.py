@@ -10,7 +10,9 @@ agent speaks over its relay), here over the socket, and the opponent a ladder bo
 server's rules and clock (the last legal `move` before `stop` counts; none is a forfeit on time). A fault of
 the agent (no move in time, a dropped connection, too many lines that are not KGP) loses the game in progress
 and ends the connection, as a faulty bot's process is ended. The games go to a practice store of their own
-(CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's.
+(CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's. Where the teacher ranks
+remote agents (Classroom.kgp_ranked), a student's connection plays the ranked ladder's games instead, lent to
+them by kgp_ranked.py's desk, and its practice games stop while it does.
 
 The port faces the open internet: a token is required (wrong ones counted by the sign-in throttle as
 `arena submit`'s are), connections are bounded per student and in all, games per student a day, a line

@@ -4,8 +4,9 @@
 - `ladder`: the class's ladder, an arena tournament in CLASS_DIR/ladder played adaptively until settled
   (`Tournament.run(bots, None)`), again whenever the field changes (a new active version, a student removed,
   a reference added): the adaptive schedule reopens only what changed. A change mid-run stops the run at
-  once (its finished games are stored) and the next starts with the new field. At the deadline it plays
-  the final instead (final.py);
+  once (its finished games are stored) and the next starts with the new field. Where the teacher ranks
+  remote agents, the field also holds the students' agents connected to the KGP port (kgp_ranked.py); one
+  that leaves ends the run at once. At the deadline it plays the final instead (final.py);
 - `scrimmages`: the unranked games students ask for, oldest first, each a tournament of its own
   (scrimmages.py), played in the sandbox as the ladder's are;
 - `kgp`: the KGP port (`arena serve --kgp-port`), where students' agents play practice games (kgp.py).
