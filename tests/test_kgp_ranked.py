@@ -108,3 +108,14 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
         other.close()
     assert lost.faulty == "tom.kgp" and lost.reason == Reason.CRASH
     assert "tom's agent is not connected to the class server" in lost.told(), lost.told()
+
+
+def test_a_server_without_a_kgp_port_enters_no_agents_a_former_run_left(monkeypatch: Any) -> None:
+    """agents.json outlives its KGP worker: a server started again without --kgp-port must not enter them
+    (each of their games would be a forfeit)."""
+    from arena.server.worker import kgp_port_on
+
+    monkeypatch.setenv("ARENA_KGP", "127.0.0.1  ")  # as arena serve sets it without --kgp-port
+    assert not kgp_port_on()
+    monkeypatch.setenv("ARENA_KGP", "127.0.0.1 2671 ")
+    assert kgp_port_on()

@@ -53,8 +53,12 @@ def _bridged(bot: Bot) -> BotProcess:
     before its clock starts, while the agent plays another; the bridge ends, saying why, if it never comes."""
     proc = BotProcess.start(bot.argv, cwd=bot.cwd)
     until = time.monotonic() + REMOTE_WAIT_S
-    while CONNECTED not in proc.stderr_tail() and proc.returncode() is None and time.monotonic() < until:
-        time.sleep(0.02)
+    try:
+        while CONNECTED not in proc.stderr_tail() and proc.returncode() is None and time.monotonic() < until:
+            time.sleep(0.02)
+    except BaseException:  # a stop while waiting: the bridge ends with its game worker
+        proc.kill()
+        raise
     return proc
 
 
