@@ -95,11 +95,16 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     states = [int(m.group(1)) for line in seen if (m := STATE.fullmatch(line))]
     assert states[0] > 100 and states == sorted(set(states)), "one server: ids go on from game to game"
     assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
-    theirs.shutdown(
-        socket.SHUT_RDWR
-    )  # the agent leaves: it is no player of the field, and a game of it says why
-    _until("the agent gone from the desk", lambda: connected(where) == [])
-    assert told == [["tom"], []]
+    stops = [line for line in seen if line.endswith(" stop")]
+    assert stops and all(
+        re.match(rf"[0-9]+@{state} stop", stop) for state, stop in zip(states, stops, strict=False)
+    ), stops
+    theirs.sendall(b"9 ping\r\n")  # between games: answered
+    _until("the pong between games", lambda: "@9 pong" in seen)
+    theirs.sendall(b"11 move 1\r\n")  # a line left unread must not hide that the agent then leaves
+    theirs.shutdown(socket.SHUT_RDWR)  # it leaves: it is no player of the field, and a game of it says why
+    _until("the agent gone from the desk, and the ladder told", lambda: len(told) == 2)
+    assert told == [["tom"], []] and connected(where) == []
     seat, other = Player(agent), Player(greedy)
     try:
         lost = play_game(rules, seat, other, limits)

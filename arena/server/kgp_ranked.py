@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arena.match.bots import Bot
-from arena.match.kgp import LINE_LIMIT, KgpError, parse
+from arena.match.kgp import LINE_LIMIT, Command, KgpError, parse
 from arena.match.process import Fault
 from arena.match.referee import REMOTE_WAIT_S
 from arena.server.classdir import ClassDir
@@ -41,6 +41,8 @@ MARK = "remote agent (computing power not limited by arena)"  # what the pages s
 AGENTS = "agents.json"
 SOCKET = "kgp.sock"
 BRIDGE = Path(__file__).with_name("kgp_bridge.py")
+ASK_S = 10.0  # for a bridge to say whose agent it wants
+STILL_S = 1.0  # how often a connection between games asks whether the teacher still ranks remote agents
 LOOK_S = 0.1  # how often a waiting or relaying connection looks whether its game (or its agent) is over
 log = logging.getLogger("arena")
 
@@ -146,19 +148,26 @@ class Desk:
         if first:
             self._publish()
         try:
+            looked = time.monotonic()
             while not lines.closed:
+                # Read between games too: an agent's late lines must not hide that it closed its end.
+                try:
+                    line = lines.read_line(time.monotonic() + LOOK_S)
+                except Fault:  # the agent closed its connection
+                    break
                 with self._changed:
-                    until = time.monotonic() + 1.0
-                    while seat.session is None and not lines.gone() and time.monotonic() < until:
-                        self._changed.wait(LOOK_S)
                     session = seat.session
-                if session is not None:
-                    self._relay(seat, session)
+                if session is not None:  # a game took the connection: what was read is the game's
+                    self._relay(seat, session, line)
                     with self._changed:
                         seat.session = None
                         self._changed.notify_all()
-                elif lines.gone() or not still():
-                    break
+                elif line is not None:
+                    self._between(lines, line)
+                if time.monotonic() - looked >= STILL_S:
+                    looked = time.monotonic()
+                    if not still():
+                        break
         finally:
             with self._changed:
                 self._seats[slug].remove(seat)
@@ -174,17 +183,31 @@ class Desk:
                 self._publish()
         return seat.top
 
-    def _relay(self, seat: Lent, session: Session) -> None:
-        """The agent's lines to the game, their references to the game's ids, until the game is over."""
+    @staticmethod
+    def _between(lines: Lines, line: str) -> None:
+        """A line between games: a `ping` answered, the rest (late moves, `set`s) of no game's."""
+        with contextlib.suppress(KgpError, ValueError, OSError):
+            command = parse(line)
+            if command.name == "ping":
+                lines.forward(Command("pong", ref=command.id).line() + "\r")
+
+    def _relay(self, seat: Lent, session: Session, line: str | None) -> None:
+        """The agent's lines to the game (`line` first, if one was read), their references to the game's
+        ids, until the game is over."""
         while not session.over.is_set():
-            try:
-                line = seat.lines.read_line(time.monotonic() + LOOK_S)
-            except Fault:  # the agent's connection closed: the game's bridge sees its end
-                break
             if line is None:
-                continue
+                try:
+                    line = seat.lines.read_line(time.monotonic() + LOOK_S)
+                except Fault:  # the agent's connection closed: the game's bridge sees its end
+                    break
+                if line is None:
+                    continue
             with contextlib.suppress(KgpError, ValueError):
                 command = parse(line)
+                if command.name == "ping":  # the connection's, answered here: the game may be ending
+                    self._between(seat.lines, line)
+                    line = None
+                    continue
                 if command.ref is not None:
                     ref = command.ref - session.base if command.ref > session.base else 0  # 0: no game id
                     line = dataclasses.replace(command, ref=ref).line()
@@ -192,6 +215,7 @@ class Desk:
                 session.conn.sendall(line.encode("ascii", "replace") + b"\r\n")
             except OSError:
                 break
+            line = None
         session.over.set()
         with contextlib.suppress(OSError):
             session.conn.shutdown(socket.SHUT_RDWR)
@@ -199,8 +223,10 @@ class Desk:
     def _game(self, conn: socket.socket) -> None:
         """One game's bridge: the agent it asks for, when free, then the game's lines to the agent."""
         try:
+            conn.settimeout(ASK_S)
             reader = conn.makefile("rb")
             slug = reader.readline(100).decode("ascii", "replace").strip()
+            conn.settimeout(None)  # then a game's pace: its lines come when the referee sends them
             seat, why = self._take(slug, conn)
             if seat is None:
                 conn.sendall(why.encode() + b"\n")
@@ -256,6 +282,8 @@ class Desk:
             if command.id is not None:
                 command = dataclasses.replace(command, id=command.id + session.base)
                 seat.top = max(seat.top, command.id or 0)
+            if command.name == "stop" and command.ref is not None:  # it refers to the game's own `state`
+                command = dataclasses.replace(command, ref=command.ref + session.base)
             try:
                 seat.lines.forward(command.line() + "\r")
             except (OSError, Fault):
