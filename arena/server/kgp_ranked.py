@@ -202,23 +202,32 @@ class Desk:
                     break
                 if line is None:
                     continue
-            with contextlib.suppress(KgpError, ValueError):
-                command = parse(line)
-                if command.name == "ping":  # the connection's, answered here: the game may be ending
-                    self._between(seat.lines, line)
-                    line = None
-                    continue
-                if command.ref is not None:
-                    ref = command.ref - session.base if command.ref > session.base else 0  # 0: no game id
-                    line = dataclasses.replace(command, ref=ref).line()
+            out = self._for_game(seat.lines, session, line)
+            line = None
+            if out is None:
+                continue
             try:
-                session.conn.sendall(line.encode("ascii", "replace") + b"\r\n")
+                session.conn.sendall(out.encode("ascii", "replace") + b"\r\n")
             except OSError:
                 break
-            line = None
         session.over.set()
         with contextlib.suppress(OSError):
             session.conn.shutdown(socket.SHUT_RDWR)
+
+    def _for_game(self, lines: Lines, session: Session, line: str) -> str | None:
+        """An agent's line as the game reads it (its reference to the game's ids), or None: a `ping` is
+        the connection's, answered here (the game may be ending and read no more)."""
+        try:
+            command = parse(line)
+        except KgpError:
+            return line  # the game answers it `error`, and counts it
+        if command.name == "ping":
+            self._between(lines, line)
+            return None
+        if command.ref is None:
+            return line
+        ref = command.ref - session.base if command.ref > session.base else 0  # 0: no id of the game's
+        return dataclasses.replace(command, ref=ref).line()
 
     def _game(self, conn: socket.socket) -> None:
         """One game's bridge: the agent it asks for, when free, then the game's lines to the agent."""
