@@ -19,7 +19,7 @@ from arena.match.record import Reason
 from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
 from arena.server.kgp import SocketLines
-from arena.server.kgp_ranked import Desk, bots, connected
+from arena.server.kgp_ranked import Desk, bots, connected, port_on
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
@@ -99,6 +99,13 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     assert stops and all(
         re.match(rf"[0-9]+@{state} stop", stop) for state, stop in zip(states, stops, strict=False)
     ), stops
+    for _ in range(3):  # a bridge whose game worker was ended as the agent became its: the agent is freed
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.connect(str(tmp_path / "kgp.sock"))
+        dead.sendall(b"tom\n")
+        dead.close()
+    seats = desk._seats["tom"]  # noqa: SLF001 (the desk's own state: whether a game still holds the agent)
+    _until("the agent free again", lambda: all(seat.session is None for seat in seats), 10)
     theirs.sendall(b"9 ping\r\n")  # between games: answered
     _until("the pong between games", lambda: "@9 pong" in seen)
     theirs.sendall(b"11 move 1\r\n")  # a line left unread must not hide that the agent then leaves
@@ -118,9 +125,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
 def test_a_server_without_a_kgp_port_enters_no_agents_a_former_run_left(monkeypatch: Any) -> None:
     """agents.json outlives its KGP worker: a server started again without --kgp-port must not enter them
     (each of their games would be a forfeit)."""
-    from arena.server.worker import kgp_port_on
-
     monkeypatch.setenv("ARENA_KGP", "127.0.0.1  ")  # as arena serve sets it without --kgp-port
-    assert not kgp_port_on()
+    assert not port_on()
     monkeypatch.setenv("ARENA_KGP", "127.0.0.1 2671 ")
-    assert kgp_port_on()
+    assert port_on()

@@ -65,11 +65,18 @@ def connected(where: ClassDir) -> list[str]:
     return [s for s in slugs if isinstance(s, str)] if isinstance(slugs, list) else []
 
 
-def bots(where: ClassDir) -> list[Bot]:
-    """The connected agents as the ladder's bots: each a KGP bot whose process is the bridge to it, one
-    version a student (arena sees none of the agent's code)."""
+def port_on() -> bool:
+    """Whether this server has a KGP port (`arena serve --kgp-port`, which sets ARENA_KGP for every worker):
+    without its worker, the agents a former run left in agents.json are none."""
+    parts = os.environ.get("ARENA_KGP", "").split(" ")
+    return len(parts) > 1 and parts[1] != ""
+
+
+def bots(where: ClassDir, slugs: list[str] | None = None) -> list[Bot]:
+    """The connected agents (or those of `slugs`) as bots of a tournament: each a KGP bot whose process is
+    the bridge to it, one version a student (arena sees none of the agent's code)."""
     found = []
-    for slug in connected(where):
+    for slug in connected(where) if slugs is None else slugs:
         argv = (sys.executable, "-I", str(BRIDGE), str(where.root / SOCKET), slug)
         digest = hashlib.sha256(f"remote kgp agent {slug}".encode()).hexdigest()[:16]
         name = bot_name(slug)
@@ -242,8 +249,8 @@ class Desk:
                 return
             session = seat.session
             assert session is not None
-            conn.sendall(READY)
-            try:
+            try:  # from here the agent is this game's: whatever ends it gives the agent back
+                conn.sendall(READY)
                 self._to_agent(seat, session, reader)
             finally:
                 session.over.set()

@@ -192,7 +192,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 continue
             seen = classroom.generation
             field.sync(where.bots, field.wanted(where, classroom))
-            agents = Agents(where, on=classroom.kgp_ranked and not cluster and kgp_port_on())
+            agents = Agents(where, on=classroom.kgp_ranked and not cluster)
             try:
                 entered = cup.enter(agents.with_folder(where.bots))
             except BotError as e:
@@ -226,13 +226,6 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 _note(classroom, "settled: waiting for a new version")
 
 
-def kgp_port_on() -> bool:
-    """Whether this server has a KGP port (`arena serve --kgp-port`): without its worker, the agents a
-    former run left in agents.json are none."""
-    parts = os.environ.get("ARENA_KGP", "").split(" ")
-    return len(parts) > 1 and parts[1] != ""
-
-
 class Agents:
     """The connected remote agents a ladder run enters when the teacher ranks them (arena/server/
     kgp_ranked.py; not on a cluster, whose machines cannot reach this server's KGP worker, nor without a
@@ -242,7 +235,7 @@ class Agents:
         from arena.server import kgp_ranked
 
         self.where = where
-        self.bots = kgp_ranked.bots(where) if on else []
+        self.bots = kgp_ranked.bots(where) if on and kgp_ranked.port_on() else []
 
     def with_folder(self, folder: Path) -> Any:
         """What the run enters: the bots folder, and the agents beside it."""
