@@ -466,6 +466,41 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
     assert not ranked()
 
 
+def test_the_final_plays_the_agents_connected_when_it_begins_marked(kit: Kit) -> None:
+    """With the switch on, the final's ranking has the agents connected when it began (the class is frozen
+    from here on: the tests after this one need no ladder)."""
+    teach, url = kit.people["teach"], kit.server.url
+    final = kit.server.class_dir / "final"
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on", "undo_seconds": "0"}, page="/teacher"
+    )
+    agent = subprocess.Popen(
+        [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        until(
+            "the agent at the desk",
+            lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == ["tom"],
+            30,
+        )
+        teach.post("/teacher/freeze", {"when": "now", "confirm": "yes"}, page="/teacher")
+        results = until("the final's results", lambda: (final / "results.json").exists(), 240)
+        results = json.loads((final / "results.json").read_text())
+    finally:
+        agent.kill()
+        agent.wait()
+    assert json.loads((final / "agents.json").read_text()) == ["tom"]
+    assert {row["bot"] for row in results["board"]} == {"greedy", "tom.kgp"}, results["board"]
+    assert results["frozen"]["tom.kgp"] == "remote agent (computing power not limited by arena)"
+    with sqlite3.connect(f"file:{final / 'ranking' / 'arena.sqlite'}?mode=ro", uri=True) as db:
+        played = db.execute("SELECT count(*) FROM games WHERE faulty IS NULL AND 'tom.kgp' IN (south, north)")
+        assert played.fetchone()[0] >= 2
+    page = teach.http.get(url + "/final", timeout=30).text
+    assert 'id="remote"' in page and "tom.kgp: remote agent" in page
+
+
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:
     """Last: the throttle then refuses every token from this address for a while."""
     none = Client(kit.port)

@@ -9,8 +9,9 @@ for it, before its clock starts), and the `Desk` relays the lines: it answers th
 agent (greeted once, when it connected), keeps the game's `goodbye` from it, and numbers the game's ids after
 the connection's earlier ones, so that the agent sees one server. The referee, the clock and the store are
 the ladder's: a game is rated like any; a dropped connection forfeits the game in progress, and an agent
-that is not connected is not in the field (the ladder restarts without it at once). The final plays the
-frozen uploaded versions only: a remote agent has no version to freeze.
+that is not connected is not in the field (the ladder restarts without it at once). The final's ranking
+has the agents connected when it begins (final.py): not frozen, an agent must be connected when its games
+come, or each is lost saying it is not.
 """
 
 from __future__ import annotations
