@@ -5,12 +5,16 @@ from game to game, the game's `goodbye` is kept from it), and once it has left, 
 from __future__ import annotations
 
 import re
+import shutil
 import socket
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from arena.game.rules import parse_rules
 from arena.match.bots import load_bot
@@ -55,10 +59,18 @@ def _until(what: str, check: Callable[[], Any], seconds: float = 60) -> None:
         time.sleep(0.05)
 
 
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A class folder with a short path: a Unix socket's path is at most 107 bytes, a test's may be more."""
+    made = Path(tempfile.mkdtemp(prefix="kgp", dir="/tmp"))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
 def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_once_gone(
-    tmp_path: Path,
+    short_dir: Path,
 ) -> None:
-    where = ClassDir(tmp_path)
+    where = ClassDir(short_dir)
     told: list[list[str]] = []
     desk = Desk(where, lambda: told.append(connected(where)))
     desk.listen()
@@ -101,7 +113,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     ), stops
     for _ in range(3):  # a bridge whose game worker was ended as the agent became its: the agent is freed
         dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        dead.connect(str(tmp_path / "kgp.sock"))
+        dead.connect(str(short_dir / "kgp.sock"))
         dead.sendall(b"tom\n")
         dead.close()
     seats = desk._seats["tom"]  # noqa: SLF001 (the desk's own state: whether a game still holds the agent)
