@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -396,6 +397,108 @@ def test_guests_play_only_where_the_teacher_admits_them(kit: Kit) -> None:
     finally:
         teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
     assert not admitted()
+
+
+def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(kit: Kit) -> None:
+    """Off by default: an agent plays practice games only. On: a student's connected agent is a player of the
+    ranked ladder (tom.kgp), its games refereed by the ladder through the bridge, stored and rated in the
+    ladder's store, and the ladder's page marks it; it leaves the field when it disconnects."""
+    teach, url = kit.people["teach"], kit.server.url
+    ladder = kit.server.class_dir / "ladder"
+
+    def ranked() -> bool:
+        return bool(re.search(r'id="kgp_ranked" checked', teach.http.get(url + "/teacher", timeout=30).text))
+
+    def ranked_games() -> list[dict[str, object]]:
+        try:
+            recent = json.loads((ladder / "snapshot.json").read_text())["recent"]
+        except (OSError, ValueError, KeyError):
+            return []
+        return [
+            g for g in recent if "tom.kgp" in (g["south"], g["north"]) and g["reason"] in ("normal", "early")
+        ]
+
+    _two_games(kit)  # played with the switch as it is by default
+    assert not ranked(), "off by default"
+    assert b"tom.kgp" not in (ladder / "arena.sqlite").read_bytes(), "an agent is not on the ranked ladder"
+    teach.post("/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on"}, page="/teacher")
+    agent = subprocess.Popen(
+        [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert ranked()
+        games = until("the agent's ranked games, played to their end", ranked_games, 180)
+        assert {games[0]["south"], games[0]["north"]} == {"tom.kgp", "greedy"}, games[0]
+
+        def marked() -> str:
+            page = kit.people["ann"].http.get(url + "/ladder", timeout=30).text
+            return page if 'id="remote"' in page else ""
+
+        page = until("the ladder's page marking the agent", marked, 60)
+        assert "tom.kgp: remote agent (computing power not limited by arena)" in page
+        for who in ("tom", "ann"):  # its games replay as any ladder game, for its student and the others
+            shown = kit.people[who].http.get(f"{url}/games/{games[0]['id']}", timeout=30)
+            assert shown.status_code == 200 and "tom.kgp" in shown.text, who
+        agent.kill()  # it leaves: out of the field at once, and the ladder plays on without it
+        agent.wait()
+        until(
+            "the agent out of the field",
+            lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == [],
+            30,
+        )
+        note = re.compile(r'id="ladder-note">waiting for bots')
+        until(
+            "the ladder without it",
+            lambda: note.search(teach.http.get(url + "/teacher", timeout=30).text),
+            60,
+        )
+        with sqlite3.connect(f"file:{ladder / 'arena.sqlite'}?mode=ro", uri=True) as db:
+            lost = db.execute("SELECT count(*) FROM games WHERE faulty = 'tom.kgp'").fetchone()[0]
+        assert lost <= 2, (
+            f"{lost} games lost by the absent agent: at most the one it was in, and one waiting for it"
+        )
+    finally:
+        agent.kill()
+        agent.wait()
+        teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
+    assert not ranked()
+
+
+def test_the_final_plays_the_agents_connected_when_it_begins_marked(kit: Kit) -> None:
+    """With the switch on, the final's ranking has the agents connected when it began (the class is frozen
+    from here on: the tests after this one need no ladder)."""
+    teach, url = kit.people["teach"], kit.server.url
+    final = kit.server.class_dir / "final"
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on", "undo_seconds": "0"}, page="/teacher"
+    )
+    agent = subprocess.Popen(
+        [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        until(
+            "the agent at the desk",
+            lambda: json.loads((kit.server.class_dir / "agents.json").read_text()) == ["tom"],
+            30,
+        )
+        teach.post("/teacher/freeze", {"when": "now", "confirm": "yes"}, page="/teacher")
+        results = until("the final's results", lambda: (final / "results.json").exists(), 240)
+        results = json.loads((final / "results.json").read_text())
+    finally:
+        agent.kill()
+        agent.wait()
+    assert json.loads((final / "agents.json").read_text()) == ["tom"]
+    assert {row["bot"] for row in results["board"]} == {"greedy", "tom.kgp"}, results["board"]
+    assert results["frozen"]["tom.kgp"] == "remote agent (computing power not limited by arena)"
+    with sqlite3.connect(f"file:{final / 'ranking' / 'arena.sqlite'}?mode=ro", uri=True) as db:
+        played = db.execute("SELECT count(*) FROM games WHERE faulty IS NULL AND 'tom.kgp' IN (south, north)")
+        assert played.fetchone()[0] >= 2
+    page = teach.http.get(url + "/final", timeout=30).text
+    assert 'id="remote"' in page and "tom.kgp: remote agent" in page
 
 
 def test_a_wrong_token_is_refused_and_throttled(kit: Kit) -> None:

@@ -153,6 +153,9 @@ class Bot:
     build: tuple[tuple[str, ...], ...] = ()  # bot.toml `build`: commands run in order before it plays
     anytime: bool = False  # bot.toml `anytime`: a v1 bot writes several moves per MOVE, the last legal counts
     port: int | None = None  # bot.toml `port`: where a KGP agent connects in its sandbox (None: KGP's 2671)
+    # An agent connected to the class server (arena/server/kgp_ranked.py): `argv` is arena's own bridge to it,
+    # run outside the sandbox (the agent computes elsewhere); made by the server only, never from a bot.toml.
+    remote: bool = False
 
 
 class BuildError(BotError):

@@ -57,6 +57,16 @@ class Kgp:
         self.agent = ""  # its `set info:name`, if it said one
         self.comment = ""  # its last `set info:comment`
 
+    @property
+    def last_id(self) -> int:
+        """The id of arena's last command: ids rise for as long as the connection lasts, whoever speaks for
+        arena on it (the class server lends a connection to its ranked games, arena/server/kgp_ranked.py)."""
+        return self._id
+
+    @last_id.setter
+    def last_id(self, value: int) -> None:
+        self._id = max(self._id, value)
+
     @staticmethod
     def rules_problem(rules: Rules) -> str | None:
         """KGP has no swap move and no word for rules: its agents play standard Kalah, any board size."""

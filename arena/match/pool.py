@@ -40,7 +40,8 @@ class Pool:
         """A game is over: keep the player for the next game of its bot, or end its process."""
         with self._lock:
             self._busy.discard(player)
-            ending = [player] if not keep or self._closed else []
+            # a remote agent is lent to one game at a time: its bridge ends with the game
+            ending = [player] if not keep or self._closed or player.bot.remote else []
             if not ending:
                 self._idle.append((player, time.monotonic()))
             while len(self._idle) > self.keep:

@@ -19,7 +19,7 @@ from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesErr
 from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
 from arena.match.confine import Warden
-from arena.match.kgp_wire import Kgp, relay_argv
+from arena.match.kgp_wire import CONNECTED, Kgp, relay_argv
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire
@@ -43,6 +43,23 @@ def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
     for bot in bots:
         if problem := WIRES[bot.protocol].rules_problem(rules):
             raise RulesError(f"bot {bot.name!r} {problem}")
+
+
+REMOTE_WAIT_S = 120.0  # how long a game waits, before its clock starts, for a remote agent busy in another
+
+
+def _bridged(bot: Bot) -> BotProcess:
+    """The bridge to a remote agent (`Bot.remote`), once it has the agent: a game of the agent's waits here,
+    before its clock starts, while the agent plays another; the bridge ends, saying why, if it never comes."""
+    proc = BotProcess.start(bot.argv, cwd=bot.cwd)
+    until = time.monotonic() + REMOTE_WAIT_S
+    try:
+        while CONNECTED not in proc.stderr_tail() and proc.returncode() is None and time.monotonic() < until:
+            time.sleep(0.02)
+    except BaseException:  # a stop while waiting: the bridge ends with its game worker
+        proc.kill()
+        raise
+    return proc
 
 
 class Seat(Protocol):
@@ -96,13 +113,15 @@ class Player:
             if isinstance(self._wire, V1):
                 self._wire.python = python_kind(self.bot.argv)  # its timeout hint speaks of Python
                 self._wire.anytime = self.bot.anytime
-            self._fresh = True
+            self._fresh = not self.bot.remote  # a remote agent ran before its game: no startup allowance
             self._mark = 0
         return self._wire
 
     def spawn(self) -> BotProcess:
         """A new process of the bot, confined by the warden (a test puts a scripted one in its place)."""
         bot = self.bot
+        if bot.remote:
+            return _bridged(bot)
         kgp = bot.protocol == "kgp"  # a KGP agent connects to arena's relay by TCP on its private loopback
         jail = self.warden.jail(bot.path, bot.memory_mb, loopback=kgp) if self.warden else None
         argv = relay_argv(bot) if kgp else bot.argv

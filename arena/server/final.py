@@ -2,7 +2,10 @@
 settled tournament of their own (final/ranking), and each meets every reference bot for the teacher's pass
 rule (final/references: a gauntlet of the rule's number of games, once from each side per opening). Each is
 an arena tournament in its folder, so a final cut off by a crash goes on where it stopped when the worker
-starts again; the results the gradebook reads are written last (final/results.json).
+starts again; the results the gradebook reads are written last (final/results.json). Where the teacher
+ranks remote agents (kgp_ranked.py), the students' agents connected when the final begins play its ranking
+too, marked (not the references' gauntlets: the pass rule is the uploaded versions'); an agent is not
+frozen, so it must be connected when its games come, or each is lost saying it is not.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from arena.api import Tournament
-from arena.match.bots import load_bot
-from arena.server import field, ladder
+from arena.match.bots import Bot, load_bot, survey
+from arena.server import field, kgp_ranked, ladder
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.tournament.settings import Settings
 from arena.tournament.settle import Rule
 
 RESULTS = "results.json"
+AGENTS = "agents.json"  # the remote agents of the final: those connected when it began
 Progress = Callable[[int, int, object], None]
 
 
@@ -40,19 +44,33 @@ def play(
     Classroom.objects.filter(pk=classroom.pk).update(final_state=FinalState.RUNNING)
     frozen = freeze(where, classroom)
     bots = where.final / "bots"
+    agents = _agents(where, classroom, on_cluster=run.get("cluster") is not None)
     with Tournament(where.final / "ranking", settings) as cup:
-        if len(frozen) >= 2:
-            cup.run(bots, None, settle=Rule(), progress=progress, **run)
+        if len(frozen) + len(agents) >= 2:
+            field_ = [*survey(bots).bots, *agents] if agents else bots
+            cup.run(field_, None, settle=Rule(), progress=progress, **run)
         standing = ladder.write_snapshot(cup, "the final", True, pages="final")
     games = _against_references(where, classroom, settings, frozen, **run)
     results = {
         "board": standing["board"],
         "references": games,
-        "frozen": {k: v[0] for k, v in frozen.items()},
+        "frozen": {k: v[0] for k, v in frozen.items()} | {a.name: kgp_ranked.MARK for a in agents},
     }
     (where.final / RESULTS).write_text(json.dumps(results, indent=1))
     Classroom.objects.filter(pk=classroom.pk).update(final_state=FinalState.DONE)
     return results
+
+
+def _agents(where: ClassDir, classroom: Classroom, on_cluster: bool) -> list[Bot]:
+    """The remote agents that play the final where the teacher ranks them (kgp_ranked.py): those connected
+    when it began, kept, so that a final cut off plays on with the same. An agent is not frozen: it must
+    be connected when its games come, or each is lost as a crash saying it is not."""
+    if not classroom.kgp_ranked or on_cluster or not kgp_ranked.port_on():
+        return []
+    kept = where.final / AGENTS
+    if not kept.exists():
+        kept.write_text(json.dumps(kgp_ranked.connected(where)))
+    return kgp_ranked.bots(where, json.loads(kept.read_text()))
 
 
 def _against_references(

@@ -10,7 +10,9 @@ agent speaks over its relay), here over the socket, and the opponent a ladder bo
 server's rules and clock (the last legal `move` before `stop` counts; none is a forfeit on time). A fault of
 the agent (no move in time, a dropped connection, too many lines that are not KGP) loses the game in progress
 and ends the connection, as a faulty bot's process is ended. The games go to a practice store of their own
-(CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's.
+(CLASS_DIR/practice/SLUG.jsonl, one GameRecord a line), never the ranked ladder's. Where the teacher ranks
+remote agents (Classroom.kgp_ranked), a student's connection plays the ranked ladder's games instead, lent to
+them by kgp_ranked.py's desk, and its practice games stop while it does.
 
 The port faces the open internet: a token is required (wrong ones counted by the sign-in throttle as
 `arena submit`'s are), connections are bounded per student and in all, games per student a day, a line
@@ -43,11 +45,13 @@ from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
 from arena.server.classdir import ClassDir
 from arena.server.kgp_lobby import Lobby, Waiting
+from arena.server.kgp_ranked import Desk
 from arena.tournament.settings import Settings
 
 PER_STUDENT = 2  # connections one student may hold at once
 CONNECTIONS = 64  # connections in all, authenticated or not
 HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
+FORWARD_S = 5.0  # a ranked game's line to an agent that reads nothing: the connection is given up
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
 GAMES_A_DAY = 1000  # practice games a student may play in 24 hours (each starts a ladder bot's process)
 GAMES_PER_OPPONENT = 2  # a game from each side, then the next bot of the ladder
@@ -73,6 +77,7 @@ class SocketLines:
         self._buffer = bytearray()
         self._skipping = False  # inside an over-long line, until its end
         self.on_close: Callable[[], None] = lambda: None  # the student's connection given back
+        self._out: socket.socket | None = None  # `forward`'s own descriptor of the socket
 
     def _write(self, data: bytes, wait: float) -> None:
         """Send a line (TimeoutError, OSError)."""
@@ -93,6 +98,18 @@ class SocketLines:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
+        if self._out is not None:
+            self._out.close()
+
+    def forward(self, line: str) -> None:
+        """Send a line from another thread than the reader's (a ranked game's, kgp_ranked.py), through a
+        descriptor of its own, so that the reader's timeouts are not the writer's. OSError if it failed."""
+        if self.closed:
+            raise OSError("the connection closed")
+        if self._out is None:
+            self._out = self.sock.dup()
+            self._out.settimeout(FORWARD_S)
+        self._out.sendall((line + "\n").encode("ascii", "replace"))
 
     def gone(self) -> bool:
         """Whether the agent has closed its end (what it wrote meanwhile stays to be read)."""
@@ -217,6 +234,11 @@ class WebSocketLines(SocketLines):
     def _close(self) -> None:
         with contextlib.suppress(Exception):
             self.ws.close()
+
+    def forward(self, line: str) -> None:
+        if self.closed:
+            raise OSError("the connection closed")
+        self._write((line + "\n").encode("ascii", "replace"), FORWARD_S)
 
     def gone(self) -> bool:
         from websockets.protocol import State
@@ -409,10 +431,29 @@ def opponents(where: ClassDir) -> list[Bot]:
     return found
 
 
+def ranks_agents(slug: str) -> bool:
+    """Whether `slug`'s agent plays on the ranked ladder (the teacher's choice; a guest's never)."""
+    from arena.server.models import Classroom
+
+    classroom = Classroom.current()
+    return slug != GUEST and classroom is not None and classroom.kgp_ranked
+
+
+def field_changed() -> None:
+    """Tell the ladder its field changed (a remote agent came or left)."""
+    from arena.server.models import Classroom
+
+    classroom = Classroom.current()
+    if classroom is not None:
+        classroom.bump()
+
+
 def serve_connection(
-    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby
-) -> None:
-    """One agent's connection, from the greeting to its last game."""
+    lines: SocketLines, address: str, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby,
+    desk: Desk | None = None,
+) -> None:  # fmt: skip
+    """One agent's connection, from the greeting to its last game: practice games, or the ranked ladder's
+    (kgp_ranked.py) while the teacher ranks remote agents."""
     from django.db import connection
 
     gate = Gate(address, doors)
@@ -432,7 +473,13 @@ def serve_connection(
                 return
             slug = cast(str, gate.slug)
             me = Waiting(slug, Remote(wire, agent_name(slug)), wire.agent, lines.gone)
-            Practice(where, settings, lines, me, lobby).play()
+            ranked = lambda: ranks_agents(slug)  # noqa: E731
+            practice = Practice(where, settings, lines, me, lobby, ranked if desk else lambda: False)
+            while not lines.closed and not lines.gone():
+                if desk is not None and ranked():
+                    wire.last_id = desk.serve(lines, slug, ranked, wire.last_id)
+                else:
+                    practice.play()
     except Exception:  # never the listener's end: this connection's alone, logged
         log.exception("KGP connection from %s", address)
     finally:
@@ -446,14 +493,16 @@ class Practice:
     lobby: whichever comes second plays both agents' games, and both students keep them)."""
 
     def __init__(
-        self, where: ClassDir, settings: Settings, lines: SocketLines, me: Waiting, lobby: Lobby
-    ) -> None:
+        self, where: ClassDir, settings: Settings, lines: SocketLines, me: Waiting, lobby: Lobby,
+        ranked: Callable[[], bool],
+    ) -> None:  # fmt: skip
         self.where, self.settings, self.lines, self.me, self.lobby = where, settings, lines, me, lobby
+        self.ranked = ranked  # whether the agent should leave practice for the ranked ladder now
         self.rng = random.Random()
 
     def play(self) -> None:
         met = False  # the last pair was against an agent: the next is a ladder bot's
-        while not self.lines.closed:
+        while not self.lines.closed and not self.ranked():
             if games_today(self.where, self.me.slug) >= (most := games_a_day(self.me.slug)):
                 refuse(self.lines, f"you have played {most} practice games in 24 hours: try again later")
                 return
@@ -507,9 +556,10 @@ def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: i
     """Accept connections until interrupted, each served by a thread of its own; WebSockets on `ws_port`
     (at /socket) too, if given."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    doors, lobby = Doors(), Lobby()
+    doors, lobby, desk = Doors(), Lobby(), Desk(where, field_changed)
+    desk.listen()
     if ws_port:
-        websockets = _websockets(host, ws_port, where, settings, doors, lobby)
+        websockets = _websockets(host, ws_port, where, settings, doors, lobby, desk)
         threading.Thread(target=websockets.serve_forever, daemon=True).start()
     with socket.socket(family, socket.SOCK_STREAM) as server:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -518,11 +568,13 @@ def listen(host: str, port: int, where: ClassDir, settings: Settings, ws_port: i
         while True:
             sock, peer = server.accept()
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            args = (SocketLines(sock), str(peer[0]), where, settings, doors, lobby)
+            args = (SocketLines(sock), str(peer[0]), where, settings, doors, lobby, desk)
             threading.Thread(target=serve_connection, args=args, daemon=True).start()
 
 
-def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby) -> Any:
+def _websockets(
+    host: str, port: int, where: ClassDir, settings: Settings, doors: Doors, lobby: Lobby, desk: Desk
+) -> Any:
     """The WebSocket listener (the websockets library's threaded server): /socket alone, a message at
     most a few lines long."""
     from websockets.sync.server import serve
@@ -531,6 +583,7 @@ def _websockets(host: str, port: int, where: ClassDir, settings: Settings, doors
         return None if request.path == "/socket" else ws.respond(404, "KGP is at /socket\n")
 
     def handler(ws: Any) -> None:
-        serve_connection(WebSocketLines(ws), str(ws.remote_address[0]), where, settings, doors, lobby)
+        address = str(ws.remote_address[0])
+        serve_connection(WebSocketLines(ws), address, where, settings, doors, lobby, desk)
 
     return serve(handler, host, port, process_request=only_socket, max_size=4 * LINE_LIMIT, compression=None)

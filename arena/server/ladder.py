@@ -25,6 +25,7 @@ from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
 from arena.report.replay import Replay, replay
+from arena.server import kgp_ranked
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
@@ -70,6 +71,7 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
         "settled": settled,
         "board": board,
         "recent": recent[:RECENT],
+        "remote": _remote(board),
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
@@ -85,6 +87,12 @@ def _pages_due(folder: Path, names: set[str]) -> bool:
     except OSError:
         return True
     return not fresh or set(_read(path, {})) != names
+
+
+def _remote(board: list[dict[str, Any]]) -> str:
+    """What the page says of the remote agents among the players (arena/server/kgp_ranked.py), if any."""
+    names = sorted(str(row["bot"]) for row in board if kgp_ranked.is_agent(str(row["bot"])))
+    return f"{', '.join(names)}: {kgp_ranked.MARK}" if names else ""
 
 
 def remember_versions(folder: Path, digests: dict[str, str], versions: dict[str, str]) -> None:

@@ -66,6 +66,9 @@ class Classroom(models.Model):
     # The KGP port (arena/server/kgp.py), off by default: whether a guest may connect without a token to play
     # practice games (never ranked).
     kgp_guests = models.BooleanField(default=False)
+    # Whether students' connected agents play on the ranked ladder too, and in the final's ranking those
+    # connected when it begins (arena/server/kgp_ranked.py).
+    kgp_ranked = models.BooleanField(default=False)
     generation = models.PositiveBigIntegerField(default=0)
     ladder_note = models.TextField(blank=True, default="")  # the ladder worker's last word
     created = models.DateTimeField(default=timezone.now)

@@ -4,8 +4,9 @@
 - `ladder`: the class's ladder, an arena tournament in CLASS_DIR/ladder played adaptively until settled
   (`Tournament.run(bots, None)`), again whenever the field changes (a new active version, a student removed,
   a reference added): the adaptive schedule reopens only what changed. A change mid-run stops the run at
-  once (its finished games are stored) and the next starts with the new field. At the deadline it plays
-  the final instead (final.py);
+  once (its finished games are stored) and the next starts with the new field. Where the teacher ranks
+  remote agents, the field also holds the students' agents connected to the KGP port (kgp_ranked.py); one
+  that leaves ends the run at once. At the deadline it plays the final instead (final.py);
 - `scrimmages`: the unranked games students ask for, oldest first, each a tournament of its own
   (scrimmages.py), played in the sandbox as the ladder's are;
 - `kgp`: the KGP port (`arena serve --kgp-port`), where students' agents play practice games (kgp.py).
@@ -105,8 +106,9 @@ class Watch:
     """A run's progress callback: the snapshot every few seconds, and FieldChanged when the class's
     field generation moves or the deadline passes."""
 
-    def __init__(self, cup: Any, generation: int, note: str) -> None:
+    def __init__(self, cup: Any, generation: int, note: str, agents: Any = None) -> None:
         self.cup, self.generation, self.note = cup, generation, note
+        self.agents = agents  # the remote agents the run entered: one that leaves ends it (kgp_ranked.py)
         self.changed = False
         self.began = self.looked = self.written = time.monotonic()
         self.every = SNAPSHOT_S
@@ -118,6 +120,9 @@ class Watch:
         now = time.monotonic()
         if record is None:  # the run's first call, before its games: not inside its interruptible part
             return
+        if self.agents and not self.agents.here():  # at once: its next games could only be forfeits
+            self.changed = True
+            raise FieldChanged
         if now - self.written >= self.every:
             ladder.write_snapshot(self.cup, self.note, False)
             self.written = time.monotonic()
@@ -187,8 +192,9 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 continue
             seen = classroom.generation
             field.sync(where.bots, field.wanted(where, classroom))
+            agents = Agents(where, on=classroom.kgp_ranked and not cluster)
             try:
-                entered = cup.enter(where.bots)
+                entered = cup.enter(agents.with_folder(where.bots))
             except BotError as e:
                 _note(classroom, f"waiting for bots: {e}")
                 ladder.write_snapshot(
@@ -197,8 +203,9 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 continue
             digests = {bot.name: bot.digest for bot in entered.bots}
             ladder.remember_versions(where.ladder, digests, field.versions(where.bots))
-            _note(classroom, f"playing: {len(entered.bots)} bots")
-            watch = Watch(cup, seen, "playing")
+            remote = f" ({len(agents.bots)} of them remote agents)" if agents.bots else ""
+            _note(classroom, f"playing: {len(entered.bots)} bots{remote}")
+            watch = Watch(cup, seen, "playing", agents)
             try:
                 result = cup.run(entered, None, progress=watch, cluster=backend(cluster))
             except ClusterError as e:
@@ -217,6 +224,33 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
             )
             if settled:
                 _note(classroom, "settled: waiting for a new version")
+
+
+class Agents:
+    """The connected remote agents a ladder run enters when the teacher ranks them (arena/server/
+    kgp_ranked.py; not on a cluster, whose machines cannot reach this server's KGP worker, nor without a
+    KGP port)."""
+
+    def __init__(self, where: Any, on: bool) -> None:
+        from arena.server import kgp_ranked
+
+        self.where = where
+        self.bots = kgp_ranked.bots(where) if on and kgp_ranked.port_on() else []
+
+    def with_folder(self, folder: Path) -> Any:
+        """What the run enters: the bots folder, and the agents beside it."""
+        if not self.bots:
+            return folder
+        from arena.match.bots import survey
+
+        return [*survey(folder).bots, *self.bots]
+
+    def here(self) -> bool:
+        """Whether every agent entered is still connected."""
+        from arena.server import kgp_ranked
+
+        now = set(kgp_ranked.connected(self.where))
+        return all(bot.author in now for bot in self.bots)
 
 
 def _note(classroom: Any, text: str) -> None:

@@ -52,6 +52,7 @@ def _number(request: HttpRequest, key: str, low: int, high: int, default: int) -
 @in_class
 def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -> HttpResponse:
     """Visibility, limits, the pass rule and the KGP port's options."""
+    changed = False  # the ladder's field: its remote agents
     visibility = request.POST.get("visibility", classroom.visibility)
     if visibility in Visibility.values:
         classroom.visibility = visibility
@@ -69,7 +70,13 @@ def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -
     classroom.rule_wins = _number(request, "rule_wins", 0, classroom.rule_games, classroom.rule_wins)
     if "kgp_options" in request.POST:  # the form's checkbox (an unchecked one is not sent at all)
         classroom.kgp_guests = "kgp_guests" in request.POST
+        ranked = "kgp_ranked" in request.POST
+        if ranked != classroom.kgp_ranked:
+            classroom.kgp_ranked = ranked
+            changed = True
     classroom.save()
+    if changed:
+        classroom.bump()
     messages.success(request, "saved")
     return redirect("teacher")
 

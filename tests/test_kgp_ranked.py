@@ -1,0 +1,143 @@
+"""The ranked ladder's side of a remote agent (arena/server/kgp_ranked.py), without a server: a greeted
+connection at the desk plays the referee's games through arena's bridge, one server to the agent (ids go on
+from game to game, the game's `goodbye` is kept from it), and once it has left, a game of it says why."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arena.game.rules import parse_rules
+from arena.match.bots import load_bot
+from arena.match.clock import Limits
+from arena.match.record import Reason
+from arena.match.referee import Player, play_game
+from arena.server.classdir import ClassDir
+from arena.server.kgp import SocketLines
+from arena.server.kgp_ranked import Desk, bots, connected, port_on
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
+
+
+def _agent(sock: socket.socket, seen: list[str], slow: threading.Event) -> None:
+    """A greeted agent: each `state` answered with its first legal pit and `yield` (the first after `slow`
+    is set half a second late), every line kept."""
+    ident = 1
+    for raw in sock.makefile("rb"):
+        line = raw.decode().rstrip("\r\n")
+        seen.append(line)
+        found = STATE.fullmatch(line)
+        if found and slow.is_set():
+            slow.clear()
+            time.sleep(0.5)
+        if found:
+            n, _, _, *pits = map(int, found.group(2).split(","))
+            pit = next(k + 1 for k in range(n) if pits[k])
+            try:
+                sock.sendall(
+                    f"{ident}@{found.group(1)} move {pit}\r\n{ident + 2}@{found.group(1)} yield\r\n".encode()
+                )
+            except OSError:  # the test closed it
+                return
+            ident += 4
+
+
+def _until(what: str, check: Callable[[], Any], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"waited {seconds:.0f} s for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A class folder with a short path: a Unix socket's path is at most 107 bytes, a test's may be more."""
+    made = Path(tempfile.mkdtemp(prefix="kgp", dir="/tmp"))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_once_gone(
+    short_dir: Path,
+) -> None:
+    where = ClassDir(short_dir)
+    told: list[list[str]] = []
+    desk = Desk(where, lambda: told.append(connected(where)))
+    desk.listen()
+    ours, theirs = socket.socketpair()
+    seen: list[str] = []
+    slow = threading.Event()
+    threading.Thread(target=_agent, args=(theirs, seen, slow), daemon=True).start()
+    threading.Thread(
+        target=desk.serve, args=(SocketLines(ours), "tom", lambda: True, 100), daemon=True
+    ).start()
+    _until("the agent at the desk", lambda: connected(where) == ["tom"])
+    [agent] = bots(where)
+    assert agent.name == "tom.kgp" and agent.remote and agent.protocol == "kgp"
+    rules, greedy = parse_rules("kalah"), load_bot(ROOT / "bots" / "greedy.py")
+    limits = Limits(move_ms=2000, startup_ms=5000)
+    records = []
+    for _ in range(2):
+        seat, other = Player(agent), Player(greedy)
+        try:
+            records.append(play_game(rules, seat, other, limits))
+        finally:
+            seat.close()
+            other.close()
+    for record in records:
+        assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
+    slow.set()  # no startup allowance: the agent ran before its game, unlike a bot's new process
+    seat, other = Player(agent), Player(greedy)
+    try:
+        late = play_game(rules, seat, other, Limits(move_ms=200, startup_ms=5000))
+    finally:
+        seat.close()
+        other.close()
+    assert late.faulty == "tom.kgp" and late.reason == Reason.TIMEOUT, late.told()
+    states = [int(m.group(1)) for line in seen if (m := STATE.fullmatch(line))]
+    assert states[0] > 100 and states == sorted(set(states)), "one server: ids go on from game to game"
+    assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
+    stops = [line for line in seen if line.endswith(" stop")]
+    assert stops and all(
+        re.match(rf"[0-9]+@{state} stop", stop) for state, stop in zip(states, stops, strict=False)
+    ), stops
+    for _ in range(3):  # a bridge whose game worker was ended as the agent became its: the agent is freed
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.connect(str(short_dir / "kgp.sock"))
+        dead.sendall(b"tom\n")
+        dead.close()
+    seats = desk._seats["tom"]  # noqa: SLF001 (the desk's own state: whether a game still holds the agent)
+    _until("the agent free again", lambda: all(seat.session is None for seat in seats), 10)
+    theirs.sendall(b"9 ping\r\n")  # between games: answered
+    _until("the pong between games", lambda: "@9 pong" in seen)
+    theirs.sendall(b"11 move 1\r\n")  # a line left unread must not hide that the agent then leaves
+    theirs.shutdown(socket.SHUT_RDWR)  # it leaves: it is no player of the field, and a game of it says why
+    _until("the agent gone from the desk, and the ladder told", lambda: len(told) == 2)
+    assert told == [["tom"], []] and connected(where) == []
+    seat, other = Player(agent), Player(greedy)
+    try:
+        lost = play_game(rules, seat, other, limits)
+    finally:
+        seat.close()
+        other.close()
+    assert lost.faulty == "tom.kgp" and lost.reason == Reason.CRASH
+    assert "tom's agent is not connected to the class server" in lost.told(), lost.told()
+
+
+def test_a_server_without_a_kgp_port_enters_no_agents_a_former_run_left(monkeypatch: Any) -> None:
+    """agents.json outlives its KGP worker: a server started again without --kgp-port must not enter them
+    (each of their games would be a forfeit)."""
+    monkeypatch.setenv("ARENA_KGP", "127.0.0.1  ")  # as arena serve sets it without --kgp-port
+    assert not port_on()
+    monkeypatch.setenv("ARENA_KGP", "127.0.0.1 2671 ")
+    assert port_on()
