@@ -23,7 +23,9 @@ For each field size, over `--seeds` fields of bots drawn with Elo SD `--sd`, it 
 `class` (a third near random, 600 below the rest, and a tenth that forfeit every game), printing for each the
 coverage of the page's 95% intervals (the share of bots whose true Elo, both centred on the field's mean
 without the forfeiting bots, lies inside their interval) at the adaptive run's stop, and the stopping rule's
-calibration as above.
+calibration as above. Beside it, the coverage without the prior, on the run's results and on the same
+pairings replayed with fresh results: where the two differ, the schedule's choices (it plays on where
+estimates look close, and leaves gaps that look wide) made the estimates more spread than their noise.
 
 `--reference` settles every bot against one reference bot only (the field's median, `--reference` alone on
 `arena run`) and prints its games beside the full ranking's, and the share of verdicts (better, worse,
@@ -207,6 +209,19 @@ def coverage(elo: np.ndarray, forfeits: np.ndarray, post: Posterior) -> tuple[in
     return int((np.abs(shown - truth) <= post.pm()[keep]).sum()), int(keep.sum())
 
 
+def replayed(elo: np.ndarray, pairs: Pairs, draws: float, rng: np.random.Generator) -> Pairs:
+    """The same pairings as `pairs` with fresh results: the schedule's choices kept, its dependence on the
+    results it saw removed (what the fit's coverage is without it)."""
+    n = len(elo)
+    a, b = np.triu_indices(n, 1)
+    played = pairs.pairings()[a, b]
+    odds = pair_odds(elo[a], elo[b], draws)
+    counts = np.stack([rng.multinomial(int(k), o) for k, o in zip(played, odds, strict=True)])
+    full = np.zeros_like(pairs.counts)
+    full[a, b], full[b, a] = counts, counts[:, ::-1]
+    return Pairs(full, np.zeros_like(pairs.single))
+
+
 def reference_errors(elo: np.ndarray, judged: settle.Verdict, ref: int, resolution: float) -> int:
     """Verdicts against the reference wrong by more than the resolution: 'better' of a bot more than the
     resolution worse, 'worse' of one more than it better, 'within' of one more than it away either way."""
@@ -226,13 +241,15 @@ def fields(args: argparse.Namespace, rule: Rule) -> None:
         cap = n * (n - 1) * args.rounds
         for kind in ("normal", "tight", "groups", "class"):
             started = time.perf_counter()
-            inside = counted = games = wrong = settled = unshrunk = 0
+            inside = counted = games = wrong = settled = unshrunk = fresh = 0
             for seed in range(args.seeds):
                 elo, forfeits = field(kind, n, args.sd, np.random.default_rng(seed))
                 run = adaptive(elo, rule, seed, args.draws, cap=cap)
                 k, m = coverage(elo, forfeits, run.post)
                 inside, counted, games = inside + k, counted + m, games + run.games
                 unshrunk += coverage(elo, forfeits, flat(run.pairs))[0]
+                again = replayed(elo, run.pairs, args.draws, np.random.default_rng(30_000 + seed))
+                fresh += coverage(elo, forfeits, flat(again))[0]
                 if run.settled:
                     settled += 1
                     wrong += judge(elo, run.post, rule.resolution)[2]
@@ -240,7 +257,8 @@ def fields(args: argparse.Namespace, rule: Rule) -> None:
             print(
                 f"{n} bots, {kind:6} field, {args.seeds} seeds ({time.perf_counter() - started:.0f} s): 95% "
                 f"intervals cover {inside / counted:.1%} of {counted} bots (without the prior "
-                f"{unshrunk / counted:.1%}); games {games / args.seeds:,.0f} "
+                f"{unshrunk / counted:.1%}, or {fresh / counted:.1%} of the same pairings replayed with "
+                f"fresh results); games {games / args.seeds:,.0f} "
                 f"= {games / args.seeds / cap:.1%} of the round robin; settled {settled}/{args.seeds}, "
                 f"with a neighbour reversed by > {rule.resolution:g} Elo {wrong}/{settled} "
                 f"({lo:.0%}-{hi:.0%})",
