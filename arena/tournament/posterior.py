@@ -54,7 +54,8 @@ SCALE_PRIOR = 1000.0 / ELO_PER_NAT
 
 def _log_likelihood(theta: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Σ score[i, j] · log P(i beats j) under Bradley-Terry, for each row of log-strengths `theta`."""
-    return -(score * np.logaddexp(0.0, theta[:, None, :] - theta[:, :, None])).sum(axis=(1, 2))
+    d = theta[:, None, :] - theta[:, :, None]  # log(1 + e^d), as logaddexp has it, in two passes not four
+    return -(score * (np.log1p(np.exp(-np.abs(d))) + np.maximum(d, 0.0))).sum(axis=(1, 2))
 
 
 def _newton(
@@ -82,10 +83,12 @@ def _newton(
     def objective(t: np.ndarray) -> np.ndarray:
         return _log_likelihood(t, score) - 0.5 * (pull(t) * t).sum(axis=1)
 
+    value = objective(theta)
     for _ in range(steps):
         diff = theta[:, :, None] - theta[:, None, :]
-        expected = (games * np.exp(-np.logaddexp(0.0, -diff))).sum(axis=2)
-        info = -games * np.exp(-np.logaddexp(0.0, diff) - np.logaddexp(0.0, -diff))  # n P(i>j) P(j>i)
+        e = np.exp(-np.abs(diff))  # one pass of exp gives both P(i beats j) and its variance
+        expected = (games * (np.where(diff >= 0.0, 1.0, e) / (1.0 + e))).sum(axis=2)
+        info = -games * e / (1.0 + e) ** 2  # n P(i>j) P(j>i)
         info[:, np.arange(n), np.arange(n)] = 0.0
         info[:, np.arange(n), np.arange(n)] = -info.sum(axis=2)
         # info's null space is the free mean and the gradient sums to 0: pinning the mean makes it invertible
@@ -94,14 +97,16 @@ def _newton(
         moving = np.max(np.abs(step), axis=1) >= 1e-10
         if not moving.any():
             break
-        before, t = objective(theta), np.ones(len(theta))
+        before, t = value, np.ones(len(theta))
         slack = 1e-12 * (1.0 + np.abs(before))  # rounding near the top is no reason to shorten a step
         for _ in range(30):
-            worse = moving & (objective(theta + t[:, None] * step) < before - slack)
+            trial = objective(theta + t[:, None] * step)
+            worse = moving & (trial < before - slack)
             if not worse.any():
                 break
             t = np.where(worse, t / 2, t)
         theta = theta + np.where(moving, t, 0.0)[:, None] * step
+        value = np.where(moving, trial, before) if not worse.any() else objective(theta)
     return theta - theta.mean(axis=1, keepdims=True)
 
 
