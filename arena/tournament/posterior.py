@@ -383,11 +383,11 @@ def posterior(pairs: Pairs, prior_draws: float = PRIOR_DRAWS, start: np.ndarray 
     measures mostly neighbours (a chain of differences, as an adaptive run does), nothing else reins in the
     field's spread, so neighbour gaps come out too wide: with the flat fit alone the risks of the pairs the
     ranking puts side by side were overconfident (benchmarks/schedule_efficiency.py, see settle.LOOKS), and
-    a tight cluster's intervals covered 82% of its bots. Why a mixture: a class is often not one bell curve
-    (working bots and broken ones, a third near random). One normal for two groups 700 Elo apart pulled the
-    groups together and its intervals covered 41% of the bots; with a group each, a bot is pulled only
-    towards its own group, and the gap between groups rests on the games between them. The number of
-    groups (1 to GROUPS) is chosen by AIC on the fit's strengths with their noise (`groups`, a
+    at a run's stop a tight cluster's intervals covered 74% of its bots. Why a mixture: a class is often not
+    one bell curve (working bots and broken ones, a third near random). One normal for two groups 700 Elo
+    apart pulled the groups together and its intervals covered 41% of the bots; with a group each, a bot is
+    pulled only towards its own group, and the gap between groups rests on the games between them. The
+    number of groups (1 to GROUPS) is chosen by AIC on the fit's strengths with their noise (`groups`, a
     deconvolution), so a field that is one bell curve keeps one. The groups' shares, centres and spreads are
     then refined by EM with the fit (each step: each bot's odds of each group and the posterior mode and
     curvature under the prior so far, then the groups' moments), with `SPREAD_BOTS` virtual bots at
