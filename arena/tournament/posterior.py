@@ -466,8 +466,9 @@ def integrate(
     down: the schedule plays on where estimates look close and leaves gaps that look wide, so chance gaps
     stay and the estimates come out more spread than their noise explains. At the stop of 20-bot runs of a
     tight cluster (Elo SD 29) they were spread 45 where the noise explained 31; the same pairings replayed
-    with fresh results were not (the fit without a prior covered 98% of the bots there, 74% on the run's
-    own), and the plug-in put the prior's SD at 60 (the virtual bot at SPREAD_GUESS adds the rest). The
+    with fresh results were not (without a prior, intervals covered 95% of the bots on those and 74% on the
+    run's own: schedule_efficiency.py --fields), and the plug-in put the prior's SD at 60 (the virtual bot
+    at SPREAD_GUESS adds the rest). The
     marginal likelihood is blind to how the games were chosen (the choice depends only on results already
     seen), so weighing each scale by it finds the cluster's spread (mostly 20-45 Elo) and widens each
     interval by what the spread is not known to: on the results of those stops the intervals covered 94%
