@@ -2,6 +2,7 @@
 
     python benchmarks/schedule_efficiency.py [--bots 30 100] [--seeds 40] [--sd 250] [--draws 0.06]
                                              [--confidence 0.95] [--resolution 30] [--looks L]
+                                             [--fields [KIND ...]] [--reference]
 
 Virtual bots of known Elo (no processes): every game's result is drawn from the Elo curve, with 6% draws
 (fewer where a win is near certain, so the expected score is the curve's), each pairing two games. They are
@@ -18,12 +19,15 @@ For each field size, over `--seeds` fields of bots drawn with Elo SD `--sd`, it 
   the rule stated at the stop: the mean over those runs of the summed risks (the posterior's chance of such
   a pair), which a calibrated posterior matches.
 
-`--fields` runs four kinds of field instead of one normal one, as a class may be: `normal` (Elo SD `--sd`),
-`tight` (near-equal bots, SD 30), `groups` (two halves 700 Elo apart: working bots and broken ones) and
-`class` (a third near random, 600 below the rest, and a tenth that forfeit every game), printing for each the
+`--fields [KIND ...]` runs four kinds of field (or those named) instead of one normal one, as a class may
+be: `normal` (Elo SD `--sd`), `tight` (near-equal bots, SD 30), `groups` (two halves 700 Elo apart: working
+bots and broken ones) and `class` (a third near random, 600 below the rest, and a tenth that forfeit every
+game), printing for each the
 coverage of the page's 95% intervals (the share of bots whose true Elo, both centred on the field's mean
 without the forfeiting bots, lies inside their interval) at the adaptive run's stop, and the stopping rule's
-calibration as above.
+calibration as above. Beside it, the coverage without the prior, on the run's results and on the same
+pairings replayed with fresh results: where the two differ, the schedule's choices (it plays on where
+estimates look close, and leaves gaps that look wide) made the estimates more spread than their noise.
 
 `--reference` settles every bot against one reference bot only (the field's median, `--reference` alone on
 `arena run`) and prints its games beside the full ranking's, and the share of verdicts (better, worse,
@@ -158,6 +162,7 @@ def judge(elo: np.ndarray, post: Posterior, resolution: float) -> tuple[float, b
     return float(share), top3, reversed_neighbour
 
 
+FIELDS = ("normal", "tight", "groups", "class")
 FORFEIT = -3000.0  # a bot that forfeits every game: it loses to all, as far below as the curve can tell
 
 
@@ -207,6 +212,19 @@ def coverage(elo: np.ndarray, forfeits: np.ndarray, post: Posterior) -> tuple[in
     return int((np.abs(shown - truth) <= post.pm()[keep]).sum()), int(keep.sum())
 
 
+def replayed(elo: np.ndarray, pairs: Pairs, draws: float, rng: np.random.Generator) -> Pairs:
+    """The same pairings as `pairs` with fresh results: the schedule's choices kept, its dependence on the
+    results it saw removed (what the fit's coverage is without it)."""
+    n = len(elo)
+    a, b = np.triu_indices(n, 1)
+    played = pairs.pairings()[a, b]
+    odds = pair_odds(elo[a], elo[b], draws)
+    counts = np.stack([rng.multinomial(int(k), o) for k, o in zip(played, odds, strict=True)])
+    full = np.zeros_like(pairs.counts)
+    full[a, b], full[b, a] = counts, counts[:, ::-1]
+    return Pairs(full, np.zeros_like(pairs.single))
+
+
 def reference_errors(elo: np.ndarray, judged: settle.Verdict, ref: int, resolution: float) -> int:
     """Verdicts against the reference wrong by more than the resolution: 'better' of a bot more than the
     resolution worse, 'worse' of one more than it better, 'within' of one more than it away either way."""
@@ -224,15 +242,17 @@ def fields(args: argparse.Namespace, rule: Rule) -> None:
     """Coverage and calibration on the four kinds of field."""
     for n in args.bots:
         cap = n * (n - 1) * args.rounds
-        for kind in ("normal", "tight", "groups", "class"):
+        for kind in args.fields:
             started = time.perf_counter()
-            inside = counted = games = wrong = settled = unshrunk = 0
+            inside = counted = games = wrong = settled = unshrunk = fresh = 0
             for seed in range(args.seeds):
                 elo, forfeits = field(kind, n, args.sd, np.random.default_rng(seed))
                 run = adaptive(elo, rule, seed, args.draws, cap=cap)
                 k, m = coverage(elo, forfeits, run.post)
                 inside, counted, games = inside + k, counted + m, games + run.games
                 unshrunk += coverage(elo, forfeits, flat(run.pairs))[0]
+                again = replayed(elo, run.pairs, args.draws, np.random.default_rng(30_000 + seed))
+                fresh += coverage(elo, forfeits, flat(again))[0]
                 if run.settled:
                     settled += 1
                     wrong += judge(elo, run.post, rule.resolution)[2]
@@ -240,7 +260,8 @@ def fields(args: argparse.Namespace, rule: Rule) -> None:
             print(
                 f"{n} bots, {kind:6} field, {args.seeds} seeds ({time.perf_counter() - started:.0f} s): 95% "
                 f"intervals cover {inside / counted:.1%} of {counted} bots (without the prior "
-                f"{unshrunk / counted:.1%}); games {games / args.seeds:,.0f} "
+                f"{unshrunk / counted:.1%}, or {fresh / counted:.1%} of the same pairings replayed with "
+                f"fresh results); games {games / args.seeds:,.0f} "
                 f"= {games / args.seeds / cap:.1%} of the round robin; settled {settled}/{args.seeds}, "
                 f"with a neighbour reversed by > {rule.resolution:g} Elo {wrong}/{settled} "
                 f"({lo:.0%}-{hi:.0%})",
@@ -292,15 +313,21 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--resolution", type=float, default=30.0)
     parser.add_argument("--looks", type=float, default=settle.LOOKS, help="the rule's margin (settle.LOOKS)")
-    parser.add_argument("--fields", action="store_true", help="coverage on four kinds of field")
+    parser.add_argument(
+        "--fields", nargs="*", choices=FIELDS, help="coverage on these fields (all four if none named)"
+    )
     parser.add_argument("--reference", action="store_true", help="every bot against the median bot only")
     args = parser.parse_args()
     settle.LOOKS = args.looks
     rule = Rule(args.confidence, args.resolution)
     print(rule.describe(), f"(risks summed to at most (1 - confidence) / {settle.LOOKS:g})")
-    if args.fields or args.reference:
+    if args.fields is not None or args.reference:
         print(f"seeds 0-{args.seeds - 1}, {args.draws:.0%} draws", flush=True)
-        fields(args, rule) if args.fields else references(args, rule)
+        if args.fields is not None:
+            args.fields = args.fields or list(FIELDS)
+            fields(args, rule)
+        else:
+            references(args, rule)
         return
     for n in args.bots:
         rr_games = n * (n - 1) * args.rounds

@@ -280,6 +280,57 @@ def test_the_phone_layout_needs_no_sideways_scrolling(browser, cup):
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
+ELO_CHART = """
+const px = el => parseFloat(getComputedStyle(el).fontSize) * (el.getScreenCTM ? el.getScreenCTM().a
+    : el.getBoundingClientRect().width / el.offsetWidth);
+const axis = document.querySelector('.elo-chart line.axis').getBoundingClientRect();
+const ticks = [...document.querySelectorAll('.elo-axis text.tick')].slice(0, -1);
+return {
+  axis: [axis.left, axis.right],
+  ticks: ticks.map(t => Number(t.textContent)),
+  tickPx: ticks.map(px),
+  rows: [...document.querySelectorAll('.elo-row:not(.elo-axis)')].map(row => {
+    const g = row.querySelector('g.elo'), name = row.querySelector('.elo-name');
+    const line = g.querySelector('line').getBoundingClientRect();
+    const dot = g.querySelector('circle').getBoundingClientRect();
+    const track = row.querySelector('svg').getBoundingClientRect(), box = name.getBoundingClientRect();
+    return {elo: Number(g.dataset.elo), pm: Number(g.dataset.pm), ends: [line.left, line.right],
+            dot: (dot.left + dot.right) / 2, namePx: px(name),
+            name: [box.left, box.right, box.top, box.bottom],
+            track: [track.left, track.top], text: name.textContent};
+  }),
+};
+"""
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_elo_chart_reads_at_a_phones_width_and_a_projectors(browser, cup, width):
+    """The chart reflows instead of scaling down as one picture: its names and numbers are at least 11 px
+    on the screen (a whole SVG put them at 6 px at 390 px), each name beside its interval where there is
+    room and above it on a phone, and the axis covers every interval, ends included, at either width."""
+    metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 640}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        browser.get((cup / "index.html").as_uri())
+        chart = browser.execute_script(ELO_CHART)
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+        rows, (left, right) = chart["rows"], chart["axis"]
+        assert len(rows) == 3 and {r["text"] for r in rows} == {"greedy", "random", "crashy"}
+        assert chart["ticks"][0] <= min(r["elo"] - r["pm"] for r in rows)
+        assert chart["ticks"][-1] >= max(r["elo"] + r["pm"] for r in rows)
+        for r in rows:
+            assert left - 0.5 <= r["ends"][0] < r["dot"] < r["ends"][1] <= right + 0.5, r
+            assert r["namePx"] >= 11, r
+            assert r["name"][1] <= width
+            if width < 640:
+                assert r["name"][3] <= r["track"][1] + 1, r  # the name above its interval
+            else:
+                assert r["name"][1] <= r["track"][0], r  # the name beside it
+        assert min(chart["tickPx"]) >= 11
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_the_live_page_updates_during_a_run(browser, tmp_path):
     """A real `arena run` of slow bots: the page is there within seconds, says how far the run is, reloads
     itself with later figures, and ends as the final page without the live banner. --open hands the page

@@ -122,3 +122,29 @@ def test_two_groups_far_apart_keep_their_gap_and_intervals_that_cover_it() -> No
     gap, sd = post.difference(0, 11)
     assert abs(gap - (elo[0] - elo[11])) <= 1.96 * sd
     assert sorted(post.order()[:6]) == list(range(6))  # the working bots above the broken ones
+
+
+def test_a_tight_clusters_intervals_cover_its_bots_where_an_adaptive_run_stops() -> None:
+    """Twelve near-equal bots (Elo SD 30) played through the real schedule until settled: the schedule stops
+    playing pairs that look apart, so chance gaps stay and the estimates come out more spread than their
+    noise says. With the prior's spread plugged in (estimated at twice its truth) the 95% intervals covered
+    58 of these 72 bots; with it integrated over, they cover about 95%."""
+    from arena.tournament.adaptive import batch_size, plan
+    from arena.tournament.settle import Rule
+
+    inside, n = 0, 12
+    names = [f"bot{k}" for k in range(n)]
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        elo = rng.normal(0.0, 30.0, n)
+        pairs, post, index = Pairs.empty(n), posterior(Pairs.empty(n)), 0
+        while batch := plan(pairs, Rule(), names, seed, index, batch_size(n), post):
+            a, b = (np.array(x) for x in zip(*batch, strict=True))
+            win = 1.0 / (1.0 + 10.0 ** ((elo[b] - elo[a]) / 400.0))
+            # two games, each of binomial(2, win) half points: near-equal bots draw half their games
+            pairs = pairs.add(a, b, rng.binomial(2, win) + rng.binomial(2, win))
+            post = posterior(pairs, start=post.theta)
+            index += 1
+        truth, shown = elo - elo.mean(), post.elo - post.elo.mean()
+        inside += int((np.abs(shown - truth) <= post.pm()).sum())
+    assert inside >= 0.9 * 6 * n, inside

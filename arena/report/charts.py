@@ -5,7 +5,8 @@ library would have to be embedded whole (Chart.js is ~200 KB, Plotly ~3 MB) in e
 date by us; the charts here are a few lines and bars whose numbers are all known when the page is written,
 so drawing them in Python costs a few KB per chart, needs no script to appear (they print, and show with
 scripts off), and tests can read their numbers in the DOM. What is lost is hovering for exact values, which
-the tables beside them give instead.
+the tables beside them give instead. A whole SVG scales as one picture, text and all, which suits a chart
+of lines on a projector but not names on a phone: the Elo chart is rows of HTML names and SVG tracks.
 
 Colours are the Okabe-Ito palette, told apart by readers with any common colour-vision deficiency, and
 lines also differ by dash pattern once the palette repeats, so no line is known by its colour alone.
@@ -116,52 +117,68 @@ class Interval:
 
 
 ROW = 20  # px per bot on the Elo chart
-NAMES = 150  # px for the bots' names left of it
+AXIS = 34  # px under the Elo chart's rows: tick labels and the axis' name
+
+
+def _span(lo: float, hi: float, most: int = 6) -> tuple[float, float, list[float]]:
+    """An axis from a round number at or below lo to one at or above hi in at most `most` round steps, and
+    its ticks: every interval's ends fall between the first tick and the last, so no line runs past the
+    numbers that read it (the finest such step, so that little of the width is left empty)."""
+    lo, hi = (lo - 10.0, hi + 10.0) if hi - lo < 20.0 else (lo, hi)
+    power = 10.0 ** math.floor(math.log10((hi - lo) / most))
+    step = next(
+        s
+        for s in (m * power for m in (1, 2, 5, 10, 20))
+        if math.ceil(hi / s - 1e-9) - math.floor(lo / s + 1e-9) <= most
+    )
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return first * step, last * step, [k * step for k in range(first, last + 1)]
 
 
 def elo_chart(rows: Sequence[Interval], label: str) -> Markup:
     """Each bot's Elo as a dot with its 95% interval as a line through it, one row per bot in the order
-    given (the leaderboard's), on one Elo axis: the number that decides the order, as the table has it."""
+    given (the leaderboard's), on one Elo axis: the number that decides the order, as the table has it.
+
+    Rows of HTML, each a name and an SVG track drawn in percentages of its width, not one SVG: a whole SVG
+    scales down as one on a phone, and its names shrank to 6 px at 390 px. So the names are text at the
+    page's size, beside their intervals on a wide screen and above them on a narrow one (style.html), and
+    the tracks stretch to whatever width is left."""
     rows = [r for r in rows if math.isfinite(r.elo) and math.isfinite(r.pm)]
     if not rows:
         return Markup("")
-    lo = min(r.elo - r.pm for r in rows)
-    hi = max(r.elo + r.pm for r in rows)
-    lo, hi = (lo - 10.0, hi + 10.0) if hi - lo < 20.0 else (lo, hi)
-    h = TOP + ROW * len(rows) + BOTTOM
+    lo, hi, ticks = _span(min(r.elo - r.pm for r in rows), max(r.elo + r.pm for r in rows))
 
-    def px(x: float) -> float:
-        return NAMES + (x - lo) / (hi - lo) * (W - NAMES - RIGHT)
+    def pc(x: float) -> str:
+        return f"{(x - lo) / (hi - lo) * 100:.2f}%"
 
-    parts = [
-        f'<svg class="chart elo-chart" viewBox="0 0 {W} {h}" role="img" aria-label="{escape(label)}" '
-        'preserveAspectRatio="xMidYMid meet">'
-    ]
-    for t in _ticks(lo, hi):
-        x = px(t)
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{h - BOTTOM}" stroke="#eceff3"/>')
+    grid = "".join(f'<line x1="{pc(t)}" x2="{pc(t)}" y1="0" y2="100%" class="grid"/>' for t in ticks)
+    parts = [f'<div class="elo-chart" role="img" aria-label="{escape(label)}">']
+    for r in rows:
+        c, y = r.style.colour, ROW / 2
         parts.append(
-            f'<text x="{x:.1f}" y="{h - BOTTOM + 16}" text-anchor="middle" class="tick">{_num(t)}</text>'
-        )
-    parts.append(f'<text x="{W - RIGHT}" y="{h - 4}" text-anchor="end" class="tick">Elo, 95% interval</text>')
-    for k, r in enumerate(rows):
-        y = TOP + ROW * k + ROW / 2
-        c = r.style.colour
-        parts.append(
+            f'<div class="elo-row" title="{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}">'
+            f'<span class="elo-name">{escape(_short(r.name))}</span>'
+            f'<svg class="elo-track" height="{ROW}">{grid}'
             f'<g class="elo" data-bot="{escape(r.name)}" data-elo="{r.elo:.3f}" data-pm="{r.pm:.3f}">'
             f"<title>{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}</title>"
-            f'<text x="{NAMES - 8}" y="{y + 4:.1f}" text-anchor="end" class="tick">'
-            f"{escape(_short(r.name))}</text>"
-            f'<line x1="{px(r.elo - r.pm):.1f}" x2="{px(r.elo + r.pm):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-            f'stroke="{c}" stroke-width="3"/>'
-            f'<circle cx="{px(r.elo):.1f}" cy="{y:.1f}" r="5" fill="{c}" stroke="#fff"/></g>'
+            f'<line x1="{pc(r.elo - r.pm)}" x2="{pc(r.elo + r.pm)}" y1="{y}" y2="{y}" stroke="{c}" '
+            'stroke-width="3"/>'
+            f'<circle cx="{pc(r.elo)}" cy="{y}" r="5" fill="{c}" stroke="#fff"/></g></svg></div>'
         )
-    parts.append("</svg>")
+    parts.append(
+        f'<div class="elo-row elo-axis"><span class="elo-name"></span><svg class="elo-track" height="{AXIS}">'
+        '<line x1="0" x2="100%" y1="0.5" y2="0.5" class="axis"/>'
+        + "".join(
+            f'<text x="{pc(t)}" y="16" text-anchor="middle" class="tick">{_num(t)}</text>' for t in ticks
+        )
+        + f'<text x="100%" y="{AXIS - 4}" text-anchor="end" class="tick">Elo, 95% interval</text></svg></div>'
+    )
+    parts.append("</div>")
     return Markup("".join(parts))
 
 
 def _short(name: str, most: int = 22) -> str:
-    """A name that fits left of the Elo chart; the row's title gives it whole."""
+    """A name that fits beside the Elo chart; the row's title gives it whole."""
     return name if len(name) <= most else name[: most - 1] + "…"
 
 
