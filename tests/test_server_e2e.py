@@ -42,6 +42,8 @@ requests = pytest.importorskip(
     "requests", reason="the tests' HTTP client is not installed: pip install requests"
 )
 
+from urllib3.util.retry import Retry  # noqa: E402 (requests' own)
+
 pytestmark = pytest.mark.slow
 PASSWORD = "kalah rules 6 by 6"
 FIRST_LEGAL = """\
@@ -451,6 +453,11 @@ class Student:
     def __init__(self, server: Server) -> None:
         self.server = server
         self.http = requests.Session()
+        # As a browser does, a GET sent on a kept-alive connection just as the server drops it (gunicorn
+        # closes idle ones after 2 s, and a close with the request unread resets it) is sent again on a new
+        # one; a POST never is. CI once lost a page to that race after a test's wait.
+        again = Retry(total=2, connect=2, read=2, status=0, allowed_methods={"GET", "HEAD"})
+        self.http.mount("http://", requests.adapters.HTTPAdapter(max_retries=again))
 
     def _token(self, path: str) -> str:
         page = self.http.get(self.server.url + path, timeout=30).text
