@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_EXTRA = "the server's extra is not installed: pip install 'arena[server]'"
@@ -54,12 +55,6 @@ def setup_django(class_dir: Path, db: str | None = None) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0, interactive=False)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Server:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ports import free_port
 from test_cluster import NOISE, field
 from test_tournament import (
     RULES,
@@ -52,12 +53,6 @@ GUARD = ["--preload", "arena.tournament.guard"]  # as the README starts them
 def tls(certs: Path, role: str) -> list[str]:
     return ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / f"{role}.pem"),
             "--tls-key", str(certs / f"{role}.key")]  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
