@@ -448,3 +448,47 @@ def test_a_bots_page_is_the_reports_with_its_source_for_its_author_and_the_teach
     assert f'href="/versions/{world.versions["alice"]}/source"' in final, "the frozen version's source"
     own = world.clients["alice"].get("/me").content.decode()
     assert '<a href="/ladder/bots/alice" id="my-bot-page">' in own, "a student's page links to their bot's"
+
+
+def test_a_practice_games_fault_is_reproduced_only_where_a_pipe_can_bring_it_back(world: World) -> None:
+    """An agent's fault in a practice game has no lines to pipe (it was sent KGP over its connection; the
+    page said `printf ... | python3 -P 'bots/alice (KGP).py'`), its reason still shown; a ladder bot's
+    fault, which only the teacher's page carries lines for, runs in its author's folder at the server's
+    clock, never the server's copy or another clock."""
+    import re
+    from dataclasses import replace
+
+    from django.conf import settings
+
+    from arena.match.record import Reason
+    from arena.server import kgp
+    from arena.server.classdir import ClassDir
+    from arena.tournament.settings import Settings
+
+    where = ClassDir(Path(settings.ARENA_CLASS_DIR))
+    game, _ = kgp.practice_played(where, "alice")[0]
+    agent = kgp.agent_name("alice")
+    bot = game.north if game.south == agent else game.south
+    before = len(kgp.practice_played(where, "alice"))
+    for faulty in (agent, bot):
+        winner = bot if faulty == agent else agent
+        kgp.store(where, "alice", replace(game, winner=winner, reason=Reason.GARBLED, faulty=faulty,
+                                          detail="answered what is not a move"), "test")  # fmt: skip
+
+    def fault(role: str, number: int) -> dict[str, Any]:
+        page = world.clients[role].get(f"/practice/alice/{number}")
+        assert page.status_code == 200, (role, number)
+        found = re.search(r"arenaBlock\(0, (.*?)\); arenaList\(", page.content.decode(), re.S)
+        assert found, page.content.decode()
+        shown: dict[str, Any] = json.loads(found.group(1))[str(number)]["x"]
+        return shown
+
+    for role in ("alice", "teacher"):
+        theirs = fault(role, before + 1)
+        assert (theirs["bot"], theirs["lines"], theirs["cmd"]) == (agent, [], ""), theirs
+        assert "answered what is not a move" in theirs["detail"]
+    mine = fault("teacher", before + 2)
+    move = f"MOVE {Settings(**settings.ARENA_SETTINGS).move_ms} "
+    assert mine["bot"] == bot and any(line.startswith(move) for line in mine["lines"]), mine
+    assert "printf" in mine["cmd"] and "submissions" not in mine["cmd"] and str(where.root) not in mine["cmd"]
+    assert fault("alice", before + 2)["cmd"] == ""  # another's bot: its lines are its author's, the teacher's

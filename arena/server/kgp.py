@@ -24,6 +24,7 @@ games' work is the bots' processes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -36,13 +37,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from arena.match.bots import Bot, BotError, load_bot
+from arena.match.bots import Bot, BotError, Where, load_bot
 from arena.match.kgp import LINE_LIMIT, Command
 from arena.match.kgp_wire import Kgp
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
+from arena.report.replay import Replay, replay
 from arena.server.classdir import ClassDir
 from arena.server.kgp_lobby import Lobby, Waiting
 from arena.server.kgp_ranked import Desk
@@ -372,9 +374,12 @@ class Gate:
             self.doors.give_back(self._held.pop())
 
 
+AGENT_MARK = " (KGP)"  # what ends an agent's name in its practice games; no ladder bot's name has a space
+
+
 def agent_name(slug: str) -> str:
     """The name a student's agent (or a guest's) plays its practice games under."""
-    return "a guest (KGP)" if slug == GUEST else f"{slug} (KGP)"
+    return f"a guest{AGENT_MARK}" if slug == GUEST else f"{slug}{AGENT_MARK}"
 
 
 def games_a_day(slug: str) -> int:
@@ -411,6 +416,35 @@ def practice_played(where: ClassDir, slug: str) -> list[tuple[GameRecord, dateti
         return []
     rows = [json.loads(line) for line in path.read_text().splitlines() if line]
     return [(GameRecord.from_dict(row), datetime.fromtimestamp(float(row.get("at", 0)), UTC)) for row in rows]
+
+
+def practice_replay(
+    where: ClassDir,
+    record: GameRecord,
+    settings: Settings,
+    may_see: Callable[[str], bool],
+    named: Callable[[str, str], str | None],
+) -> Replay | None:
+    """A practice game replayed for its page with the lines that bring its fault back where they mean
+    something: a ladder bot's, fed to it in its author's folder (`named`, as for a ladder game: its active
+    version, since a practice file does not keep which played) at the server's clock; an agent's none, for
+    it was sent KGP over its connection, not arena's protocol on a pipe. None where there is no fault or
+    the viewer may not see its lines (the page's replay then has none)."""
+    bot = record.faulty
+    if not bot or not may_see(bot):
+        return None
+    if bot.endswith(AGENT_MARK):
+        shown = replay(record)
+        if shown.fault is None:
+            return shown
+        none = dataclasses.replace(shown.fault, lines=(), command="", bank_note="")
+        return dataclasses.replace(shown, fault=none)
+    place = next((Where(b.path, b.argv) for b in opponents(where) if b.name == bot), None)
+    folder = named(bot, "")
+    return replay(
+        record, settings.move_ms, settings.bank_ms, places={bot: place} if place else None,
+        named={bot: folder} if folder is not None else None,
+    )  # fmt: skip
 
 
 def games_today(where: ClassDir, slug: str) -> int:

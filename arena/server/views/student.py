@@ -120,7 +120,9 @@ def practice_game(
     if not 1 <= number <= len(played):
         raise Http404("no such game")
     record, at = played[number - 1]
-    shown = ladder.replayed(record, number, partial(sees_stderr, member), at)
+    may_see = partial(sees_stderr, member)
+    lines = kgp.practice_replay(class_dir(), record, Settings(**settings.ARENA_SETTINGS), may_see, folder_of)
+    shown = ladder.replayed(record, number, may_see, at, lines)
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "practice"})
 
 
