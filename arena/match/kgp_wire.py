@@ -20,7 +20,7 @@ from arena.game.rules import Move, Position, Rules, parse_rules
 from arena.match.bots import Bot
 from arena.match.kgp import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
 from arena.match.kgp_relay import CONNECTED  # what the relay writes to stderr once the agent is connected
-from arena.match.process import BotProcess, Fault
+from arena.match.process import Channel, Fault
 from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("kgp_relay.py")
@@ -44,7 +44,7 @@ class Kgp:
     one_game = False  # one connection plays game after game, as on the course server
     from_position = True  # every `state` carries the whole board
 
-    def __init__(self, proc: BotProcess, gate: Callable[[str], str | None] | None = None) -> None:
+    def __init__(self, proc: Channel, gate: Callable[[str], str | None] | None = None) -> None:
         self.proc = proc
         # The class server's door (arena/server/kgp.py): given the agent's `set auth:token` ("" if none)
         # when it asks for freeplay, why it is refused, or None to let it play.

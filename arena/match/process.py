@@ -20,6 +20,7 @@ import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from arena.match.confine import Jail
 from arena.match.record import Reason, told
@@ -71,6 +72,26 @@ def describe_exit(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"was killed by {name}"
     return f"exited with code {returncode}"
+
+
+class Channel(Protocol):
+    """The far end of a game's conversation, as the wire protocols and the referee speak to it: a bot's
+    process (BotProcess), or a remote agent's connection (the class server's KGP port), whose stderr,
+    limits and signals are nothing."""
+
+    def send(self, line: str, deadline: float) -> None: ...
+    def read_line(
+        self, deadline: float, on_slow: Callable[[], None] | None = None, slow_after: float = 0.005, *,
+        limit: int = MAX_LINE,
+    ) -> str | None: ...  # fmt: skip
+    def quit(self, line: str, grace: float) -> None: ...
+    def kill(self) -> None: ...
+    def stderr_tail(self, since: int = 0) -> str: ...
+    def stderr_mark(self, settle: float = 0.0) -> int: ...
+    def memory_verdict(self, said: str = "", settle: float = 0.0, since: int = 0) -> str: ...
+    def check_limits(self) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
 
 
 class BotProcess:

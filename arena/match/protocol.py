@@ -15,7 +15,7 @@ from typing import Protocol
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.clock import Clock, Limits
-from arena.match.process import BotProcess, Fault, quoted
+from arena.match.process import BotProcess, Channel, Fault, quoted
 from arena.match.record import GameRecord, Reason
 
 _PIT = re.compile(r"[0-9]{1,9}")
@@ -72,7 +72,9 @@ class Wire(Protocol):
     name: str
     one_game: bool  # True: the process plays one game and ends (the referee starts a new one per game)
     from_position: bool  # True: a game may begin at any position (an opening), not only at the start
-    proc: BotProcess
+
+    @property
+    def proc(self) -> Channel: ...  # a bot's process, or a remote agent's connection (KGP)
 
     def rules_problem(self, rules: Rules) -> str | None: ...
     def new_game(self, rules: Rules, side: int, deadline: float) -> None: ...

@@ -40,7 +40,7 @@ from typing import Any, cast
 from arena.match.bots import Bot, BotError, Where, load_bot
 from arena.match.kgp import LINE_LIMIT, Command
 from arena.match.kgp_wire import Kgp
-from arena.match.process import BotProcess, Fault
+from arena.match.process import Fault
 from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
@@ -69,7 +69,7 @@ log = logging.getLogger("arena")
 
 
 class SocketLines:
-    """What KgpWire asks of a bot's process (BotProcess's send, read_line, quit...), over a TCP socket.
+    """What KgpWire and the referee ask of a bot's process (process.Channel), over a TCP socket.
     A line over the limit is cut to one character past it (so that the grammar answers it `error` and
     counts it) and the rest of it skipped: an agent cannot make the server hold more than a line."""
 
@@ -494,7 +494,7 @@ def serve_connection(
     lines.on_close = gate.leave
     try:
         with doors.connection() as allowed:
-            wire = Kgp(cast(BotProcess, lines), gate=gate)
+            wire = Kgp(lines, gate=gate)
             if not allowed:
                 refuse(lines, "the server has too many connections: try again later")
                 return

@@ -28,7 +28,7 @@ from arena.match.bots import Bot, BotError, BuildError, load_bot, reproduce_comm
 from arena.match.build import ensure_built
 from arena.match.clock import Limits
 from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
-from arena.match.process import Fault
+from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, lines_sent
 from arena.match.record import GameRecord
 from arena.match.referee import Player, check_rules, play_game, starts_anywhere
@@ -209,7 +209,8 @@ ARENA_BOTS = Path(str(files("arena.student") / "references"))
 
 def _jail(player: Player) -> Jail | None:
     try:
-        return player.wire().proc.jail if player.running else None
+        proc = player.wire().proc if player.running else None
+        return proc.jail if isinstance(proc, BotProcess) else None
     except RuntimeError:  # its process ended between the two looks
         return None
 
@@ -497,6 +498,8 @@ def _quit(me: Player, limits: Limits, tally: _Tally, named: str | None = None) -
         except Fault as fault:
             return Item(name, SKIP, f"its process could not be started: {fault.told()}")
     proc = me.wire().proc
+    if not isinstance(proc, BotProcess):  # arena check runs the bot's own process, never a connection
+        raise TypeError(f"{name}: not a bot's process")
     began = time.monotonic()
     me.close(grace)
     took = (time.monotonic() - began) * 1000
