@@ -303,9 +303,17 @@ return {
 """
 
 
+SVG_TICKS = """
+return [...document.querySelectorAll('svg.chart')].filter(svg => svg.getBoundingClientRect().width > 0)
+  .flatMap(svg => [...svg.querySelectorAll('.tick')].map(t =>
+    parseFloat(getComputedStyle(t).fontSize) * svg.getBoundingClientRect().width
+      / svg.viewBox.baseVal.width));
+"""
+
+
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_elo_chart_reads_at_a_phones_width_and_a_projectors(browser, cup, width):
-    """The chart reflows instead of scaling down as one picture: its names and numbers are at least 11 px
+def test_the_charts_read_at_a_phones_width_and_a_projectors(browser, cup, width):
+    """The Elo chart reflows instead of scaling down as one picture: its names and numbers are at least 11 px
     on the screen (a whole SVG put them at 6 px at 390 px), each name beside its interval where there is
     room and above it on a phone, and the axis covers every interval, ends included, at either width."""
     metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 640}
@@ -327,6 +335,10 @@ def test_the_elo_chart_reads_at_a_phones_width_and_a_projectors(browser, cup, wi
             else:
                 assert r["name"][1] <= r["track"][0], r  # the name beside it
         assert min(chart["tickPx"]) >= 11
+        # the whole-SVG charts (the rating history first) scale as one picture: their ticks' font, in the
+        # chart's units, times the scale it is drawn at (it was 6 px at 390 px)
+        drawn = browser.execute_script(SVG_TICKS)
+        assert drawn and min(drawn) >= 11, drawn
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 

@@ -6,7 +6,8 @@ date by us; the charts here are a few lines and bars whose numbers are all known
 so drawing them in Python costs a few KB per chart, needs no script to appear (they print, and show with
 scripts off), and tests can read their numbers in the DOM. What is lost is hovering for exact values, which
 the tables beside them give instead. A whole SVG scales as one picture, text and all, which suits a chart
-of lines on a projector but not names on a phone: the Elo chart is rows of HTML names and SVG tracks.
+of lines on a projector but not names on a phone: the Elo chart is rows of HTML names and SVG tracks, and
+the others' ticks are set larger on a narrow page (the report's style) to read at the page's size.
 
 Colours are the Okabe-Ito palette, told apart by readers with any common colour-vision deficiency, and
 lines also differ by dash pattern once the palette repeats, so no line is known by its colour alone.
