@@ -4,6 +4,7 @@ from game to game, the game's `goodbye` is kept from it), and once it has left, 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -17,13 +18,15 @@ from typing import Any
 import pytest
 
 from arena.game.rules import parse_rules
-from arena.match.bots import load_bot
+from arena.match.bots import Bot, load_bot
 from arena.match.clock import Limits
-from arena.match.record import Reason
+from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
 from arena.server.kgp import SocketLines
 from arena.server.kgp_ranked import Desk, bots, connected, port_on
+from arena.tournament.schedule import Slot
+from arena.tournament.store import STORE_FILE, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
@@ -104,6 +107,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
         seat.close()
         other.close()
     assert late.faulty == "tom.kgp" and late.reason == Reason.TIMEOUT, late.told()
+    _its_page_has_no_pipe(short_dir / "ladder", agent, greedy, late)
     states = [int(m.group(1)) for line in seen if (m := STATE.fullmatch(line))]
     assert states[0] > 100 and states == sorted(set(states)), "one server: ids go on from game to game"
     assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
@@ -132,6 +136,22 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
         other.close()
     assert lost.faulty == "tom.kgp" and lost.reason == Reason.CRASH
     assert "tom's agent is not connected to the class server" in lost.told(), lost.told()
+
+
+def _its_page_has_no_pipe(home: Path, agent: Bot, greedy: Bot, record: GameRecord) -> None:
+    """The ladder's page of a game an agent lost by a fault: its reason for all, and no lines to pipe to
+    it, even for its student (the page built `printf ... | python3 -P bots/tom.kgp.py`, the bridge's
+    path or the like: the agent was sent the game over its connection)."""
+    from arena.server import ladder
+
+    home.mkdir()
+    with Store(home / STORE_FILE) as store:
+        store.add_game(Slot(1, "0" * 16, agent, greedy), record)
+    shown = ladder.game(home, 1, lambda bot: True, lambda bot, version: "")
+    assert shown is not None and shown["fault"]["bot"] == "tom.kgp", shown
+    block = re.search(r"arenaBlock\(0, (.*?)\); arenaList", str(shown["viewer"]))
+    fault = json.loads(block.group(1))["1"]["x"]  # type: ignore[union-attr]
+    assert (fault["lines"], fault["cmd"], fault["reason"]) == ([], "", "timeout"), fault
 
 
 def test_a_server_without_a_kgp_port_enters_no_agents_a_former_run_left(monkeypatch: Any) -> None:

@@ -10,7 +10,7 @@ in that game (`protocol.lines_sent`, which `arena check` uses too).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
@@ -141,6 +141,14 @@ def replay(
         fault,
         error,
     )
+
+
+def unpiped(shown: Replay) -> Replay:
+    """`shown` without its fault's lines and command: a remote agent's fault (KGP), which was sent its game
+    over a connection and has no pipe to bring it back."""
+    if shown.fault is None:
+        return shown
+    return replace(shown, fault=replace(shown.fault, lines=(), command="", bank_note=""))
 
 
 def _fault(

@@ -24,7 +24,6 @@ games' work is the bots' processes.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -44,7 +43,7 @@ from arena.match.process import Fault
 from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
-from arena.report.replay import Replay, replay
+from arena.report.replay import Replay, replay, unpiped
 from arena.server.classdir import ClassDir
 from arena.server.kgp_lobby import Lobby, Waiting
 from arena.server.kgp_ranked import Desk
@@ -434,11 +433,7 @@ def practice_replay(
     if not bot or not may_see(bot):
         return None
     if bot.endswith(AGENT_MARK):
-        shown = replay(record)
-        if shown.fault is None:
-            return shown
-        none = dataclasses.replace(shown.fault, lines=(), command="", bank_note="")
-        return dataclasses.replace(shown, fault=none)
+        return unpiped(replay(record))
     place = next((Where(b.path, b.argv) for b in opponents(where) if b.name == bot), None)
     folder = named(bot, "")
     return replay(

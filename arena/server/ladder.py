@@ -24,7 +24,7 @@ from markupsafe import Markup
 from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
-from arena.report.replay import Replay, replay
+from arena.report.replay import Replay, replay, unpiped
 from arena.server import kgp_ranked
 from arena.tournament import queries
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
@@ -254,6 +254,8 @@ def _as_run(
     bot = record.faulty
     if not bot or named is None or not may_see(bot):
         return None
+    if kgp_ranked.is_agent(bot):  # a remote agent was sent the game over its connection (kgp_ranked.py)
+        return unpiped(replay(record))
     ident = int(row["south_id"] if bot == record.south else row["north_id"])
     settings = store.settings()
     place = queries.bot_places(store).get(ident)
