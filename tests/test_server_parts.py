@@ -139,6 +139,7 @@ def test_the_gradebook_has_every_student_and_the_teachers_rule(django_class: Pat
                 "games": 20,
                 "score_pct": 20.0,
             },
+            {"place": "3", "bot": "amy.kgp", "elo": 1100.0, "games": 20, "score_pct": 10.0},
         ],
         "frozen": {"amy": "v2 #5", "bea": "v1 #3"},
         "references": {"amy": {"greedy": [3, 0, 7], "random": [9, 0, 1]}, "bea": {"greedy": [8, 1, 1]}},
@@ -149,6 +150,8 @@ def test_the_gradebook_has_every_student_and_the_teachers_rule(django_class: Pat
     assert rows[1]["version"] == "2" and rows[1]["vs_greedy"] == "3-0-7" and rows[1]["vs_random"] == "9-0-1"
     assert rows[2]["version"] == "" and rows[2]["place"] == ""
     assert rows[0]["rule"] == "wins at least 8 of 10 against greedy"
+    # a remote agent the teacher ranked: its place beside its student's, never a row or a student of its own
+    assert [(r["agent_place"], r["agent_elo"]) for r in rows] == [("", ""), ("3", "1100.0"), ("", "")]
 
 
 def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The gradebook: one CSV row per student of the class, from the final's results. A student without a
 frozen version is listed too (no version, fails the rule), so the teacher's sheet has the whole class; one
-the teacher removed is not (unless a version of theirs played the final), since they left it.
+the teacher removed is not (unless a version of theirs played the final), since they left it. Where the
+teacher ranked remote agents, the final's places count them among the players, and a student's row adds
+their agent's place and Elo; the pass rule is the uploaded version's alone.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ import csv
 import io
 from typing import Any
 
+from arena.server import kgp_ranked
 from arena.server.classdir import REFERENCES
 from arena.server.final import version_of
 from arena.server.models import Classroom, Member, Role
 
 COLUMNS = [
     "student", "bot", "version", "place", "elo", "elo_lo", "elo_hi", "games", "score_pct",
-    *(f"vs_{r}" for r in REFERENCES), "rule", "pass",
+    *(f"vs_{r}" for r in REFERENCES), "rule", "pass", "agent_place", "agent_elo",
 ]  # fmt: skip
 
 
@@ -30,6 +33,7 @@ def rows(classroom: Classroom, results: dict[str, Any]) -> list[dict[str, Any]]:
         if not member.user.is_active and member.slug not in frozen:
             continue  # removed before the deadline: not a student of the class to grade
         row = board.get(member.slug, {})
+        agent = board.get(member.slug + kgp_ranked.SUFFIX, {})  # their agent, where the final ranked it
         number, _ = version_of(frozen.get(member.slug, ""))
         games = against.get(member.slug, {})
         wins = games.get(classroom.rule_reference, [0, 0, 0])[0]
@@ -47,6 +51,8 @@ def rows(classroom: Classroom, results: dict[str, Any]) -> list[dict[str, Any]]:
                 **{f"vs_{r}": "{}-{}-{}".format(*games[r]) if r in games else "" for r in REFERENCES},
                 "rule": classroom.rule_text(),
                 "pass": "pass" if number is not None and wins >= classroom.rule_wins else "fail",
+                "agent_place": agent.get("place", ""),
+                "agent_elo": agent.get("elo", ""),
             }
         )
     placed = [r for r in out if r["place"] not in ("", "-")]
