@@ -183,6 +183,9 @@ def rating_history(store: Store, field: Iterable[int], points: int = 120) -> His
     return history(queries.rating_games(store, ids), ids, total, points)
 
 
+POINTS = 60  # a kept history's target: 60 to 120 points, as many as the report's chart at most
+
+
 @dataclass(frozen=True, slots=True)
 class Rated:
     """TrueSkill of a field after its games up to `key` in schedule order, with its history: what a playing
@@ -194,7 +197,7 @@ class Rated:
     parallel worker's, or an adaptive batch's: its rounds count each pair's meetings, so its games fall
     between those played before) or one is removed; then the field is rated again from the start.
     `sampled` keeps the ratings after every `every`-th game, `every` doubling as the points pass twice
-    `target`: a chart's worth, however many games."""
+    `target` (POINTS): a chart's worth, however many games."""
 
     field: tuple[int, ...]
     key: queries.Key  # the last game rated; (0, "", 0) before the first
@@ -202,10 +205,10 @@ class Rated:
     skills: dict[int, Skill]
     every: int
     sampled: History
-    target: int = 120
+    target: int = POINTS
 
     @classmethod
-    def start(cls, field: Iterable[int], target: int = 120, model: Model | None = None) -> Rated:
+    def start(cls, field: Iterable[int], target: int = POINTS, model: Model | None = None) -> Rated:
         """No game rated yet: every bot of `field` at the model's initial belief."""
         ids = tuple(sorted(int(i) for i in field))
         first = (model or Model.of()).initial()
@@ -234,7 +237,7 @@ def advance(store: Store, kept: Rated | None, field: Iterable[int], model: Model
     start. The same ratings as `trueskill_ratings` over every game, float for float."""
     model = model or Model.of()
     ids = tuple(sorted(int(i) for i in field))
-    target = kept.target if kept else 120
+    target = kept.target if kept else POINTS
     if kept is None or kept.field != ids or queries.rated_check(store, ids, kept.key) != kept.check:
         kept = Rated.start(ids, target, model)
     mu = {i: s.mu for i, s in kept.skills.items()}
