@@ -49,10 +49,7 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     the kept state's (rated.py) advanced by the games since: one pass gives the standings and the bot
     pages' history."""
     text = io.StringIO()
-    kept = rated.read(cup.folder)
-    state = ratings.advance(cup.store, kept, queries.field_ids(cup.store))
-    if kept is None or (kept.field, kept.check, kept.key) != (state.field, state.check, state.key):
-        _replace(cup.folder / rated.RATED, rated.text(state))
+    state = _rated(cup, keep=bool(pages))
     standing = ratings.standings(cup.store, rated=state)
     cup.export_standings(text, "jsonl", standing)
     labels = _labels(cup.folder, cup.store)
@@ -81,6 +78,17 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
+
+
+def _rated(cup: Tournament, keep: bool) -> ratings.Rated:
+    """The field's TrueSkill: the state kept in the folder (rated.py) advanced by the games since, and kept
+    again if it moved; without `keep` (a scrimmage, rated once), from nothing and not kept."""
+    kept = rated.read(cup.folder) if keep else None
+    state = ratings.advance(cup.store, kept, queries.field_ids(cup.store))
+    moved = kept is None or (kept.field, kept.check, kept.key) != (state.field, state.check, state.key)
+    if keep and moved:
+        _replace(cup.folder / rated.RATED, rated.text(state))
+    return state
 
 
 def _pages_due(folder: Path, names: set[str]) -> bool:
