@@ -56,7 +56,11 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     if pages and (settled or _pages_due(cup.folder, {str(b) for b in standing.board["bot"]})):
         bots = face.bot_page_data(cup.store, standing, state.history())
         ids = dict(zip(standing.board["bot"], (int(i) for i in standing.board["id"]), strict=True))
-        shown = {name: {"page": page, "version": labels.get(ids[name], "")} for name, page in bots.items()}
+        drawn = now()
+        shown = {
+            name: {"page": page, "version": labels.get(ids[name], ""), "drawn": drawn}
+            for name, page in bots.items()
+        }
         _replace(cup.folder / BOTS, json.dumps(shown))
     href = (lambda name: f"/{BOT_PAGES[pages]}{quote(name, safe='')}") if pages else None
     _replace(cup.folder / STANDINGS, str(face.standings(cup.store, standing, href)))
@@ -212,7 +216,8 @@ def snapshot(folder: Path) -> dict[str, Any]:
 
 
 def bot(folder: Path, name: str) -> dict[str, Any] | None:
-    """Bot `name`'s page data and class version as the last snapshot wrote them (None: no such bot)."""
+    """Bot `name`'s page data, class version and when it was drawn (`drawn`), as the last snapshot that
+    drew the pages wrote them (None: no such bot)."""
     found: dict[str, Any] | None = _read(folder / BOTS, {}).get(name)
     return found
 
