@@ -5,10 +5,11 @@ rating history, faults, margins and charts of each bot, kept as bots.json), on s
     .venv/bin/python benchmarks/bot_pages.py [--games 10000 100000] [--bots 30] [--runs 3]
 
 Stores as benchmarks/report_speed.py builds them (random legal games, ~2% forfeits). For each size, the
-snapshot is written alternately without and with the pages, `--runs` times each, in one process, the
-ladder's kept ratings (arena/server/rated.py) of use, as they are while a field's games come in schedule
-order; and with the pages and the kept ratings removed first, as after a new version or an adaptive batch
-whose games fall before those rated. Prints the median wall time of each, their ratios, what the pages
+snapshot is written in turn `--runs` times each, in one process: without the pages (as a scrimmage's: every
+game rated, nothing kept; the snapshot before the ladder kept its ratings); with them, the ladder's kept
+ratings (arena/server/rated.py) of use, as while a field's games come in schedule order; and with them and
+the kept ratings removed first, as after a new version or an adaptive batch whose games fall before those
+rated. Prints the median wall time of each, their ratios, what the pages
 add to a playing ladder's worker (drawn every ladder.PAGES_S, its snapshot every worker.SNAPSHOT_S),
 bots.json's size and one bot page's draw time (what a page view costs the web process). Asserts nothing.
 """
