@@ -4,7 +4,8 @@ from the store when a page asks for it, for the report's replay viewer (arena.re
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
-game: the worker, the store's one writer, rates. A replay is the rules engine's (arena.report.replay),
+game: the worker, the store's one writer, rates (advancing the TrueSkill it keeps beside the store,
+rated.py, by the games since the last snapshot). A replay is the rules engine's (arena.report.replay),
 and the bots' words are in it only for the bots the viewer may see (access.sees_stderr).
 """
 
