@@ -361,8 +361,8 @@ def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, m
             from arena.match.bots import Bot
 
             field = [Bot(n, ("true",), tmp_path, tmp_path / f"{n}.py", d) for n, d in bots]
-            for k in range(count):
-                south, north = rng.sample(field, 2)
+            pairs = rng.sample([(s, n) for s in field for n in field if s is not n], count)  # one game a pair
+            for k, (south, north) in enumerate(pairs):
                 record = classroom._game(rules, south, north, {b.name: 1 for b in field}, rng)
                 cup.store.add_game(Slot(rnd, f"{k:06d}", south, north), record)
 
