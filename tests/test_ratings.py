@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 import random
 from pathlib import Path
@@ -435,3 +437,69 @@ def test_bots_that_never_answered_are_not_ranked_and_say_why(tour):
     assert 'data-bot="alice"' in table and 'data-bot="bytes1"' not in table
     unranked = html[html.index('id="unranked"') : html.index("</p>", html.index('id="unranked"'))]
     assert "bytes1" in unranked and "bytes2" in unranked and "never gave a first answer" in unranked
+
+
+# --- the incremental state (ratings.advance) ----------------------------------------------------------
+
+
+def full_pass(store: Store) -> dict[int, Skill]:
+    field = queries.field_ids(store)
+    return ratings.trueskill_ratings(queries.rating_games(store, field), field)
+
+
+def test_advance_rates_only_what_is_new_and_equals_a_full_pass_after_games_stored_out_of_order(tour):
+    rng = random.Random(5)
+    bots = [make_bot(n) for n in "abcde"]
+    rounds = rng.sample(range(1, 400), 60)  # every game its own place in schedule order, stored shuffled
+    kept = None
+    for k, rnd in enumerate(rounds):
+        s, n = rng.sample(bots, 2)
+        tour.play(s, n, rng.choice([s, n, None]), round=rnd)
+        if k % 7 == 6:  # a snapshot now and then, as the ladder writes them
+            kept = ratings.advance(tour.store, kept, queries.field_ids(tour.store))
+            assert kept.skills == full_pass(tour.store)  # float for float, late games or not
+            assert kept.games == k + 1
+    # games stored after the kept key are all that the next snapshot reads
+    kept = ratings.advance(tour.store, kept, queries.field_ids(tour.store))
+    tour.play(bots[0], bots[1], bots[0], round=1000)
+    read = list(queries.rating_games_after(tour.store, kept.field, kept.key))
+    assert len(read) == 1
+    assert ratings.advance(tour.store, kept, kept.field).skills == full_pass(tour.store)
+
+
+def test_advance_starts_again_for_a_new_field_and_a_removed_game(tour):
+    a2 = make_bot("alice", "2")
+    for s, n, w in GAMES:
+        tour.play(s, n, w)
+    kept = ratings.advance(tour.store, None, queries.field_ids(tour.store))
+    tour.store.set_current([a2, B, C])  # alice uploads a new version: her old games drop out
+    tour.play(a2, B, a2)
+    tour.play(C, a2, None)
+    field = queries.field_ids(tour.store)
+    moved = ratings.advance(tour.store, kept, field)
+    assert moved.field == tuple(sorted(field)) and moved.games == 2 + 2  # bob and carol's two, a2's two
+    assert moved.skills == full_pass(tour.store)
+    first = min(queries.rating_games_after(tour.store, field, (0, "", 0)))[0]  # a field game, rated
+    tour.store.db.execute("DELETE FROM games WHERE id = ?", (first,))
+    again = ratings.advance(tour.store, moved, field)
+    assert again.games == 3 and again.skills == full_pass(tour.store)
+
+
+def test_the_kept_history_ends_at_the_current_ratings_and_stays_a_charts_worth(tour):
+    bots = [make_bot(n) for n in "abc"]
+    kept = None
+    for k in range(50):
+        tour.play(bots[k % 3], bots[(k + 1) % 3], bots[k % 3] if k % 4 else None)
+        kept = ratings.advance(tour.store, kept, queries.field_ids(tour.store))
+        kept = dataclasses.replace(kept, target=4)
+    history = kept.history()
+    field = queries.field_ids(tour.store)
+    every_game = ratings.history(queries.rating_games(tour.store, field), field, 50, points=50)
+    for k, x in enumerate(kept.sampled.games):  # each kept point is the ratings after its game
+        assert {i: v[k] for i, v in kept.sampled.mu.items()} == {i: v[x] for i, v in every_game.mu.items()}
+    assert history.games[0] == 0 and history.games[-1] == 50
+    assert 4 <= len(kept.sampled.games) - 1 <= 2 * 4
+    xs = kept.sampled.games
+    assert all(b - a == kept.every for a, b in itertools.pairwise(xs))
+    for i, skill in full_pass(tour.store).items():
+        assert (history.mu[i][-1], history.sigma[i][-1]) == (skill.mu, skill.sigma)

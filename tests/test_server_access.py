@@ -303,6 +303,22 @@ def test_a_scrimmage_shows_the_askers_stderr_only_and_stays_off_the_ladder(world
     )
 
 
+def test_a_scrimmage_keeps_which_version_of_the_opponent_played(world: World) -> None:
+    """Its fault's reproduce command (the teacher's) names the opponent's version that played, not the one
+    active when the page is read: the games' folder says which class version each bot that played is."""
+    from django.conf import settings
+
+    from arena.server import ladder, scrimmages
+    from arena.server.classdir import ClassDir
+    from arena.server.models import Scrimmage
+
+    played = scrimmages.folder(
+        ClassDir(Path(settings.ARENA_CLASS_DIR)), Scrimmage.objects.get(pk=world.scrimmage)
+    )
+    kept = json.loads((played / "games" / ladder.VERSIONS).read_text())
+    assert sorted(kept.values()) == ["v1", "v1"], kept  # alice's asked-for version and bob's active one
+
+
 def test_scrimmages_are_limited_per_day(world: World) -> None:
     from django.contrib.messages import get_messages
 
@@ -442,6 +458,7 @@ def test_a_bots_page_is_the_reports_with_its_source_for_its_author_and_the_teach
         assert '<a href="/ladder/bots/alice">alice</a>' in page, role
         assert page.count('<tr class="bot-game">') == 2 and f'href="/games/{world.game}"' in page, role
         assert (source in page) == sees, role
+        assert "drawn again every 30 s" in page, "how late its page may be while the ladder plays"
     assert Submission.objects.filter(member__slug="bob").count() == 1
     assert world.clients["alice"].get("/ladder/bots/nobody").status_code == 404
     final = world.clients["teacher"].get("/final/bots/alice").content.decode()

@@ -330,3 +330,67 @@ def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> No
         drawn = pages.stat().st_ino
         ladder.write_snapshot(cup, "settled", True)
         assert pages.stat().st_ino != drawn, "a settled ladder's pages are drawn at once"
+
+
+def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A snapshot's TrueSkill (its standings and its bot pages' history, from one pass) is the kept state
+    (rated.json) advanced by the games since, equal to a full pass float for float: after games stored out
+    of schedule order, across a restart (each snapshot reads the file back), and after a file cut short by
+    a kill -9 or otherwise unfit, which is rated again, never trusted."""
+    import json
+    import random
+
+    from arena.api import Tournament
+    from arena.game.rules import parse_rules
+    from arena.server import ladder, rated
+    from arena.tournament import queries, ratings
+    from arena.tournament.schedule import Slot
+    from arena.tournament.settings import Settings
+    from tests import classroom
+
+    classroom.build(tmp_path / "arena.sqlite", rounds=1)
+    rng, rules = random.Random(1), parse_rules("kalah")
+
+    def one_pass_only(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a snapshot rated the field's games a second time")
+
+    trueskill_ratings = ratings.trueskill_ratings
+    monkeypatch.setattr(ratings, "rating_history", one_pass_only)
+    monkeypatch.setattr(ratings, "trueskill_ratings", one_pass_only)
+    with Tournament(tmp_path, Settings("kalah", 1000, 10_000, 3)) as cup:
+        bots = [b for b in cup.store.db.execute("SELECT name, digest FROM bots")]
+
+        def play(rnd: int, count: int) -> None:
+            from arena.match.bots import Bot
+
+            field = [Bot(n, ("true",), tmp_path, tmp_path / f"{n}.py", d) for n, d in bots]
+            pairs = rng.sample([(s, n) for s in field for n in field if s is not n], count)  # one game a pair
+            for k, (south, north) in enumerate(pairs):
+                record = classroom._game(rules, south, north, {b.name: 1 for b in field}, rng)
+                cup.store.add_game(Slot(rnd, f"{k:06d}", south, north), record)
+
+        def full() -> dict[int, ratings.Skill]:
+            field = queries.field_ids(cup.store)
+            return trueskill_ratings(queries.rating_games(cup.store, field), field)
+
+        ladder.write_snapshot(cup, "playing", False)
+        assert (tmp_path / ladder.BOTS).is_file()
+        first = rated.read(tmp_path)
+        assert first is not None and first.skills == full() and first.games == cup.store.count_games()
+        play(5, 6)
+        play(3, 6)  # stored after round 5's: earlier in schedule order, as a late worker's games are
+        ladder.write_snapshot(cup, "playing", False)
+        kept = rated.read(tmp_path)
+        assert kept is not None and kept.skills == full() and kept.games == first.games + 12
+        board = {row["bot"]: row["mu"] for row in ladder.snapshot(tmp_path)["board"]}
+        names = dict(cup.store.db.execute("SELECT id, name FROM bots"))
+        assert board == {names[i]: round(s.mu, 2) for i, s in full().items()}
+        whole = (tmp_path / rated.RATED).read_text()
+        for unfit in (whole[: len(whole) // 2], whole.replace('"every": ', '"every": -'), "[]", ""):
+            (tmp_path / rated.RATED).write_text(unfit)
+            assert rated.read(tmp_path) is None
+            play(9 + len(unfit), 2)
+            ladder.write_snapshot(cup, "playing", False)
+            again = rated.read(tmp_path)
+            assert again is not None and again.skills == full() and again.games == cup.store.count_games()
+        assert json.loads((tmp_path / ladder.SNAPSHOT).read_text())["games"] == cup.store.count_games()

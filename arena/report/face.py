@@ -80,13 +80,16 @@ def standings(
     )
 
 
-def bot_page_data(store: Store, standings: ratings.Standings) -> dict[str, dict[str, Any]]:
+def bot_page_data(
+    store: Store, standings: ratings.Standings, history: ratings.History | None = None
+) -> dict[str, dict[str, Any]]:
     """Every bot's page of the report (botpages.py) as plain data, by name, for `bot_page` to draw: made
     where the games are rated (the class server's worker), drawn where a viewer asks. It holds the bots'
     own words: the viewer's privacy is applied when it is drawn. Without think times, which come from the
-    games' replays that only the report writes."""
+    games' replays that only the report writes. `history`: the ratings' as the caller rated them (a
+    ladder's kept state), else a pass over the field's games."""
     styles = {int(bot): charts.style(k) for k, bot in enumerate(standings.board["id"])}
-    history = ratings.rating_history(store, standings.field)
+    history = history or ratings.rating_history(store, standings.field)
     pages = bot_pages(store, standings, history, None, styles)
     return {page.name: dataclasses.asdict(page) for page in pages}
 

@@ -4,7 +4,8 @@ from the store when a page asks for it, for the report's replay viewer (arena.re
 
 The snapshot (FOLDER/snapshot.json, replaced whole) holds the leaderboard as `Tournament.export_standings`
 gives it and the latest games, so that a page or the live JSON costs a file read, not a rating of every
-game: the worker, the store's one writer, rates. A replay is the rules engine's (arena.report.replay),
+game: the worker, the store's one writer, rates (advancing the TrueSkill it keeps beside the store,
+rated.py, by the games since the last snapshot). A replay is the rules engine's (arena.report.replay),
 and the bots' words are in it only for the bots the viewer may see (access.sees_stderr).
 """
 
@@ -25,8 +26,8 @@ from arena.api import Tournament
 from arena.match.record import GameRecord
 from arena.report import face
 from arena.report.replay import Replay, replay, unpiped
-from arena.server import kgp_ranked
-from arena.tournament import queries
+from arena.server import kgp_ranked, rated
+from arena.tournament import queries, ratings
 from arena.tournament.store import STORE_FILE, Store, StoreError, now
 
 SNAPSHOT = "snapshot.json"
@@ -45,18 +46,25 @@ PER_BOT = 30  # of a bot's own games listed
 def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladder") -> dict[str, Any]:
     """Rate the tournament's games and write its snapshot (and the report's standings and matrix, drawn
     once here for every page that shows them); the snapshot. `pages`: whose bot pages ('ladder', 'final')
-    are written with it, for the standings' names to link to ('': none, as for a scrimmage)."""
+    are written with it, for the standings' names to link to ('': none, as for a scrimmage). TrueSkill is
+    the kept state's (rated.py) advanced by the games since: one pass gives the standings and the bot
+    pages' history."""
     text = io.StringIO()
-    rated = cup.standings()
-    cup.export_standings(text, "jsonl", rated)
+    state = _rated(cup, keep=bool(pages))
+    standing = ratings.standings(cup.store, rated=state)
+    cup.export_standings(text, "jsonl", standing)
     labels = _labels(cup.folder, cup.store)
-    if pages and (settled or _pages_due(cup.folder, {str(b) for b in rated.board["bot"]})):
-        bots = face.bot_page_data(cup.store, rated)
-        ids = dict(zip(rated.board["bot"], (int(i) for i in rated.board["id"]), strict=True))
-        shown = {name: {"page": page, "version": labels.get(ids[name], "")} for name, page in bots.items()}
+    if pages and (settled or _pages_due(cup.folder, {str(b) for b in standing.board["bot"]})):
+        bots = face.bot_page_data(cup.store, standing, state.history())
+        ids = dict(zip(standing.board["bot"], (int(i) for i in standing.board["id"]), strict=True))
+        drawn = now()
+        shown = {
+            name: {"page": page, "version": labels.get(ids[name], ""), "drawn": drawn}
+            for name, page in bots.items()
+        }
         _replace(cup.folder / BOTS, json.dumps(shown))
     href = (lambda name: f"/{BOT_PAGES[pages]}{quote(name, safe='')}") if pages else None
-    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, rated, href)))
+    _replace(cup.folder / STANDINGS, str(face.standings(cup.store, standing, href)))
     board = [json.loads(line) for line in text.getvalue().splitlines()]
     for row in board:
         for private in ("digest", "author"):
@@ -77,10 +85,21 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     return data
 
 
+def _rated(cup: Tournament, keep: bool) -> ratings.Rated:
+    """The field's TrueSkill: the state kept in the folder (rated.py) advanced by the games since, and kept
+    again if it moved; without `keep` (a scrimmage, rated once), from nothing and not kept."""
+    kept = rated.read(cup.folder) if keep else None
+    state = ratings.advance(cup.store, kept, queries.field_ids(cup.store))
+    moved = kept is None or (kept.field, kept.check, kept.key) != (state.field, state.check, state.key)
+    if keep and moved:
+        _replace(cup.folder / rated.RATED, rated.text(state))
+    return state
+
+
 def _pages_due(folder: Path, names: set[str]) -> bool:
     """Whether a playing ladder's bot pages are to be drawn again with this snapshot: every PAGES_S, or at
-    once for a bot that has none. Their rating history is a pass over every game (1 s at 100,000), where
-    the snapshot is rewritten every few seconds (benchmarks/bot_pages.py)."""
+    once for a bot that has none. They draw every bot's charts and read its faults and margins, where the
+    snapshot is rewritten every few seconds (benchmarks/bot_pages.py)."""
     path = folder / BOTS
     try:
         fresh = time.time() - path.stat().st_mtime < PAGES_S
@@ -198,7 +217,8 @@ def snapshot(folder: Path) -> dict[str, Any]:
 
 
 def bot(folder: Path, name: str) -> dict[str, Any] | None:
-    """Bot `name`'s page data and class version as the last snapshot wrote them (None: no such bot)."""
+    """Bot `name`'s page data, class version and when it was drawn (`drawn`), as the last snapshot that
+    drew the pages wrote them (None: no such bot)."""
     found: dict[str, Any] | None = _read(folder / BOTS, {}).get(name)
     return found
 

@@ -19,6 +19,7 @@ from arena.match.bots import BotError
 from arena.server import field, ladder
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Progress, Scrimmage, Status, Submission
+from arena.tournament import queries
 from arena.tournament.settings import Settings
 
 ROUNDS = 1  # a game from each side
@@ -87,13 +88,18 @@ def play(where: ClassDir, scrimmage: Scrimmage, settings: Settings, **run: Any) 
     home = folder(where, scrimmage)
     member, version = scrimmage.member, scrimmage.submission
     bots = home / "bots"
+    # the opponent's version as the ladder has it now ('v3 #17'; 'reference'), kept with the games: the
+    # reproduce command of its fault names the version that played, not whichever is active when read
+    playing = field.versions(where.bots).get(scrimmage.opponent, "opponent")
     try:
         field.sync(bots, {
             member.slug: (f"v{version.number} #{version.pk}", where.version(member.slug, version.number)),
-            scrimmage.opponent: ("opponent", where.bots / scrimmage.opponent),
+            scrimmage.opponent: (playing, where.bots / scrimmage.opponent),
         })  # fmt: skip
         with Tournament(home / "games", settings) as cup:
             result = cup.run(bots, ROUNDS, **run)
+            digests = {name: digest for _, name, digest in queries.bot_versions(cup.store)}
+            ladder.remember_versions(cup.folder, digests, field.versions(bots))
             ladder.write_snapshot(cup, "scrimmage", True, pages="")
         if result.interrupted:
             raise KeyboardInterrupt

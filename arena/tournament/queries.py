@@ -45,13 +45,44 @@ def field_ids(store: Store) -> list[int]:
     return [int(r[0]) for r in store.db.execute("SELECT max(id) FROM bots GROUP BY name ORDER BY name")]
 
 
+_SCHEDULED = "ORDER BY round, ordinal, id"  # schedule order; the id only breaks a tie a hash never makes
+
+
 def rating_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int | None]]:
     """(south id, north id, winner id or None) of the field's games in schedule order, one at a time."""
-    query = (
-        f"WITH {_FIELD} SELECT south_id, north_id, winner_id FROM games "
-        f"WHERE {_IN_FIELD} ORDER BY round, ordinal"
-    )
+    query = f"WITH {_FIELD} SELECT south_id, north_id, winner_id FROM games WHERE {_IN_FIELD} {_SCHEDULED}"
     yield from store.db.execute(query, {"field": _field(field)})
+
+
+Key = tuple[int, str, int]  # where a game stands in schedule order: (round, ordinal, id)
+
+
+def rating_games_after(
+    store: Store, field: Iterable[int], key: Key
+) -> Iterator[tuple[int, int, str, int, int, int | None]]:
+    """(id, round, ordinal, south id, north id, winner id or None) of the field's games after `key` in
+    schedule order, one at a time: what an incremental rating (ratings.advance) has not rated yet."""
+    query = (
+        f"WITH {_FIELD} SELECT id, round, ordinal, south_id, north_id, winner_id FROM games "
+        f"WHERE {_IN_FIELD} AND (round, ordinal, id) > (:round, :ordinal, :id) {_SCHEDULED}"
+    )
+    yield from store.db.execute(
+        query, {"field": _field(field), "round": key[0], "ordinal": key[1], "id": key[2]}
+    )
+
+
+def rated_check(store: Store, field: Iterable[int], key: Key) -> tuple[int, int, int]:
+    """(count, sum of ids, sum of winner ids) of the field's games at or before `key` in schedule order:
+    what an incremental rating checks against what it rated, to see a game stored late (a parallel
+    worker's, with an earlier key) or one removed. One aggregate inside SQLite: no row leaves it."""
+    query = (
+        f"WITH {_FIELD} SELECT count(*), coalesce(sum(id), 0), coalesce(sum(winner_id), 0) FROM games "
+        f"WHERE {_IN_FIELD} AND (round, ordinal, id) <= (:round, :ordinal, :id)"
+    )
+    count, ids, winners = store.db.execute(
+        query, {"field": _field(field), "round": key[0], "ordinal": key[1], "id": key[2]}
+    ).fetchone()
+    return int(count), int(ids), int(winners)
 
 
 def field_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:

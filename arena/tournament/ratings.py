@@ -183,6 +183,97 @@ def rating_history(store: Store, field: Iterable[int], points: int = 120) -> His
     return history(queries.rating_games(store, ids), ids, total, points)
 
 
+POINTS = 60  # a kept history's target: 60 to 120 points, as many as the report's chart at most
+
+
+@dataclass(frozen=True, slots=True)
+class Rated:
+    """TrueSkill of a field after its games up to `key` in schedule order, with its history: what a playing
+    ladder keeps between snapshots, so that each rates only the games since (`advance`), and its standings
+    and bot pages both read this one pass.
+
+    `check` is (count, sum of ids, sum of winner ids) of the games rated: the store's field games at or
+    before `key` must still add up to it. They do not when a game is stored after one with a later key (a
+    parallel worker's, or an adaptive batch's: its rounds count each pair's meetings, so its games fall
+    between those played before) or one is removed; then the field is rated again from the start.
+    `sampled` keeps the ratings after every `every`-th game, `every` doubling as the points pass twice
+    `target` (POINTS): a chart's worth, however many games."""
+
+    field: tuple[int, ...]
+    key: queries.Key  # the last game rated; (0, "", 0) before the first
+    check: tuple[int, int, int]
+    skills: dict[int, Skill]
+    every: int
+    sampled: History
+    target: int = POINTS
+
+    @classmethod
+    def start(cls, field: Iterable[int], target: int = POINTS, model: Model | None = None) -> Rated:
+        """No game rated yet: every bot of `field` at the model's initial belief."""
+        ids = tuple(sorted(int(i) for i in field))
+        first = (model or Model.of()).initial()
+        empty = History((0,), {i: (first.mu,) for i in ids}, {i: (first.sigma,) for i in ids})
+        return cls(ids, (0, "", 0), (0, 0, 0), dict.fromkeys(ids, first), 1, empty, target)
+
+    @property
+    def games(self) -> int:
+        return self.check[0]
+
+    def history(self) -> History:
+        """The sampled points and, last, the current ratings."""
+        h = self.sampled
+        if h.games[-1] == self.games:
+            return h
+        return History(
+            (*h.games, self.games),
+            {i: (*v, self.skills[i].mu) for i, v in h.mu.items()},
+            {i: (*v, self.skills[i].sigma) for i, v in h.sigma.items()},
+        )
+
+
+def advance(store: Store, kept: Rated | None, field: Iterable[int], model: Model | None = None) -> Rated:
+    """`kept` advanced by the field's games stored since it was rated, or, where it is no longer a prefix
+    of them (another field, a game stored out of order or removed: `Rated`), the field's games from the
+    start. The same ratings as `trueskill_ratings` over every game, float for float."""
+    model = model or Model.of()
+    ids = tuple(sorted(int(i) for i in field))
+    target = kept.target if kept else POINTS
+    if kept is None or kept.field != ids or queries.rated_check(store, ids, kept.key) != kept.check:
+        kept = Rated.start(ids, target, model)
+    mu = {i: s.mu for i, s in kept.skills.items()}
+    sigma = {i: s.sigma for i, s in kept.skills.items()}
+    xs = list(kept.sampled.games)
+    mus = {i: list(v) for i, v in kept.sampled.mu.items()}
+    sigmas = {i: list(v) for i, v in kept.sampled.sigma.items()}
+    count, id_sum, winner_sum = kept.check
+    key, every = kept.key, kept.every
+    for gid, rnd, ordinal, south, north, winner in queries.rating_games_after(store, ids, kept.key):
+        _rate(model, mu, sigma, (south, north, winner))
+        count, id_sum, winner_sum, key = (
+            count + 1,
+            id_sum + gid,
+            winner_sum + (winner or 0),
+            (rnd, ordinal, gid),
+        )
+        if count % every:
+            continue
+        xs.append(count)
+        for i in ids:
+            mus[i].append(mu[i])
+            sigmas[i].append(sigma[i])
+        if len(xs) > 2 * target + 1:  # thinned to every other point: the chart keeps its width's worth
+            every *= 2
+            keep = [k for k, x in enumerate(xs) if x % every == 0]
+            xs = [xs[k] for k in keep]
+            mus = {i: [v[k] for k in keep] for i, v in mus.items()}
+            sigmas = {i: [v[k] for k in keep] for i, v in sigmas.items()}
+    sampled = History(
+        tuple(xs), {i: tuple(v) for i, v in mus.items()}, {i: tuple(v) for i, v in sigmas.items()}
+    )
+    skills = {i: Skill(mu[i], sigma[i]) for i in ids}
+    return Rated(ids, key, (count, id_sum, winner_sum), skills, every, sampled, target)
+
+
 def _reasons(rows: pd.DataFrame) -> str:
     """'2 crash, 1 timeout' from (reason, count) rows, most frequent first."""
     rows = rows.sort_values(["count", "reason"], ascending=[False, True])
@@ -234,12 +325,16 @@ def leaderboard(store: Store, model: Model | None = None) -> pd.DataFrame:
     return standings(store, model).board
 
 
-def standings(store: Store, model: Model | None = None) -> Standings:
-    """The leaderboard with its pairwise table, read from the store in one pass of each query."""
+def standings(store: Store, model: Model | None = None, rated: Rated | None = None) -> Standings:
+    """The leaderboard with its pairwise table, read from the store in one pass of each query; its
+    TrueSkill `rated`'s where that is of this field (`advance`), else from a pass over the field's games."""
     field = queries.field_ids(store)
     bots = queries.field_bots(store, field)
     ids = [int(i) for i in bots["id"]]
-    skills = trueskill_ratings(queries.rating_games(store, field), ids, model)
+    if rated is not None and rated.field == tuple(sorted(ids)):
+        skills = rated.skills
+    else:
+        skills = trueskill_ratings(queries.rating_games(store, field), ids, model)
     pairs = queries.pair_totals(store, field)
     reasons = queries.forfeit_reasons(store, field)
     names = dict(zip(ids, bots["name"], strict=True))

@@ -118,6 +118,8 @@ def bot(
         "page": face.bot_page(found["page"], face.Viewer(partial(sees_stderr, member)), links),
         "games": [mine.as_theirs(g, name) for g in ladder.players(folder).get(name, {}).get("games", [])],
         "game_url": game,
+        "drawn": found.get("drawn"),  # a playing ladder draws its bot pages every PAGES_S, not each snapshot
+        "every": round(ladder.PAGES_S),
         "version": Submission.objects.filter(member__slug=name, number=int(version[1:])).first()
         if own and version[1:].isdigit()
         else None,
