@@ -157,6 +157,12 @@ def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_
         assert listening(sched.pid) == {"0100007F"}, "the scheduler listens beyond 127.0.0.1"
         (worker_pid,) = pids.values()
         assert listening(worker_pid) <= {"0100007F"}
+        # The guard preload's Dask settings reached the scheduler, and the worker through its nanny
+        with client(address, certs) as c:
+            (worker,) = c.run(lambda dask_worker: ("profile" in dask_worker.periodic_callbacks,
+                                                   dask_worker._tick_interval)).values()  # fmt: skip
+            tick = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler._tick_interval)
+        assert worker == (False, 1.0) and tick == 1.0, (worker, tick)
 
         base = tmp_path / "run"
         bots = field(base / "bots")
