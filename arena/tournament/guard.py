@@ -18,9 +18,9 @@ nanny only its own worker may ask it to close. A
 certificate whose machine or serial is in the scheduler's REVOKED list (beside its ca.pem) is refused at
 once. An operation refused closes the connection, with one line in the server's log naming the peer.
 
-Importing it also makes arena's Dask settings the process's defaults (background.py: Dask's profiler and
-timers that nothing of arena reads, off or slower), before the scheduler reads them, and in a nanny before
-it hands its configuration to the worker it starts.
+Importing it also sets arena's Dask settings in the process (background.py: Dask's profiler and timers that
+nothing of arena reads, off or slower; never over one the lab set itself), before the scheduler reads them,
+and in a nanny before it hands its configuration to the worker it starts.
 """
 
 from __future__ import annotations
