@@ -1,24 +1,29 @@
 """The cluster back end against the local one, on this machine in one run, and a worker's setup after a kill.
 
-    python benchmarks/cluster.py [--games 300] [--repeats 3] [--frozen 16] [--instant 2000]
+    python benchmarks/cluster.py [--games 300] [--repeats 5] [--frozen 16] [--instant 2000] [--dask-defaults]
 
 1. Games/s: the same games of two copies of the random bot (Kalah(6,6), confined as by default: sandbox,
    limits, pausing), every game handed back to this process as `arena run` stores it, on `Local` with 2
    worker processes (the baseline), and on `Cluster` over TLS with the class's certificates on a
    `distributed.LocalCluster` of 1 worker with two game slots and of 2 workers with one each: as many
-   game slots as the baseline's processes, so that the ratio compares like with like. Clusters are
-   started before the clock runs; each cluster run pays for connecting, registering the worker plugin,
-   shipping the bots, and replaying every returned game in the rules engine (audit). `--repeats` rounds,
-   alternating; medians, and each as a ratio to the local baseline measured in the same round (its range
-   over the rounds too); with when the first game came back (what a run pays before it plays: on a
-   cluster, connecting and greeting) and the ratio from then on (what a long run pays). Each run ends its
-   bots, as `arena run` does (Local closed; the cluster's plugin ended on its workers). The CPU time a game
-   of each side, which the load of other work moves far less than the wall clock: this process (Local's
-   main process; the coordinator with LocalCluster's scheduler and nannies, all in this process) and the
-   game processes with their bots (Local's workers; the Dask workers). On these 2 cores the games keep
-   both busy, so the cluster can give at most local's CPU a game over its own (its ceiling here); with the
-   coordinator and scheduler on another machine, as in a lab, a worker's machine gives local's CPU a game
-   over its worker's.
+   game slots as the baseline's processes, so that the ratio compares like with like. The clusters run
+   with arena's Dask settings (arena/tournament/background.py), as a lab's processes started with the
+   guard preload do; `--dask-defaults` adds a 1-worker cluster with Dask's own, to compare in the same
+   run. Clusters are started before the clock runs; each cluster run pays for connecting, registering the
+   worker plugin, shipping the bots, and replaying every returned game in the rules engine (audit).
+   `--repeats` rounds, each cluster first in turn, with a local run before the first round and after
+   each: a cluster run is a ratio to the mean of the local runs just before and after its round, so that
+   a load that rises or falls through the round moves both sides alike (the other work on this machine
+   moves single rounds by a third). Medians, with the range over the rounds; with when the first game
+   came back (what a run pays before it plays: on a cluster, connecting and greeting) and the ratio from
+   then on (what a long run pays). Each run ends its bots, as `arena run` does (Local closed; the
+   cluster's plugin ended on its workers). The CPU time a game of each side, which the load of other work
+   moves far less than the wall clock: this process (Local's main process; the coordinator with
+   LocalCluster's scheduler and nannies, all in this process) and the game processes with the bots they
+   reaped (Local's workers; the Dask workers). On these 2 cores the games keep both busy, so the cluster
+   can give at most local's CPU a game over its own (its ceiling here); with the coordinator and
+   scheduler on another machine, as in a lab, a worker's machine gives local's CPU a game over its
+   worker's.
 2. The coordinator alone: a `--instant`-game tournament of 10 bots through the library (schedule, store,
    page left out) on a 1-worker TLS cluster whose worker plays instant fake games (the rules engine's
    first legal move for each side, no process: a preload replaces its games, and plays each opening's
@@ -47,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +65,7 @@ from arena.match.confine import Cgroups, Confinement, Warden, capabilities  # no
 from arena.match.referee import Limits  # noqa: E402
 from arena.tournament.backend import Backend  # noqa: E402
 from arena.tournament.backend import Conditions as Games  # noqa: E402
+from arena.tournament.background import SETTINGS  # noqa: E402
 from arena.tournament.cluster import Cluster  # noqa: E402
 from arena.tournament.local import Local  # noqa: E402
 from arena.tournament.schedule import Slot  # noqa: E402
@@ -153,8 +160,18 @@ def security(certs: Path):  # type: ignore[no-untyped-def]
     )
 
 
-def throughput(folder: Path, games: int, repeats: int) -> float:
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """A cluster the benchmark plays on: its label, workers (slots each: 2 // workers) and Dask settings."""
+
+    label: str
+    workers: int
+    settings: Mapping[str, Any]
+
+
+def throughput(folder: Path, games: int, repeats: int, defaults: bool) -> float:
     """Prints the games/s of each back end; returns the local baseline's (a median)."""
+    import dask
     from distributed import LocalCluster
 
     for name in ("random_a", "random_b"):
@@ -165,58 +182,73 @@ def throughput(folder: Path, games: int, repeats: int) -> float:
     asked = Confinement(sandbox=True)
     here, caps = capabilities(asked, asked.sandbox)
     slots = slots_of(a, b, games)
-    clusters = []
-    for n in (1, 2):  # 2 game slots in all, as Local(2) has
-        clusters.append(
-            LocalCluster(
-                n_workers=n,
-                threads_per_worker=2 // n,
-                resources={"games": 2 // n},
+    setups = {
+        "cluster1": Setup("Cluster (TLS), 1 worker x 2 slots", 1, SETTINGS),
+        "cluster2": Setup("Cluster (TLS), 2 workers x 1 slot", 2, SETTINGS),
+    }
+    if defaults:
+        setups["defaults1"] = Setup("  the same, Dask's own defaults", 1, {})
+    clusters = {}
+    for key, setup in setups.items():  # 2 game slots in all, as Local(2) has
+        with dask.config.set(setup.settings):  # read as the scheduler starts; the nanny hands it on
+            clusters[key] = LocalCluster(
+                n_workers=setup.workers,
+                threads_per_worker=2 // setup.workers,
+                resources={"games": 2 // setup.workers},
                 dashboard_address=None,
                 host="127.0.0.1",
                 protocol="tls://",
                 security=security(certs),
-                env={"ARENA_CACHE": str(folder / f"cache{n}")},
+                env={"ARENA_CACHE": str(folder / f"cache-{key}")},
                 silence_logs=40,
             )
-        )
     runs: dict[str, list[Timing]] = {}
     try:
-        players = [list(worker_pids(cluster, certs).values()) for cluster in clusters]
-        for r in range(repeats):
+        players = {key: list(worker_pids(cluster, certs).values()) for key, cluster in clusters.items()}
+        order = list(setups)
+        for r in range(repeats + 1):  # a local run before the first round and after each
             runs.setdefault("local", []).append(
                 timed(Local(2), slots, Games("kalah", Limits(), here, tag=f"bench{r}"))
             )
-            for n, cluster, pids in zip((1, 2), clusters, players, strict=True):
-                back = Cluster(cluster.scheduler_address, certs=certs)
-                run = timed(back, slots, Games("kalah", Limits(), asked, tag=f"bench{r}"), pids)
-                runs.setdefault(f"cluster{n}", []).append(run)
+            if r == repeats:
+                break
+            for key in order[r % len(order) :] + order[: r % len(order)]:  # each first in turn
+                back = Cluster(clusters[key].scheduler_address, certs=certs)
+                run = timed(back, slots, Games("kalah", Limits(), asked, tag=f"bench{r}"), players[key])
+                runs.setdefault(key, []).append(run)
     finally:
-        for cluster in clusters:
+        for cluster in clusters.values():
             cluster.close()
-    print(f"random vs random, Kalah(6,6), {games} games, {os.cpu_count()} cores; medians of {repeats}")
+    print(f"random vs random, Kalah(6,6), {games} games, {os.cpu_count()} cores; medians of {repeats} rounds")
     print(
         f"confined here: sandbox {'on' if caps.sandbox else 'off'}, cgroups {'on' if caps.cgroups else 'off'}"
     )
     print(f"load average {os.getloadavg()[0]:.2f}: other work on these cores moves the figures")
-    labels = {
-        "local": "Local, --jobs 2",
-        "cluster1": "Cluster (TLS), 1 worker x 2 slots",
-        "cluster2": "Cluster (TLS), 2 workers x 1 slot",
-    }
-    local = runs["local"]
+    print(
+        "each cluster run against the local runs just before and after its round (their mean wall time), "
+        "so that load that rises or falls through a round moves both sides alike; the clusters with "
+        "arena's Dask settings (arena/tournament/background.py) unless said"
+    )
+    # Local's runs bracket the rounds: round r between local r and local r + 1
+    fields = ("wall", "first", "cpu_here", "cpu_games")
+    local = [
+        Timing(*(statistics.mean(getattr(t, f) for t in pair) for f in fields))
+        for pair in zip(runs["local"], runs["local"][1:], strict=False)
+    ]
+    labels = {"local": "Local, --jobs 2", **{key: setup.label for key, setup in setups.items()}}
     for key, label in labels.items():
-        wall = statistics.median(t.wall for t in runs[key])
-        first = statistics.median(t.first for t in runs[key])
-        here_ms = statistics.median(1000 * t.cpu_here / games for t in runs[key])
-        there_ms = statistics.median(1000 * t.cpu_games / games for t in runs[key])
+        mine = local if key == "local" else runs[key]
+        wall = statistics.median(t.wall for t in mine)
+        first = statistics.median(t.first for t in mine)
+        here_ms = statistics.median(1000 * t.cpu_here / games for t in mine)
+        there_ms = statistics.median(1000 * t.cpu_games / games for t in mine)
         line = f"{label:36} {games / wall:7.1f} games/s ({games} games in {wall:.2f} s"
         line += f", the first at {first:.2f} s)"
         if key != "local":
-            ratios = [b.wall / t.wall for b, t in zip(local, runs[key], strict=True)]
-            after = [(b.wall - b.first) / (t.wall - t.first) for b, t in zip(local, runs[key], strict=True)]
+            ratios = [b.wall / t.wall for b, t in zip(local, mine, strict=True)]
+            after = [(b.wall - b.first) / (t.wall - t.first) for b, t in zip(local, mine, strict=True)]
             line += (
-                f"; {statistics.median(ratios):.2f} of local's games/s (same round; rounds "
+                f"; {statistics.median(ratios):.2f} of local's games/s (rounds "
                 f"{min(ratios):.2f}-{max(ratios):.2f}), {statistics.median(after):.2f} after the first game"
             )
         print(line)
@@ -226,8 +258,8 @@ def throughput(folder: Path, games: int, repeats: int) -> float:
             f"{there_ms:.2f} ms in {'its workers' if key == 'local' else 'the Dask workers'} and their bots"
         )
         if key != "local":
-            ceiling = [cpu(b) / cpu(t) for b, t in zip(local, runs[key], strict=True)]
-            machine = [cpu(b) / t.cpu_games for b, t in zip(local, runs[key], strict=True)]
+            ceiling = [cpu(b) / cpu(t) for b, t in zip(local, mine, strict=True)]
+            machine = [cpu(b) / t.cpu_games for b, t in zip(local, mine, strict=True)]
             print(
                 f"{'':36} ceiling on these 2 cores (local's CPU a game over this one's): "
                 f"{statistics.median(ceiling):.2f} (rounds {min(ceiling):.2f}-{max(ceiling):.2f}); "
@@ -311,7 +343,9 @@ def coordinator_alone(folder: Path, games: int, local: float) -> None:
     preload = folder / "instant.py"
     preload.write_text(INSTANT, encoding="utf-8")
     certs = folder / "certs"
-    with LocalCluster(
+    import dask
+
+    with dask.config.set(SETTINGS), LocalCluster(
         n_workers=1, threads_per_worker=1, resources={"games": 1}, dashboard_address=None, host="127.0.0.1",
         protocol="tls://", security=security(certs), env={"ARENA_CACHE": str(folder / "cache-instant")},
         preload=[str(preload)], silence_logs=40,
@@ -429,13 +463,17 @@ def _sweep_one_by_one() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--games", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--frozen", type=int, default=16)
     parser.add_argument("--instant", type=int, default=2000)
+    parser.add_argument(
+        "--dask-defaults", action="store_true",
+        help="also a 1-worker cluster with Dask's own defaults, to compare with arena's settings",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        local = throughput(folder, args.games, args.repeats)
+        local = throughput(folder, args.games, args.repeats, args.dask_defaults)
         coordinator_alone(folder, args.instant, local)
         setup_after_kill(folder, args.frozen)
 

@@ -5,6 +5,7 @@ tests of tests/test_cluster_lab.py start every process with the guard)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -50,3 +51,18 @@ def test_only_a_tls_process_of_the_lab_is_checked() -> None:
         == []
     )
     assert guard.lacking([*dask_worker, "tls://h:1", "--tls-cert=w.pem"], {"ca-file": "c"}) == ["--tls-key"]
+
+
+def test_the_guard_sets_arenas_dask_settings_but_not_over_the_labs_own() -> None:
+    """Importing the preload quiets Dask's background work (background.SETTINGS); a setting the lab gave
+    itself (a DASK_* variable) stays, even one equal to Dask's default."""
+    from arena.tournament.background import SETTINGS
+
+    keys = ["distributed.worker.profile.enabled", "distributed.admin.tick.interval"]
+    code = f"import distributed, arena.tournament.guard, dask; print([dask.config.get(k) for k in {keys!r}])"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    ours = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert ours.stdout.strip() == repr([SETTINGS[k] for k in keys]), ours.stderr
+    own = {**env, "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "True"}
+    theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=own, timeout=60)
+    assert theirs.stdout.strip() == repr([True, SETTINGS[keys[1]]]), theirs.stderr

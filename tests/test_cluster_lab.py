@@ -39,6 +39,7 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
+from arena.tournament.background import SETTINGS
 from arena.tournament.cluster import Cluster, ClusterError
 from arena.tournament.settings import Settings
 from arena.tournament.trust import make as make_certs
@@ -157,6 +158,16 @@ def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_
         assert listening(sched.pid) == {"0100007F"}, "the scheduler listens beyond 127.0.0.1"
         (worker_pid,) = pids.values()
         assert listening(worker_pid) <= {"0100007F"}
+        # The guard preload's Dask settings reached the scheduler, and the worker through its nanny
+        from dask.utils import parse_timedelta
+
+        with client(address, certs) as c:
+            (worker,) = c.run(lambda dask_worker: ("profile" in dask_worker.periodic_callbacks,
+                                                   dask_worker._tick_interval)).values()  # fmt: skip
+            tick = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler._tick_interval)
+        every = parse_timedelta(SETTINGS["distributed.admin.tick.interval"])
+        assert worker == (SETTINGS["distributed.worker.profile.enabled"], every), worker
+        assert tick == every, tick
 
         base = tmp_path / "run"
         bots = field(base / "bots")

@@ -17,6 +17,10 @@ worker's certificate may only fetch a task's data (`get_data`, how the bots trav
 nanny only its own worker may ask it to close. A
 certificate whose machine or serial is in the scheduler's REVOKED list (beside its ca.pem) is refused at
 once. An operation refused closes the connection, with one line in the server's log naming the peer.
+
+Importing it also sets arena's Dask settings in the process (background.py: Dask's profiler and timers that
+nothing of arena reads, off or slower; never over one the lab set itself), before the scheduler reads them,
+and in a nanny before it hands its configuration to the worker it starts.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.tournament import background
 from arena.tournament.trust import MACHINE_UNIT, REVOKED
 from arena.tournament.trust import ROLES as CERT_ROLES
 
@@ -273,3 +278,4 @@ def _check() -> None:
 
 
 _check()
+background.quiet()
