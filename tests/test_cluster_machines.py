@@ -46,11 +46,11 @@ def dask_setup(worker):
 
     os.environ["ARENA_MACHINE"] = f"rogue-{os.getpid()}"
     # and it tells the scheduler it is the honest machine, in the field where the guard says who it is
-    worker.startup_information["arena-machine"] = lambda w: "certified honest"
+    worker.startup_information["EXTRA"] = lambda w: "certified honest"
     workers.Arena._games = forged
     workers.Cache.bot = bot
 """
-)
+).replace("EXTRA", trust.MACHINE_EXTRA)
 ROGUE_MACHINE = "from 127.0.0.1"  # what the scheduler's guard certifies the shared certificate's workers as
 
 
