@@ -11,6 +11,8 @@ machine is dropped with both its processes; a bot that fails on both of its proc
 
 from __future__ import annotations
 
+import itertools
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +21,14 @@ import pytest
 from test_cluster import field, library_run
 from test_cluster_faults import ROGUE
 from test_cluster_lab import free_port, process, scheduler_args, wait_workers, worker_args
-from test_tournament import GREEDY, records, write_bots
+from test_tournament import GREEDY, RULES, records, write_bots
 
-from arena.tournament import guard, trust
-from arena.tournament.cluster import Cluster
+from arena.match.referee import Limits
+from arena.tournament import guard, identity, trust
+from arena.tournament.backend import Conditions
+from arena.tournament.cluster import Cluster, membership
+from arena.tournament.cluster.confirm import Confirm
+from arena.tournament.cluster.context import Context, Patience
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
@@ -125,3 +131,44 @@ def test_the_guard_tells_a_worker_which_machine_it_is_over_what_it_said() -> Non
     msg = {"op": "register-worker", "address": "tls://10.0.0.7:4001", "extra": {trust.MACHINE_EXTRA: "x"}}
     guard.stamp([msg, {"op": "heartbeat_worker"}], "from 10.0.0.7")
     assert msg["extra"] == {trust.MACHINE_EXTRA: "from 10.0.0.7"}
+
+
+class Greeting:
+    """A worker's answer to arena's greeting, as a finished Dask future hands it over."""
+
+    status = "finished"
+
+    def __init__(self, host: str, version: str) -> None:
+        self.text = json.dumps({"host": host, "cores": 2, "version": version})
+
+    def result(self, timeout: float) -> str:
+        return self.text
+
+    def release(self) -> None:
+        pass
+
+
+def test_a_dropped_machine_takes_its_other_processes_with_it_and_cannot_rejoin_under_another_name() -> None:
+    """Membership, as the scheduler lists the workers: the rogue machine's second process goes when its first
+    is dropped, and a third that joins later under yet another ARENA_MACHINE is dropped at its greeting; the
+    honest machine plays on."""
+    ours = identity.version()
+    ctx = Context(
+        Patience("tls://127.0.0.1:1"), None, ours, [], Conditions(RULES, Limits(move_ms=200)), print, None,
+        None, False, 1.0, {}, {}, {}, Confirm(),
+    )  # fmt: skip
+    members = membership.Membership(ctx, itertools.count(), lambda address: None)
+    a, b, c, h = (f"tls://10.0.0.7:{port}" for port in (1, 2, 3, 4))
+    members.certified.update(
+        {a: "from 10.0.0.7", b: "from 10.0.0.7", c: "from 10.0.0.7", h: "certified honest"}
+    )
+    for address, host in ((a, "rogue-1"), (b, "rogue-2"), (h, "honest")):
+        members.welcome(address, address, Greeting(host, ours))
+    assert set(members.accepted) == {a, b, h}
+    members.drop(a, members.known[a], "it forged")
+    assert set(members.accepted) == {h}
+    assert ctx.dropped["from 10.0.0.7"] == "it forged"
+    assert ctx.named[f"rogue-2 ({b}, from 10.0.0.7)"] == "its machine was dropped from this run: it forged"
+    members.welcome(c, c, Greeting("rogue-3", ours))
+    assert set(members.accepted) == {h}
+    assert ctx.named[f"rogue-3 ({c}, from 10.0.0.7)"] == "its machine was dropped from this run: it forged"
