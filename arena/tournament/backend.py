@@ -43,13 +43,20 @@ class Machine:
     notes: tuple[str, ...]  # what it could not enforce, in words
     version: str = ""  # the arena it runs (identity.version)
     refused: str = ""  # why the run dropped it ("": it played)
+    # The machine the lab's scheduler says it is ('certified NAME': its certificate's; 'from IP': where it
+    # connected from, with the class's shared certificate), which `host` may not be; "": not known
+    certified: str = ""
+
+    def named(self) -> str:
+        """The worker in words: its name, its address, and the machine the scheduler certified."""
+        return f"{self.host} ({self.address}{f', {self.certified}' if self.certified else ''})"
 
     def summary(self) -> str:
         """One line for the page and the terminal."""
         confined = f"sandbox {'on' if self.sandbox else 'off'}, cgroups {'on' if self.cgroups else 'off'}"
         slots = f"{self.slots} game slot{'s' * (self.slots != 1)} on {self.cores} cores"
         dropped = f"; dropped from the run: {self.refused}" if self.refused else ""
-        return f"{self.host} ({self.address}): {slots}; {confined}{dropped}"
+        return f"{self.named()}: {slots}; {confined}{dropped}"
 
 
 OnGame = Callable[[Slot, GameRecord], None]

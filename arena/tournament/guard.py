@@ -18,6 +18,11 @@ nanny only its own worker may ask it to close. A
 certificate whose machine or serial is in the scheduler's REVOKED list (beside its ca.pem) is refused at
 once. An operation refused closes the connection, with one line in the server's log naming the peer.
 
+At the scheduler, every worker that registers is told which machine it is (`certified`, in its Dask
+`extra`, which replaces whatever the worker sent there): the machine its certificate names, else the IP it
+connected from. The coordinator tells machines apart by it, never by what a worker says of itself: one
+machine's several worker processes, whatever ARENA_MACHINE each claims, are one machine to it.
+
 Importing it also sets arena's Dask settings in the process (background.py: Dask's profiler and timers that
 nothing of arena reads, off or slower; never over one the lab set itself), before the scheduler reads them,
 and in a nanny before it hands its configuration to the worker it starts.
@@ -34,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.tournament import background
-from arena.tournament.trust import MACHINE_UNIT, REVOKED
+from arena.tournament.trust import MACHINE_EXTRA, MACHINE_UNIT, REVOKED
 from arena.tournament.trust import ROLES as CERT_ROLES
 
 log = logging.getLogger("arena")
@@ -215,6 +220,27 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
     return None
 
 
+def certified(them: Peer, peer_address: str) -> str:
+    """The machine a worker is, as a peer cannot choose it: its own certificate's machine, else (the
+    class's shared certificate) the IP its connection came from."""
+    if them.machine:
+        return f"certified {them.machine}"
+    from distributed.comm.addressing import get_address_host
+
+    try:
+        return f"from {get_address_host(peer_address)}"
+    except (ValueError, TypeError):
+        return f"from {peer_address}"
+
+
+def stamp(msg: object, machine: str) -> None:
+    """Each register-worker of `msg` told the machine it is (`certified`): its `extra` is replaced, so that
+    no worker can name its own machine there (nor shadow a field of the scheduler's worker info)."""
+    for one in msg if isinstance(msg, (list, tuple)) else (msg,):
+        if isinstance(one, dict) and one.get("op") == "register-worker":
+            one["extra"] = {MACHINE_EXTRA: machine}
+
+
 def dask_setup(server: Any) -> None:
     """Dask's hook, as the server starts (its listeners made): every connection it accepts guarded."""
     from distributed import Nanny, Scheduler, Worker
@@ -249,16 +275,19 @@ def _guarded(
             comm.abort()
             return
         may = allowed(kind, me, them)
-        if may is not None:
+        if may is not None or kind == "scheduler":
             read = comm.read
+            machine = certified(them, comm.peer_address)
 
             async def guarded_read(deserializers: Any = None) -> Any:
                 msg = await read(deserializers)
-                op = refused(msg, may, them, joined)
+                op = None if may is None else refused(msg, may, them, joined)
                 if op is not None:
                     log.warning(f"arena: {kind} refused {op!r} from {comm.peer_address}, {them}")
                     comm.abort()
                     raise CommClosedError(f"arena: {them} may not ask {op!r} of a {kind}")
+                if kind == "scheduler":
+                    stamp(msg, machine)
                 return msg
 
             comm.read = guarded_read

@@ -143,9 +143,9 @@ def run(
 
     def on_machine(machine: Machine) -> None:
         if machine.refused:
-            log.warning(f"worker {machine.host} ({machine.address}) dropped from this run: {machine.refused}")
+            log.warning(f"worker {machine.named()} dropped from this run: {machine.refused}")
         for note in machine.notes if not machine.refused else ():
-            log.warning(f"worker {machine.host} ({machine.address}): {note}")
+            log.warning(f"worker {machine.named()}: {note}")
         machines.append(machine)
         _note_machines(store, machines)
 

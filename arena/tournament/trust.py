@@ -24,6 +24,10 @@ from typing import Any
 ROLES = ("scheduler", "worker", "coordinator")
 MACHINE_UNIT = "machine "  # the OU that names a worker certificate's machine: 'machine lab-3'
 REVOKED = "revoked"  # beside the scheduler's ca.pem: machine names or certificate serials, one a line
+# The key of a registered worker's Dask `extra` (which the scheduler's worker info shows) where the guard
+# writes the machine the worker is, in words no worker can choose: 'certified NAME' (its certificate's),
+# else 'from IP' (where the scheduler saw it connect from, for the class's shared certificate)
+MACHINE_EXTRA = "arena-machine"
 CERTS_ENV = "ARENA_CLUSTER_CERTS"
 YEARS = 5  # a class's certificates outlive a course; a new class makes its own authority
 

@@ -3,7 +3,11 @@ machine can keep fails on every machine, a machine whose disk is full fails ever
 a failure that follows a bot to a second machine is the bot's, and its games are forfeited by it with the
 failure and the machines named; a failure that stays with a machine (another game of its fails too, or
 the game it failed is played elsewhere) is the machine's, which is dropped and named. Until one of those is
-known, a failed game waits for another machine, and nobody is charged."""
+known, a failed game waits for another machine, and nobody is charged.
+
+Machines are told apart as the run knows them (Membership.machine: the machine the scheduler certified,
+not the name a worker gives itself): a bot that fails on two worker processes of one machine is not
+charged, however each names itself, and two failures on one machine are its, whichever process had them."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ BOT, MACHINE = "bot", "machine"  # the verdicts of `Blame.failed`; None: not kno
 class Strike:
     """A failure on one worker that nobody has been charged with yet."""
 
+    address: str  # the worker it failed on
     games: frozenset[int]  # the task's games (indices of the run's slots)
     bot: str | None  # the digest of the bot the worker was setting up when it failed, if it said
     why: str  # why to drop the worker, should the failure turn out to be its machine's
@@ -39,31 +44,34 @@ class Blame:
         self.slots = slots
         self.rules = parse_rules(spec)
         self.names = {b.digest: b.name for s in slots for b in (s.south, s.north)}
-        self.hosts: dict[str, dict[str, str]] = {}  # bot digest -> machine -> its failure there
-        self.strikes: dict[str, list[Strike]] = {}  # worker address -> its failures not yet charged
+        self.hosts: dict[str, dict[str, str]] = {}  # bot digest -> machine it failed on -> it in words
+        self.strikes: dict[str, list[Strike]] = {}  # machine -> its failures not yet charged
         self.broken: dict[str, str] = {}  # bot name -> why its games are forfeited (their detail)
 
     def failed(
         self,
         address: str,
+        machine: str,
+        shown: str,
         found: Machine | None,
         games: tuple[int, ...],
         bot: str | None,
         failure: str,
         why: str,
     ) -> str | None:
-        """A task failed on the worker at `address` (setting up the bot `bot`, if the worker said so):
-        BOT if that bot is now charged with it (its games are forfeited: `instead`), MACHINE if the worker
-        is (the caller drops it), None if it is not known yet (its games go to another machine)."""
-        host = found.host if found is not None else address
+        """A task failed on the worker at `address`, of `machine` (`shown`: in words), setting up the bot
+        `bot` if the worker said so: BOT if that bot is now charged with it (its games are forfeited:
+        `instead`), MACHINE if the machine is (the caller drops it), None if it is not known yet (its games
+        go to another machine)."""
         if bot is not None:
             seen = self.hosts.setdefault(bot, {})
-            seen[host] = failure
+            seen[machine] = shown
             if len(seen) >= 2:
                 name = self.names.get(bot, bot)
                 self.broken.setdefault(
                     name,
-                    f"bot {name} could not be started on {len(seen)} machines ({', '.join(sorted(seen))}): "
+                    f"bot {name} could not be started on {len(seen)} machines "
+                    f"({', '.join(sorted(seen.values()))}): "
                     f"{failure}; its games of this run are forfeited: check that its files are ones any "
                     "machine can keep and run (the next run tries it again)",
                 )
@@ -71,24 +79,23 @@ class Blame:
                     strikes[:] = [s for s in strikes if s.bot != bot]
                 return BOT
         these = frozenset(games)
-        if any(s.games & these for a, strikes in self.strikes.items() if a != address for s in strikes):
+        if any(s.games & these for m, strikes in self.strikes.items() if m != machine for s in strikes):
             return None  # these games failed on another machine too: it follows them, not the machine
-        mine = self.strikes.setdefault(address, [])
+        mine = self.strikes.setdefault(machine, [])
         if any(s.bot is None or s.bot != bot for s in mine):
             return MACHINE  # a second failure there, of another bot or of none in particular
-        mine.append(Strike(these, bot, why, found))
+        mine.append(Strike(address, these, bot, why, found))
         return None
 
-    def played(self, address: str, games: tuple[int, ...]) -> list[tuple[str, Strike]]:
-        """Games played on the worker at `address`: the other workers on which one of them had failed,
-        whose failure is thereby their machine's (the caller drops them), with that failure."""
+    def played(self, machine: str, games: tuple[int, ...]) -> list[Strike]:
+        """Games played on `machine`: the failures of other machines on one of them, which are thereby
+        those machines' own (the caller drops their workers)."""
         done = set(games)
         guilty = []
-        for other, strikes in self.strikes.items():
-            if other != address and (hit := next((s for s in strikes if s.games & done), None)):
-                guilty.append((other, hit))
-        for other, _ in guilty:
-            self.strikes.pop(other, None)
+        for other, strikes in list(self.strikes.items()):
+            if other != machine and (hit := next((s for s in strikes if s.games & done), None)):
+                guilty.append(hit)
+                del self.strikes[other]
         return guilty
 
     def instead(self, slot: Slot) -> GameRecord | None:

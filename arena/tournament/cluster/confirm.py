@@ -5,7 +5,11 @@ and the game played again on another machine before it counts: the same bot forf
 (the first record is stored); otherwise the game as the second machine played it is stored, and the
 disagreement is named with both accounts. A machine whose claims are mostly not confirmed (at least
 UNCONFIRMED of them, more than it had confirmed) is dropped and named; an honest machine with a bot that
-times out now and then is not."""
+times out now and then is not.
+
+"Another machine" is another as the run tells machines apart (Membership.machine: the machine the
+scheduler certified), never another worker process of the same machine, which would confirm its own
+forgery; the claims are counted by machine, all of its processes together."""
 
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ class Claim:
     """A held forfeit: where it was played, and its record."""
 
     address: str
-    host: str
+    machine: str  # as the run tells machines apart
+    shown: str  # the machine in words
     record: GameRecord
 
 
@@ -43,35 +48,39 @@ class Confirm:
 
     def __init__(self) -> None:
         self.held: dict[int, Claim] = {}  # game -> the claim waiting for a second machine
-        self.confirmed: Counter[str] = Counter()  # worker address -> its claims confirmed
-        self.unconfirmed: Counter[str] = Counter()  # worker address -> its claims not confirmed
+        self.confirmed: Counter[str] = Counter()  # machine -> its claims confirmed
+        self.unconfirmed: Counter[str] = Counter()  # machine -> its claims not confirmed
         self.replayed = 0  # games played twice to confirm a claim (a held one that the bench then
         # recorded without play is not)
         self.disputes: list[str] = []  # each disagreement, both accounts in words
 
-    def settle(self, i: int, slot: Slot, address: str, host: str, record: GameRecord) -> Outcome:
+    def settle(
+        self, i: int, slot: Slot, address: str, machine: str, shown: str, record: GameRecord
+    ) -> Outcome:
+        """Game `i` as the worker at `address`, of `machine` (`shown`: in words), played it."""
         claim = self.held.pop(i, None)
         if claim is None:
             if record.reason in UNCHECKABLE:
-                self.held[i] = Claim(address, host, record)
+                self.held[i] = Claim(address, machine, shown, record)
                 return Outcome(None)
             return Outcome(record)
         self.replayed += 1
-        if address == claim.address or record.faulty == claim.record.faulty:
-            self.confirmed[claim.address] += 1  # (played twice on one machine only if it is the only one)
+        if machine == claim.machine or record.faulty == claim.record.faulty:
+            # (played twice on one machine only if it is the only one the game may go to)
+            self.confirmed[claim.machine] += 1
             return Outcome(claim.record)
         said = f"{claim.record.faulty} forfeited ({claim.record.reason}: {claim.record.detail})"
         there = (
             f"{record.faulty} forfeited ({record.reason})" if record.faulty else f"it ended {record.reason}"
         )
         dispute = (
-            f"round {slot.round}, {slot.south.name} (south) against {slot.north.name}: {claim.host} said "
-            f"{said}; played again on {host}, {there}, which is stored"
+            f"round {slot.round}, {slot.south.name} (south) against {slot.north.name}: {claim.shown} said "
+            f"{said}; played again on {shown}, {there}, which is stored"
         )
         self.disputes.append(dispute)
-        self.unconfirmed[claim.address] += 1
-        n = self.unconfirmed[claim.address]
-        if n >= UNCONFIRMED and n > self.confirmed[claim.address]:
+        self.unconfirmed[claim.machine] += 1
+        n = self.unconfirmed[claim.machine]
+        if n >= UNCONFIRMED and n > self.confirmed[claim.machine]:
             why = (
                 f"{n} of its forfeits were not confirmed by other machines (the last: {dispute}): its "
                 "results cannot be trusted"

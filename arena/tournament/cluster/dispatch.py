@@ -91,7 +91,9 @@ class Dispatch:
         self.serial = serial
         self.futures: dict[Any, Task] = {}
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
-        self.avoid: dict[int, set[str]] = {}  # game -> workers where its task hung: not sent there again
+        # game -> machines (Membership.machine) it is not sent to again where there is another: where its
+        # task hung or failed, or that made a claim another machine is to confirm
+        self.avoid: dict[int, set[str]] = {}
         self.waiting = deque(range(len(ctx.slots)))  # not yet sent, in schedule order; put back at the front
         self.pace = Pace()
         self.done = distributed().as_completed([], loop=ctx.client.loop)
@@ -173,7 +175,8 @@ class Dispatch:
 
         accepted = self.members.accepted
         avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
-        allowed = [a for a in sorted(accepted) if a not in avoid] or sorted(accepted)
+        machine = self.members.machine
+        allowed = [a for a in sorted(accepted) if machine(a) not in avoid] or sorted(accepted)
         slots = self.ctx.slots
         bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
         plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
@@ -235,7 +238,7 @@ class Dispatch:
             self.withdraw(future)
             if (at := where.get(future.key)) is not None:
                 for i in task.games:
-                    self.avoid.setdefault(i, set()).add(at)
+                    self.avoid.setdefault(i, set()).add(self.members.machine(at))
                 if at in self.members.accepted:
                     self.members.drop(
                         at,

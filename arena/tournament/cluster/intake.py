@@ -5,6 +5,7 @@ arena's, whose games fail or that forges one is dropped and named, and its games
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -111,12 +112,16 @@ class Intake:
         second machine (its games forfeited), to the machine once it stays there (dropped and named);
         meanwhile its games go to another worker. A game that has failed on `tries` workers ends the run."""
         why = failure if refused else f"its games fail there: {failure}"
-        verdict = self.blame.failed(address, found, task.games, bot, failure, why)
+        members = self.members
+        mine = members.machine(address, found)
+        verdict = self.blame.failed(
+            address, mine, members.shown(address, found), found, task.games, bot, failure, why
+        )
         if verdict == MACHINE:
-            self.members.drop(address, found, why)
+            members.drop(address, found, why)
         elif verdict is None:
             for i in task.games:
-                self.dispatch.avoid.setdefault(i, set()).add(address)
+                self.dispatch.avoid.setdefault(i, set()).add(mine)
         if verdict != BOT:
             self.tries.failed_on(task.games, address, failure)
         self.dispatch.again(task.games)
@@ -130,6 +135,9 @@ class Intake:
             self.dispatch.again(task.games)
             return
         self.dispatch.pace.see(seconds, len(records))
+        members = self.members
+        found = dataclasses.replace(found, certified=members.certified.get(address, ""))
+        mine, shown = members.machine(address, found), members.shown(address, found)
         if found.address not in ctx.machines:
             ctx.machines[found.address] = found
             if ctx.on_machine:
@@ -137,10 +145,10 @@ class Intake:
         held: list[int] = []
         distrusted: dict[str, str] = {}
         with ctx.together() if ctx.together else contextlib.nullcontext():
-            self.report(address, found.host, task, records, held, distrusted)
-        for other, strike in self.blame.played(address, tuple(task.games[k] for k, _ in records)):
-            if other in self.members.accepted:  # a game it failed is played here: the failure was its own
-                self.members.drop(other, strike.found, strike.why)
+            self.report(address, mine, shown, task, records, held, distrusted)
+        for strike in self.blame.played(mine, tuple(task.games[k] for k, _ in records)):
+            if strike.address in members.accepted:  # a game it failed is played here: the failure was its own
+                members.drop(strike.address, strike.found, strike.why)
         for other, why in distrusted.items():
             if other not in ctx.dropped:
                 self.members.drop(other, ctx.machines.get(other) or self.members.known.get(other), why)
@@ -151,7 +159,8 @@ class Intake:
     def report(
         self,
         address: str,
-        host: str,
+        machine: str,
+        shown: str,
         task: Task,
         records: list[tuple[int, GameRecord]],
         held: list[int],
@@ -163,13 +172,13 @@ class Intake:
         for k, record in records:
             i = task.games[k]
             before = len(ctx.confirm.disputes)
-            outcome = ctx.confirm.settle(i, ctx.slots[i], address, host, record)
+            outcome = ctx.confirm.settle(i, ctx.slots[i], address, machine, shown, record)
             if len(ctx.confirm.disputes) > before:
                 log.warning(f"a forfeit not confirmed by a second machine: {ctx.confirm.disputes[-1]}")
             if outcome.drop:
                 distrusted[outcome.drop] = outcome.why
             if outcome.record is None:  # held: played again on another machine before it counts
                 held.append(i)
-                self.dispatch.avoid.setdefault(i, set()).add(address)
+                self.dispatch.avoid.setdefault(i, set()).add(machine)
             else:
                 ctx.on_game(ctx.slots[i], outcome.record)

@@ -1,5 +1,11 @@
 """Which workers play a run: each greeted once when it shows up, accepted if it runs this arena and can
-play as asked, else dropped and named; forgotten when it leaves (or is started again at its address)."""
+play as asked, else dropped and named; forgotten when it leaves (or is started again at its address).
+
+A machine is who the scheduler's guard says it is (`machine`: the machine its certificate names, else the
+IP it connected from), not what it says of itself (`Machine.host`, its ARENA_MACHINE or host name, which
+only names it on pages): one machine may run several worker processes, and the run's blame, confirmations
+and drops are the machine's, all of its processes together. Where the scheduler runs without the guard
+nothing is certified, and the names the workers give are all there is."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from arena.tournament.cluster.context import Context
-from arena.tournament.cluster.plumbing import answer, game_workers, line, machine
+from arena.tournament.cluster.plumbing import Listed, answer, game_workers, line, machine
 
 if TYPE_CHECKING:
     from arena.tournament.backend import Machine
@@ -89,7 +95,8 @@ class Membership:
         self.plugin = f"arena-{ctx.conditions.tag or 'run'}"
         self.arena = pickle.dumps(workers.Arena(ctx.conditions, ctx.idle_s))  # unpickled by workers.join
         self.hello = greeting()
-        self.live: dict[str, tuple[int, str]] = {}  # workers with game slots: address -> (slots, Dask id)
+        self.live: dict[str, Listed] = {}  # workers with game slots, by address
+        self.certified: dict[str, str] = {}  # address -> the machine the guard certified (the run's memory)
         self.accepted: dict[str, str] = {}  # greeted and fit to play: address -> Dask id
         self.greeting: dict[str, tuple[Any, str]] = {}  # address -> its greeting's future, Dask id
         self.answered = threading.Event()  # set as a greeting comes back (from the client's thread)
@@ -102,7 +109,28 @@ class Membership:
         return self.ctx.dropped
 
     def slots(self, address: str) -> int:
-        return self.live.get(address, (0, ""))[0]
+        listed = self.live.get(address)
+        return listed.slots if listed else 0
+
+    def machine(self, address: str, found: Machine | None = None) -> str:
+        """The machine of the worker at `address`, as the run tells machines apart: as the scheduler's
+        guard certified it, else (no guard) as the worker named it, else its address."""
+        if certified := self.certified.get(address):
+            return certified
+        found = found or self.known.get(address)
+        return found.host if found is not None else address
+
+    def shown(self, address: str, found: Machine | None = None) -> str:
+        """The worker's machine in words: the name it gave, and what the guard certified: 'lab-3 (certified
+        lab-3)', 'lab-3 (from 10.0.0.7)'."""
+        found = found or self.known.get(address)
+        host = found.host if found is not None else address
+        certified = self.certified.get(address)
+        return f"{host} ({certified})" if certified else host
+
+    def _id(self, address: str) -> str:
+        listed = self.live.get(address)
+        return listed.id if listed else ""
 
     def look(self, force: bool = False) -> bool:
         """What the scheduler knows of the workers, asked at most once a second (True: it was asked): greet
@@ -113,20 +141,21 @@ class Membership:
         self.looked = now
         client = self.ctx.client
         self.live = game_workers(client)
+        self.certified.update((a, listed.machine) for a, listed in self.live.items() if listed.machine)
         for address, id_ in list(self.accepted.items()):
-            if self.live.get(address, (0, ""))[1] != id_:  # gone, or started again at that address
+            if self._id(address) != id_:  # gone, or started again at that address
                 del self.accepted[address]
         for address, (future, id_) in list(self.greeting.items()):
-            if self.live.get(address, (0, ""))[1] != id_:
+            if self._id(address) != id_:
                 del self.greeting[address]
                 with contextlib.suppress(Exception):
                     client.cancel([future], force=True)
             elif future.done():
                 del self.greeting[address]
                 self.welcome(address, id_, future)
-        for address, (_, id_) in self.live.items():
+        for address, listed in self.live.items():
             if address not in self.accepted and address not in self.greeting and address not in self.dropped:
-                self.greet(address, id_)
+                self.greet(address, listed.id)
         return True
 
     def greet(self, address: str, id_: str) -> None:
@@ -166,27 +195,34 @@ class Membership:
             self.drop(address, None, why)
         elif why or (why := self.ctx.unfit(found)):
             self.drop(address, found, why)
-        elif found.host in self.dropped:
-            self.drop(address, found, f"its machine was dropped from this run: {self.dropped[found.host]}")
+        elif (mine := self.machine(address, found)) in self.dropped:
+            self.drop(address, found, f"its machine was dropped from this run: {self.dropped[mine]}")
         else:
             self.accepted[address] = id_
             self.known[address] = found
 
     def drop(self, address: str, found: Machine | None, why: str) -> None:
-        """Play no more games on this worker (nor on its machine), and name it. It is not retired (Dask's
-        retirement waits for its tasks, without a deadline): it is sent nothing more, its tasks are taken
-        back, what it still answers is not read, and the bots are sent again to the workers that remain."""
+        """Play no more games on this worker nor, if it answered as arena (`found`), on its machine (its
+        other workers are dropped with it), and name it. It is not retired (Dask's retirement waits for its
+        tasks, without a deadline): it is sent nothing more, its tasks are taken back, what it still
+        answers is not read, and the bots are sent again to the workers that remain."""
+        mine = self.machine(address, found)
         self.dropped[address] = why
         self.accepted.pop(address, None)
-        if found is not None:
-            self.dropped[found.host] = why
-            self.ctx.named[f"{found.host} ({address})"] = why
-            if self.ctx.on_machine:
-                self.ctx.on_machine(dataclasses.replace(found, address=address, refused=why))
-        else:
-            self.ctx.named[address] = why
+        certified = self.certified.get(address, "")
+        if found is None:  # nothing arena's came back (it died in its greeting, say): this worker only
+            self.ctx.named[f"{address}{f' ({certified})' if certified else ''}"] = why
             log.warning(f"worker {address} dropped from this run: {why}")
+            self.withdraw(address)
+            return
+        self.dropped.setdefault(mine, why)  # (its first reason: the workers dropped with it say theirs)
+        found = dataclasses.replace(found, address=address, refused=why, certified=certified)
+        self.ctx.named[found.named()] = why
+        if self.ctx.on_machine:
+            self.ctx.on_machine(found)
         self.withdraw(address)
+        for other in [a for a in self.accepted if self.machine(a) == mine]:
+            self.drop(other, self.known.get(other), f"its machine was dropped from this run: {why}")
 
     def wait_for_greetings(self) -> None:
         """Before the first game: the greetings of the workers there are, up to `connect_s`, so that every

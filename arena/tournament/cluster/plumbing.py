@@ -9,6 +9,7 @@ import logging
 import socket
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -113,21 +114,36 @@ def knock(address: str, seconds: float) -> None:
         socket.create_connection((at.hostname, at.port or 8786), timeout=seconds).close()
 
 
-def game_workers(client: Any) -> dict[str, tuple[int, str]]:
-    """The cluster's workers that offer game slots: how many each, and its Dask id (a worker started again
-    at the same address is another worker, to greet again)."""
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A worker as the scheduler lists it: its game slots, its Dask id (a worker started again at the same
+    address is another worker, to greet again), and the machine the guard told it it is (trust.MACHINE_EXTRA:
+    'certified NAME' or 'from IP'; "" where the scheduler runs without the guard)."""
+
+    slots: int
+    id: str
+    machine: str
+
+
+def game_workers(client: Any) -> dict[str, Listed]:
+    """The cluster's workers that offer game slots, by address."""
+    from arena.tournament.trust import MACHINE_EXTRA
     from arena.tournament.workers import RESOURCE
 
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
     seen = {
-        str(a): (int(w.get("resources", {}).get(RESOURCE, 0)), str(w.get("id", "")))
+        str(a): Listed(
+            int(w.get("resources", {}).get(RESOURCE, 0)),
+            str(w.get("id", "")),
+            line(str(w.get(MACHINE_EXTRA) or "")),
+        )
         for a, w in workers.items()
     }
-    return {a: (n, id_) for a, (n, id_) in seen.items() if n > 0}
+    return {a: listed for a, listed in seen.items() if listed.slots > 0}
 
 
 def game_slots(client: Any) -> int:
-    return sum(n for n, _ in game_workers(client).values())
+    return sum(listed.slots for listed in game_workers(client).values())
 
 
 def processing(client: Any) -> dict[str, str]:
