@@ -2,9 +2,10 @@
 
 The machine that runs `arena run` keeps the schedule, the store (its one writer) and the page; the workers
 only play. Each game is one Dask task that needs one game slot of its worker (the worker resource `games`:
-`dask worker tcp://HOST:8786 --resources games=N`, N its cores), so a worker plays at most one game per core
-and a move's time means the same on every machine. The worker's side, a plugin that keeps the bots'
-processes alive across games and confines them as `arena run` does locally, is arena/tournament/workers.py.
+`dask worker tcp://HOST:8786 --nworkers N --nthreads 1 --resources games=1`, N its cores), so a machine plays
+at most one game per core and a move's time means the same on every machine. The worker's side, a plugin
+that keeps the bots' processes alive across games and confines them as `arena run` does locally, is
+arena/tournament/workers.py.
 
 Each worker is greeted before anything of the run goes there (`membership.greeting`, a task whose code
 travels with it, so that an older arena runs it too and says which it is): a worker that runs another
@@ -193,7 +194,7 @@ class Cluster:
 
                 raise ClusterError(
                     f"no worker of the cluster at {self.address} offers game slots after "
-                    f"{self.workers_s:g} s: start workers with 'dask worker {self.address} --nthreads N "
-                    f"--resources {RESOURCE}=N', N the machine's cores"
+                    f"{self.workers_s:g} s: start workers with 'dask worker {self.address} --nworkers N "
+                    f"--nthreads 1 --resources {RESOURCE}=1', N the machine's cores"
                 )
             time.sleep(0.5)

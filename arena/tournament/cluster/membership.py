@@ -258,6 +258,6 @@ class Membership:
 
         return (
             f"no worker of the cluster at {p.address} offers game slots after {p.workers_s:g} s: start "
-            f"workers with 'dask worker {p.address} --nthreads N --resources {RESOURCE}=N', N the "
-            "machine's cores"
+            f"workers with 'dask worker {p.address} --nworkers N --nthreads 1 --resources {RESOURCE}=1', N "
+            "the machine's cores"
         )
