@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from arena.game.openings import Book, Opening
-from arena.game.rules import Move
+from arena.game.openings import Book, Opening, position_after
+from arena.game.rules import NORTH, SOUTH, Move, Rules
 from arena.match.bots import Bot
+from arena.match.record import GameRecord, Reason
 from arena.match.referee import starts_anywhere
 
 
@@ -31,6 +32,30 @@ class Slot:
     south: Bot
     north: Bot
     opening: tuple[Move, ...] = ()  # plies from the start before the bots play (see arena/game/openings.py)
+
+    def unplayed(self, rules: Rules, culprit: str, reason: Reason, detail: str, said: str = "") -> GameRecord:
+        """The game recorded without being played: `culprit` forfeits it where the opening left the board
+        (a benched bot's, or one charged with failures its machines could not run it past)."""
+        pos = position_after(rules, self.opening)
+        names = (self.south.name, self.north.name)
+        return GameRecord(
+            rules=rules.spec,
+            south=self.south.name,
+            north=self.north.name,
+            moves=(),
+            south_store=pos.store(SOUTH),
+            north_store=pos.store(NORTH),
+            winner=self.north.name if culprit == self.south.name else self.south.name,
+            reason=reason,
+            faulty=culprit,
+            detail=detail,
+            said=said,
+            move_ms=(),
+            think_ms=dict.fromkeys(names, 0.0),
+            moves_made=dict.fromkeys(names, 0),
+            stderr=dict.fromkeys(names, ""),
+            opening=self.opening,
+        )
 
 
 def _ordinal(seed: int, rnd: int, south: str, north: str) -> str:

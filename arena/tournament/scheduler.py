@@ -15,8 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arena.game.openings import position_after
-from arena.game.rules import NORTH, SOUTH, Rules
+from arena.game.rules import Rules
 from arena.match.confine import Confinement
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import check_rules
@@ -85,27 +84,8 @@ class Bench:
         culprit = next((b.name for b in (slot.south, slot.north) if b.name in self.benched), None)
         if culprit is None:
             return None
-        winner = slot.north.name if culprit == slot.south.name else slot.south.name
-        pos = position_after(self.rules, slot.opening)
-        names = (slot.south.name, slot.north.name)
-        return GameRecord(
-            rules=self.rules.spec,
-            south=slot.south.name,
-            north=slot.north.name,
-            moves=(),
-            south_store=pos.store(SOUTH),
-            north_store=pos.store(NORTH),
-            winner=winner,
-            reason=Reason.BENCHED,
-            faulty=culprit,
-            detail=self.benched[culprit][0],
-            said=self.benched[culprit][1],
-            move_ms=(),
-            think_ms=dict.fromkeys(names, 0.0),
-            moves_made=dict.fromkeys(names, 0),
-            stderr=dict.fromkeys(names, ""),
-            opening=slot.opening,
-        )
+        detail, said = self.benched[culprit]
+        return slot.unplayed(self.rules, culprit, Reason.BENCHED, detail, said)
 
 
 def run(

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from arena.game.openings import position_after
-from arena.game.rules import NORTH, SOUTH, parse_rules
+from arena.game.rules import parse_rules
 from arena.match.record import GameRecord, Reason
 
 if TYPE_CHECKING:
@@ -103,22 +102,4 @@ class Blame:
         culprit = next((b.name for b in (slot.south, slot.north) if b.name in self.broken), None)
         if culprit is None:
             return None
-        pos = position_after(self.rules, slot.opening)
-        names = (slot.south.name, slot.north.name)
-        return GameRecord(
-            rules=self.rules.spec,
-            south=slot.south.name,
-            north=slot.north.name,
-            moves=(),
-            south_store=pos.store(SOUTH),
-            north_store=pos.store(NORTH),
-            winner=slot.north.name if culprit == slot.south.name else slot.south.name,
-            reason=Reason.CRASH,
-            faulty=culprit,
-            detail=self.broken[culprit],
-            move_ms=(),
-            think_ms=dict.fromkeys(names, 0.0),
-            moves_made=dict.fromkeys(names, 0),
-            stderr=dict.fromkeys(names, ""),
-            opening=slot.opening,
-        )
+        return slot.unplayed(self.rules, culprit, Reason.CRASH, self.broken[culprit])
