@@ -28,7 +28,7 @@ _EXPORTS = {
     "find_bot": "arena.match.bots",
     "parse_rules": "arena.game.rules",
     "RulesError": "arena.game.rules",
-    "StoreError": "arena.tournament.store",
+    "StoreError": "arena.store.writer",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -27,22 +27,22 @@ from arena.game.openings import Book, generate, load_book, order, sequel
 from arena.game.rules import Move, Position
 from arena.match.bots import Bot, BotError, Survey, survey
 from arena.match.build import ensure_built
-from arena.match.confine import Capabilities, Confinement, Warden, grant
 from arena.match.record import GameRecord
 from arena.match.referee import Player, Seat, check_rules, play_game, starts_anywhere
+from arena.sandbox import Capabilities, Confinement, Warden, grant
+from arena.store.writer import EXPORT_FIELDS, STORE_FILE, Allowances, Enforced, Store
 from arena.tournament.schedule import RoundRobin
 from arena.tournament.settings import Progress, RunOptions, Settings, confinement_here, not_granted, resolve
-from arena.tournament.store import EXPORT_FIELDS, STORE_FILE, Allowances, Enforced, Store
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from arena.tournament.ratings import Standings
+    from arena.stats.ratings import Standings
+    from arena.stats.settle import Rule, Verdict
+    from arena.stats.sprt import Design as SprtDesign
+    from arena.stats.sprt import Match as SprtMatch
     from arena.tournament.schedule import Schedule
     from arena.tournament.scheduler import RunResult
-    from arena.tournament.settle import Rule, Verdict
-    from arena.tournament.sprt import Design as SprtDesign
-    from arena.tournament.sprt import Match as SprtMatch
 
 # The scheduler (multiprocess), the ratings (pandas) and the report (jinja2) are imported by the methods
 # that use them, so that a script or `arena play` that plays single games does not pay for them.
@@ -198,7 +198,7 @@ def _plain(x: float) -> float | None:
 
 
 def _default_rule() -> Rule:
-    from arena.tournament.settle import Rule
+    from arena.stats.settle import Rule
 
     return Rule()
 
@@ -301,8 +301,8 @@ class Tournament:
         `keep`: its batches are kept in the store, so a resumed run finishes the one it was playing."""
         if rounds is not None:
             return RoundRobin(tuple(field), rounds, self.settings.seed, self.book, hero)
+        from arena.stats.settle import Rule
         from arena.tournament.adaptive import Adaptive
-        from arena.tournament.settle import Rule
 
         if hero is not None:
             raise ValueError("a gauntlet plays a number of rounds: give --rounds with --gauntlet")
@@ -358,7 +358,7 @@ class Tournament:
         max_games: int | None = None,
     ) -> SprtMatch:
         """The SPRT of bot `new` against bot `base` (names in `bots`) as a schedule (`sprt.Match`)."""
-        from arena.tournament.sprt import Design, Match
+        from arena.stats.sprt import Design, Match
 
         entered = self._entered(bots, None)
         by_name = {b.name: b for b in entered.bots}
@@ -479,8 +479,9 @@ class Tournament:
     def verdict(self, settle: Rule | None = None) -> Verdict:
         """How settled the field's ranking is under `settle`, by default the last adaptive run's rule (or,
         after a run of rounds, the default rule): what is ordered, what shares a place, what is open."""
-        from arena.tournament import posterior, queries
-        from arena.tournament import settle as settling
+        from arena.stats import posterior
+        from arena.stats import settle as settling
+        from arena.store import queries
 
         rule = settle or settling.Rule.of(self.store.stopping())
         field = queries.field_ids(self.store)
@@ -491,7 +492,7 @@ class Tournament:
 
     def standings(self) -> Standings:
         """The leaderboard and the head-to-head table, from the store."""
-        from arena.tournament import ratings
+        from arena.stats import ratings
 
         return ratings.standings(self.store)
 

@@ -7,9 +7,9 @@ rating history, faults, margins and charts of each bot, kept as bots.json), on s
 Stores as benchmarks/report_speed.py builds them (random legal games, ~2% forfeits). For each size, the
 snapshot is written in turn `--runs` times each, in one process: without the pages (as a scrimmage's: every
 game rated, nothing kept; the snapshot before the ladder kept its ratings); with them, the ladder's kept
-ratings (arena/server/rated.py) of use, as while a field's games come in schedule order; and with them and
-the kept ratings removed first, as after a new version or an adaptive batch whose games fall before those
-rated. Prints the median wall time of each, their ratios, what the pages
+ratings (arena/server/standings/rated.py) of use, as while a field's games come in schedule order; and with
+them and the kept ratings removed first, as after a new version or an adaptive batch whose games fall
+before those rated. Prints the median wall time of each, their ratios, what the pages
 add to a playing ladder's worker (drawn every ladder.PAGES_S, its snapshot every worker.SNAPSHOT_S),
 bots.json's size and one bot page's draw time (what a page view costs the web process). Asserts nothing.
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from arena.api import Tournament  # noqa: E402
 from arena.report import face  # noqa: E402
 from arena.report.botpages import Links  # noqa: E402
-from arena.server import ladder, rated  # noqa: E402
+from arena.server.standings import ladder, rated  # noqa: E402
 from arena.server.worker import SNAPSHOT_S  # noqa: E402
 from arena.tournament.settings import Settings  # noqa: E402
 from benchmarks.report_speed import build  # noqa: E402

@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 
 from arena.match.bots import load_bot  # noqa: E402
 from arena.match.build import ensure_built  # noqa: E402
-from arena.match.confine import Confinement, capabilities  # noqa: E402
+from arena.sandbox import Confinement, capabilities  # noqa: E402
 from arena.student.new import new_bot  # noqa: E402
 
 

@@ -7,7 +7,7 @@
    worker processes (the baseline), and on `Cluster` over TLS with the class's certificates on a
    `distributed.LocalCluster` of 1 worker with two game slots and of 2 workers with one each: as many
    game slots as the baseline's processes, so that the ratio compares like with like. The clusters run
-   with arena's Dask settings (arena/tournament/background.py), as a lab's processes started with the
+   with arena's Dask settings (arena/lab/background.py), as a lab's processes started with the
    guard preload do; `--dask-defaults` adds a 1-worker cluster with Dask's own, to compare in the same
    run. Clusters are started before the clock runs; each cluster run pays for connecting, registering the
    worker plugin, shipping the bots, and replaying every returned game in the rules engine (audit).
@@ -60,22 +60,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from arena.lab import Cluster  # noqa: E402
+from arena.lab.background import SETTINGS  # noqa: E402
+from arena.lab.trust import make as make_certs  # noqa: E402
 from arena.match.bots import Bot, load_bot  # noqa: E402
-from arena.match.confine import Cgroups, Confinement, Warden, capabilities  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
+from arena.sandbox import Cgroups, Confinement, Warden, capabilities  # noqa: E402
 from arena.tournament.backend import Backend  # noqa: E402
 from arena.tournament.backend import Conditions as Games  # noqa: E402
-from arena.tournament.background import SETTINGS  # noqa: E402
-from arena.tournament.cluster import Cluster  # noqa: E402
 from arena.tournament.local import Local  # noqa: E402
 from arena.tournament.schedule import Slot  # noqa: E402
-from arena.tournament.trust import make as make_certs  # noqa: E402
 
 FREEZER = """\
 import sys, time
 from pathlib import Path
 from arena.match.bots import load_bot
-from arena.match.confine import Confinement, Warden, capabilities
+from arena.sandbox import Confinement, Warden, capabilities
 from arena.match.referee import Player
 
 conf, _ = capabilities(Confinement(sandbox=True), True)
@@ -227,7 +227,7 @@ def throughput(folder: Path, games: int, repeats: int, defaults: bool) -> float:
     print(
         "each cluster run against the local runs just before and after its round (their mean wall time), "
         "so that load that rises or falls through a round moves both sides alike; the clusters with "
-        "arena's Dask settings (arena/tournament/background.py) unless said"
+        "arena's Dask settings (arena/lab/background.py) unless said"
     )
     # Local's runs bracket the rounds: round r between local r and local r + 1
     fields = ("wall", "first", "cpu_here", "cpu_games")
@@ -287,7 +287,7 @@ import dataclasses, time
 from arena.game.openings import position_after
 from arena.game.rules import NORTH, SOUTH
 from arena.match.record import GameRecord, Reason
-from arena.tournament import workers
+from arena.lab import workers
 
 GAMES = {}  # (rules, opening) -> the game's moves, its end and the moves made by each side
 

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from schedule_efficiency import batches  # noqa: E402
 
-from arena.tournament.settle import Rule, verdict  # noqa: E402
+from arena.stats.settle import Rule, verdict  # noqa: E402
 
 SHARES = (0.1, 0.25, 0.5, 0.75)
 

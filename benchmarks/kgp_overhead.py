@@ -17,8 +17,8 @@ from pathlib import Path
 from arena.game.rules import parse_rules
 from arena.match.bots import load_bot
 from arena.match.clock import Limits
-from arena.match.confine import Confinement, Warden, capabilities
 from arena.match.referee import Player, play_game
+from arena.sandbox import Confinement, Warden, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = """import sys

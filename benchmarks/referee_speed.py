@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from arena.game.rules import Rules, parse_rules  # noqa: E402
 from arena.match.bots import load_bot  # noqa: E402
-from arena.match.confine import Confinement, Warden, capabilities  # noqa: E402
 from arena.match.protocol import move_line, newgame_line  # noqa: E402
 from arena.match.referee import Player, play_game  # noqa: E402
+from arena.sandbox import Confinement, Warden, capabilities  # noqa: E402
 
 BOT = ROOT / "bots" / "random.py"
 

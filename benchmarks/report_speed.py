@@ -46,9 +46,9 @@ from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.report import page as report  # noqa: E402
-from arena.tournament import ratings  # noqa: E402
-from arena.tournament import store as st  # noqa: E402
-from arena.tournament.store import Settings, Store, now  # noqa: E402
+from arena.stats import ratings  # noqa: E402
+from arena.store import writer as st  # noqa: E402
+from arena.store.writer import Settings, Store, now  # noqa: E402
 
 REASONS = ("timeout", "crash", "illegal", "garbled")
 

@@ -51,9 +51,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402  (after the thread counts, which numpy reads once)
 
-from arena.tournament import settle  # noqa: E402
-from arena.tournament.adaptive import batch_size, plan  # noqa: E402
-from arena.tournament.posterior import (  # noqa: E402
+from arena.stats import settle  # noqa: E402
+from arena.stats.posterior import (  # noqa: E402
     ELO_CENTRE,
     ELO_PER_NAT,
     SCORES,
@@ -64,7 +63,8 @@ from arena.tournament.posterior import (  # noqa: E402
     posterior,
     prior_games,
 )
-from arena.tournament.settle import Rule, verdict  # noqa: E402
+from arena.stats.settle import Rule, verdict  # noqa: E402
+from arena.tournament.adaptive import batch_size, plan  # noqa: E402
 
 
 def pair_odds(elo_a: np.ndarray, elo_b: np.ndarray, draws: float) -> np.ndarray:

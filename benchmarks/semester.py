@@ -95,8 +95,8 @@ def fill(store_path: Path, upto: int, students: int, seed: int) -> int:
 
     from arena.game.rules import parse_rules
     from arena.match.bots import Bot
+    from arena.store.writer import Store
     from arena.tournament.schedule import Slot
-    from arena.tournament.store import Store
 
     rng = random.Random(seed)
     rules = parse_rules("kalah")

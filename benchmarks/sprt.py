@@ -9,7 +9,7 @@ pair each bot gets that side once, so the bias cancels within the pair but not w
 drawn from the Elo curve with `--draws` draws, at the Elo difference whose expected score over the openings
 is the true Elo's (`game_elo`: the biases alone would pull it towards a half).
 Each run's results are fed, pair by pair, to the real test
-(`arena.tournament.sprt.llr`) twice: as five pair counts and as three game counts, each stopping when its
+(`arena.stats.sprt.llr`) twice: as five pair counts and as three game counts, each stopping when its
 LLR leaves the bounds. At true Elo = elo0, the share accepting H1 is the false-positive rate (must be <=
 alpha); at elo1, the share accepting H1 is the power (must be >= 1 - beta). Average games of both tests
 come from the same runs.
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from arena.tournament.sprt import MIN_COUNT, Design, llr
+from arena.stats.sprt import MIN_COUNT, Design, llr
 
 CHUNK = 256  # pairs simulated at once for every run still going
 

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot, load_bot  # noqa: E402
-from arena.match.confine import Confinement, capabilities  # noqa: E402
 from arena.match.protocol import move_line, newgame_line  # noqa: E402
 from arena.match.referee import Limits, Player, play_game  # noqa: E402
+from arena.sandbox import Confinement, capabilities  # noqa: E402
 from arena.tournament.local import play_slots  # noqa: E402
 from arena.tournament.schedule import Slot  # noqa: E402
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from arena.game.rules import parse_rules
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
+from arena.store.writer import Store
 from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 NAMES = [
     "alphabeta_deep", "greedy", "random", "minimax_depth4_with_pruning", "mcts_1000_playouts",

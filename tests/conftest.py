@@ -18,9 +18,9 @@ import pytest
 
 from arena.game.rules import NORTH, SOUTH, Position, parse_rules
 from arena.match.bots import Bot, load_bot
-from arena.match.confine import Confinement, Jail, Warden
 from arena.match.record import GameRecord
 from arena.match.referee import Player
+from arena.sandbox import Confinement, Jail, Warden
 
 PRELUDE = '''\
 import os, subprocess, sys, time
@@ -113,7 +113,7 @@ class Bots:
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A class's certificates for a TLS cluster, as `arena cluster-certs` makes them."""
-    from arena.tournament.trust import make
+    from arena.lab.trust import make
 
     folder = tmp_path_factory.mktemp("certs")
     make(folder)

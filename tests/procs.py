@@ -32,7 +32,7 @@ def cmdline(pid: int) -> str:
 
 def processes_mentioning(text: str) -> list[int]:
     """Live processes other than this one whose command line contains `text`, and every process of a
-    sandbox whose bubblewrap does or binds a copy of a bot that was at `text` (arena/match/stage.py): in the
+    sandbox whose bubblewrap does or binds a copy of a bot that was at `text` (arena/sandbox/stage.py): in the
     sandbox a bot's files are at /bot, and its command line names them there."""
     stages = _stages_of(text)
     lines = {int(e.name): cmdline(int(e.name)) for e in Path("/proc").iterdir() if e.name.isdigit()}

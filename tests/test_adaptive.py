@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from arena.stats.posterior import SCORES, Pairs, posterior
+from arena.stats.settle import Rule, verdict
 from arena.tournament.adaptive import PLACEMENT, batch_size, plan
-from arena.tournament.posterior import SCORES, Pairs, posterior
-from arena.tournament.settle import Rule, verdict
 
 
 def names(n: int) -> list[str]:

@@ -26,12 +26,12 @@ from procs import processes_mentioning
 from arena.api import Match, Tournament
 from arena.game.rules import SWAP
 from arena.match.bots import BotError, load_bot
-from arena.match.confine import sandbox_problem
 from arena.match.record import GameRecord
-from arena.tournament import queries
+from arena.sandbox import sandbox_problem
+from arena.store import queries
+from arena.store.writer import EXPORT_FIELDS, SCHEMA_VERSION, STORE_FILE, Store, StoreError
 from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import EXPORT_FIELDS, SCHEMA_VERSION, STORE_FILE, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"

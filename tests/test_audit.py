@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
+from arena.lab.audit import Forged, check, rebuild
 from arena.match.bots import Bot
 from arena.match.process import Fault
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Limits, play_game
-from arena.tournament.audit import Forged, check, rebuild
 from arena.tournament.schedule import Slot
 
 SPEC = "kalah,pits=4,seeds=3"

@@ -14,9 +14,9 @@ from botsrc import first_legal_after
 from arena.game.rules import parse_rules
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
+from arena.store.writer import STORE_FILE, Store
 from arena.tournament.schedule import Slot
 from arena.tournament.scheduler import Bench
-from arena.tournament.store import STORE_FILE, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"

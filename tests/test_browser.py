@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from arena.match.record import GameRecord
-from arena.tournament import queries
-from arena.tournament.store import Store
+from arena.store import queries
+from arena.store.writer import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3,pie"

@@ -24,7 +24,7 @@ from procs import processes_mentioning
 
 from arena.match.bots import STAMP, BotError, BuildError, built_outputs, load_bot
 from arena.match.build import _copy_back, _write_stamp, ensure_built, needed
-from arena.match.confine import Confinement, capabilities
+from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF, CAPS = capabilities(Confinement(), want_sandbox=True)
@@ -266,7 +266,7 @@ def test_a_build_that_does_not_make_the_command_is_the_bots_fault(tmp_path: Path
 
 def test_the_built_folder_is_what_travels_to_a_cluster_worker(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    from arena.tournament.workers import Cache, pack
+    from arena.lab.workers import Cache, pack
 
     bot = ensure_built(load_bot(c_bot(tmp_path / "cbot")), CONF)
     ship = pack(bot)
@@ -284,8 +284,8 @@ def test_a_stamp_another_arena_signed_is_built_again_here_and_a_worker_signs_wha
     and its version is the same; a cluster's worker signs the stamp it is shipped with its own key, so it
     finds the version the coordinator sent."""
     pytest.importorskip("distributed")
+    from arena.lab.workers import Cache, pack
     from arena.match import stamp
-    from arena.tournament.workers import Cache, pack
 
     folder = c_bot(tmp_path / "cbot", 'build = "cc -O2 -o bot bot.c"')
     bot = ensure_built(load_bot(folder), CONF)
@@ -348,7 +348,7 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
 def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     from arena.api import Tournament
-    from arena.tournament.cluster import Cluster
+    from arena.lab import Cluster
     from arena.tournament.settings import Settings
 
     bots = tmp_path / "bots"

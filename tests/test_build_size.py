@@ -12,7 +12,7 @@ import pytest
 from arena.match import build
 from arena.match.bots import STAMP, BuildError, load_bot
 from arena.match.build import ensure_built
-from arena.match.confine import Confinement, capabilities
+from arena.sandbox import Confinement, capabilities
 
 CONF, _ = capabilities(Confinement(), want_sandbox=True)
 MiB = 1024 * 1024

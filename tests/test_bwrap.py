@@ -14,8 +14,7 @@ from pathlib import Path
 import markupsafe
 import pytest
 
-from arena.match import bwrap
-from arena.match.confine import sandbox_problem
+from arena.sandbox import bwrap, sandbox_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 

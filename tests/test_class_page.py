@@ -14,8 +14,9 @@ from test_browser import _board, _wait, browser  # noqa: F401  (the module's hea
 from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
 from arena.report import page as report
-from arena.tournament import queries, ratings
-from arena.tournament.store import Store
+from arena.stats import ratings
+from arena.store import queries
+from arena.store.writer import Store
 
 
 @pytest.fixture(scope="module")

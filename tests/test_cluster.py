@@ -48,15 +48,15 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
+from arena.lab import Cluster, ClusterError, membership
 from arena.match.bots import discover
-from arena.match.confine import Confinement, capabilities, sandbox_problem
 from arena.match.referee import Limits
+from arena.sandbox import Confinement, capabilities, sandbox_problem
 from arena.tournament.backend import Conditions
-from arena.tournament.cluster import Cluster, ClusterError, membership
 from arena.tournament.settings import Settings
 
 distributed = pytest.importorskip("distributed")
-from arena.tournament import workers  # noqa: E402 (needs Dask)
+from arena.lab import workers  # noqa: E402 (needs Dask)
 
 workers_ = workers  # the module, where a test's local variable is named `workers`
 
@@ -368,7 +368,7 @@ def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path, cert
 
 def test_the_command_and_the_library_do_not_import_dask_until_a_cluster_is_used() -> None:
     code = (
-        "import sys, arena.cli, arena.api, arena.tournament.scheduler, arena.tournament.cluster\n"
+        "import sys, arena.cli, arena.api, arena.tournament.scheduler, arena.lab\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -465,8 +465,8 @@ def test_games_stored_before_the_worker_field_existed_read_as_played_here(tmp_pa
     it gets the column, holding "" (played where the tournament ran) for the games it had."""
     from arena.match.bots import Bot
     from arena.match.record import GameRecord
+    from arena.store.writer import Store
     from arena.tournament.schedule import Slot
-    from arena.tournament.store import Store
 
     ann, bob = (Bot(n, ("true",), tmp_path, tmp_path / n, n * 8) for n in ("ann", "bob"))
     record = GameRecord(RULES, "ann", "bob", (1,), 10, 2, "ann", "normal", None, "", (1.0,))
@@ -485,7 +485,7 @@ from pathlib import Path
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
 from arena.tournament.schedule import Slot
-from arena.tournament.store import Store
+from arena.store.writer import Store
 
 folder = Path(sys.argv[1])
 ann, bob = (Bot(n, ("true",), folder, folder / n, n * 8) for n in ("ann", "bob"))
@@ -511,8 +511,8 @@ def test_a_tasks_games_are_stored_in_one_commit_and_a_kill_within_it_stores_none
 
     from arena.match.bots import Bot
     from arena.match.record import GameRecord
+    from arena.store.writer import Store
     from arena.tournament.schedule import Slot
-    from arena.tournament.store import Store
 
     child = subprocess.Popen(
         [sys.executable, "-c", GROUPED, str(tmp_path)], stdout=subprocess.PIPE, text=True
@@ -578,7 +578,7 @@ def test_workers_of_one_machine_caching_the_same_bot_at_once_all_run_it(tmp_path
 FORGER = """\
 import dataclasses
 
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.Arena._games
 
@@ -595,7 +595,7 @@ def dask_setup(worker):
 NO_SANDBOX = """\
 import dataclasses
 
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.capabilities
 
@@ -609,7 +609,7 @@ def dask_setup(worker):
         workers.capabilities = without
 """
 OUTDATED = """\
-from arena.tournament import identity
+from arena.lab import identity
 
 
 def dask_setup(worker):
@@ -623,10 +623,10 @@ import sys
 
 def dask_setup(worker):
     if worker.name == 0:
-        sys.modules["arena.tournament.identity"] = None
+        sys.modules["arena.lab.identity"] = None
 """
 FAILING = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 
 def failing(self, bots, games):
@@ -649,7 +649,7 @@ def dask_setup(worker):
         os.environ["ARENA_CACHE"] = str(taken / "bots")
 """
 BROKEN_SETUP = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 
 def broken(self, worker):
@@ -803,7 +803,7 @@ def test_a_run_whose_every_worker_is_dropped_stops_in_one_line(tmp_path: Path, c
 
 
 POISON = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.Arena._games
 
@@ -840,7 +840,7 @@ def test_a_game_that_fails_on_as_many_workers_as_its_tries_ends_the_run(tmp_path
 
 # The worker named 0 (lab-0) takes too long over its first task: it hangs until the run ends (or 30 s).
 HANGS_ONCE = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.Arena._games
 
@@ -857,7 +857,7 @@ def dask_setup(worker):
         workers.Arena._games = hangs_once
 """
 HANGS = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 
 def hangs(self, bots, games):
@@ -1001,7 +1001,7 @@ def test_workers_dying_while_others_play_on_never_end_the_run_a_game_that_takes_
     """A lab's churn (a worker killed, a machine switched off) costs the games it had, never the run: a death
     counts against a game only when no game was played anywhere since its last one. A game whose every try
     takes its worker down, with nothing played in between, stops the run after `tries`."""
-    from arena.tournament.cluster.retry import Tries
+    from arena.lab.retry import Tries
 
     first = SimpleNamespace(
         round=1, south=SimpleNamespace(name="first"), north=SimpleNamespace(name="greedy")

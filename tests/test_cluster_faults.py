@@ -17,7 +17,7 @@ import pytest
 from test_cluster import field, games, library_run, local_cluster
 from test_tournament import GREEDY, first_legal, records, write_bots
 
-from arena.tournament.cluster import Cluster
+from arena.lab import Cluster
 
 distributed = pytest.importorskip("distributed")
 
@@ -85,7 +85,7 @@ def test_a_bot_with_a_path_longer_than_path_max_plays_on_a_cluster_as_locally(tm
 
 # Every worker (every machine) fails to set up bot 'fragile', as a bot whose files no machine can keep would.
 FRAGILE = """\
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.Cache.bot
 
@@ -134,7 +134,7 @@ import dataclasses
 from arena.game.openings import position_after
 from arena.game.rules import NORTH, SOUTH
 from arena.match.record import Reason
-from arena.tournament import workers
+from arena.lab import workers
 
 real = workers.Arena._games
 

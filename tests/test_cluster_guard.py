@@ -1,5 +1,5 @@
 """A lab's `dask worker` or `dask scheduler` started without the class's certificates (the README's command
-with `--preload arena.tournament.guard`) says so in one line, naming the flags it lacks, and exits before
+with `--preload arena.lab.guard`) says so in one line, naming the flags it lacks, and exits before
 Dask's start-up would end in a traceback; one started as the README says is let through (the end-to-end
 tests of tests/test_cluster_lab.py start every process with the guard)."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from arena.tournament import guard
+from arena.lab import guard
 
 pytest.importorskip("distributed")
 WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
@@ -30,7 +30,7 @@ SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 )  # fmt: skip
 def test_a_lab_process_without_certificates_is_one_line(args: list[str], lacks: str) -> None:
     out = subprocess.run(
-        [*args, "--dashboard-address", "127.0.0.1:0", "--preload", "arena.tournament.guard"],
+        [*args, "--dashboard-address", "127.0.0.1:0", "--preload", "arena.lab.guard"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 2, out.stderr
@@ -56,10 +56,10 @@ def test_only_a_tls_process_of_the_lab_is_checked() -> None:
 def test_the_guard_sets_arenas_dask_settings_but_not_over_the_labs_own() -> None:
     """Importing the preload quiets Dask's background work (background.SETTINGS); a setting the lab gave
     itself (a DASK_* variable) stays, even one equal to Dask's default."""
-    from arena.tournament.background import SETTINGS
+    from arena.lab.background import SETTINGS
 
     keys = ["distributed.worker.profile.enabled", "distributed.admin.tick.interval"]
-    code = f"import distributed, arena.tournament.guard, dask; print([dask.config.get(k) for k in {keys!r}])"
+    code = f"import distributed, arena.lab.guard, dask; print([dask.config.get(k) for k in {keys!r}])"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
     ours = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert ours.stdout.strip() == repr([SETTINGS[k] for k in keys]), ours.stderr

@@ -39,16 +39,16 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
-from arena.tournament.background import SETTINGS
-from arena.tournament.cluster import Cluster, ClusterError
+from arena.lab import Cluster, ClusterError
+from arena.lab.background import SETTINGS
+from arena.lab.trust import make as make_certs
 from arena.tournament.settings import Settings
-from arena.tournament.trust import make as make_certs
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
-GUARD = ["--preload", "arena.tournament.guard"]  # as the README starts them
+GUARD = ["--preload", "arena.lab.guard"]  # as the README starts them
 
 
 def tls(certs: Path, role: str) -> list[str]:

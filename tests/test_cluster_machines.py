@@ -23,12 +23,11 @@ from test_cluster_faults import ROGUE
 from test_cluster_lab import free_port, process, scheduler_args, wait_workers, worker_args
 from test_tournament import GREEDY, RULES, records, write_bots
 
+from arena.lab import Cluster, guard, identity, membership, trust
+from arena.lab.confirm import Confirm
+from arena.lab.context import Context, Patience
 from arena.match.referee import Limits
-from arena.tournament import guard, identity, trust
 from arena.tournament.backend import Conditions
-from arena.tournament.cluster import Cluster, membership
-from arena.tournament.cluster.confirm import Confirm
-from arena.tournament.cluster.context import Context, Patience
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow

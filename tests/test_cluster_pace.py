@@ -3,7 +3,7 @@ does not keep the next tasks small, and the last tasks share the games left even
 
 from __future__ import annotations
 
-from arena.tournament.cluster.dispatch import Pace
+from arena.lab.dispatch import Pace
 
 
 def test_a_slow_first_task_does_not_keep_the_tasks_after_it_small() -> None:

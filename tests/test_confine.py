@@ -28,9 +28,9 @@ from procs import is_running, proc_state, processes_mentioning
 
 from arena.game.rules import NORTH, SOUTH, Kalah, Rules
 from arena.match.bots import load_bot
-from arena.match.confine import Confinement, Warden, capabilities, sandbox_problem
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, play_game
+from arena.sandbox import Confinement, Warden, capabilities, sandbox_problem
 
 SMALL = Kalah(pits=4, seeds=3)
 FAST = Limits(move_ms=500, startup_ms=5000)

@@ -28,7 +28,7 @@ from procs import is_running, processes_mentioning
 from test_redteam import as_nobody
 from test_tournament import describe, left_after
 
-from arena.match.confine import Confinement, Warden, sandbox_problem
+from arena.sandbox import Confinement, Warden, sandbox_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -197,7 +197,7 @@ def test_closing_the_terminal_during_check_leaves_no_bot_behind(workdir: Path) -
 HOLDER = """\
 import subprocess, sys, time
 from pathlib import Path
-from arena.match.confine import Confinement, Warden, sandbox_problem
+from arena.sandbox import Confinement, Warden, sandbox_problem
 warden = Warden(Confinement())
 jail = warden.jail(Path({bot!r}))
 bot = subprocess.Popen([sys.executable, {bot!r}], stdin=subprocess.PIPE, preexec_fn=jail.preexec,

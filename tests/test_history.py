@@ -11,8 +11,8 @@ from pathlib import Path
 
 from classroom import build
 
-from arena.tournament import queries
-from arena.tournament.store import Store
+from arena.store import queries
+from arena.store.writer import Store
 
 
 def plan(store: Store, query: str, params: object = ()) -> str:

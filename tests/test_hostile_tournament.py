@@ -23,8 +23,8 @@ import markupsafe
 from procs import cmdline, processes_mentioning
 
 from arena.game.rules import parse_rules
-from arena.match.confine import Confinement, Warden, sandbox_problem
 from arena.match.record import told
+from arena.sandbox import Confinement, Warden, sandbox_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"

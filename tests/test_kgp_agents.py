@@ -20,8 +20,8 @@ from botsrc import FIRST_LEGAL
 from arena.game.rules import SOUTH, RulesError, parse_rules
 from arena.match.bots import BotError, load_bot
 from arena.match.clock import Limits
-from arena.match.confine import Confinement, capabilities
 from arena.match.referee import Player, play_game
+from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "tests" / "kgp_agent.py"

@@ -25,8 +25,8 @@ from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
 from arena.server.kgp import SocketLines
 from arena.server.kgp_ranked import Desk, bots, connected, port_on
+from arena.store.writer import STORE_FILE, Store
 from arena.tournament.schedule import Slot
-from arena.tournament.store import STORE_FILE, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
@@ -142,7 +142,7 @@ def _its_page_has_no_pipe(home: Path, agent: Bot, greedy: Bot, record: GameRecor
     """The ladder's page of a game an agent lost by a fault: its reason for all, and no lines to pipe to
     it, even for its student (the page built `printf ... | python3 -P bots/tom.kgp.py`, the bridge's
     path or the like: the agent was sent the game over its connection)."""
-    from arena.server import ladder
+    from arena.server.standings import ladder
 
     home.mkdir()
     with Store(home / STORE_FILE) as store:

@@ -25,8 +25,8 @@ from arena.match.mankalah import change_line, parse_reply, start_line, state_tex
 from arena.match.process import Fault
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, check_rules, play_game
+from arena.store.writer import store_path
 from arena.tournament.settings import MANKALAH_BANK_MS, Settings, resolve
-from arena.tournament.store import store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = Limits(move_ms=1000, startup_ms=5000)

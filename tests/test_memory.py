@@ -23,9 +23,9 @@ from test_mankalah import heard, java_agent, java_missing, py_agent, replays, tr
 
 from arena.game.rules import MANKALAH, Kalah
 from arena.match.bots import BotError, load_bot
-from arena.match.confine import DEFAULT_MEMORY_MB, Confinement, Jail, Warden, capabilities
 from arena.match.process import BotProcess
 from arena.match.referee import Limits, play_game
+from arena.sandbox import DEFAULT_MEMORY_MB, Confinement, Jail, Warden, capabilities
 from arena.tournament.settings import MANKALAH_BANK_MS, resolve
 
 ROOT = os.geteuid() == 0

@@ -192,7 +192,7 @@ def test_a_new_bot_passes_arena_check_as_written(lang: str, bots: Path):
 def test_a_new_kgp_agent_connects_and_passes_arena_check(bots: Path):
     """`arena new --protocol kgp`: an agent that connects to the relay on localhost:2671 from its sandbox,
     plays clean games against greedy and passes the check as written."""
-    from arena.match.confine import Confinement, capabilities
+    from arena.sandbox import Confinement, capabilities
 
     if not capabilities(Confinement(), want_sandbox=True)[0].sandbox:
         pytest.skip("a KGP agent's private loopback is the sandbox's")

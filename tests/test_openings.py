@@ -30,7 +30,7 @@ from arena.game.openings import (
     tolerance,
 )
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
-from arena.tournament.store import STORE_FILE, Store
+from arena.store.writer import STORE_FILE, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = "kalah,pits=4,seeds=3"

@@ -11,10 +11,10 @@ import pytest
 
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
-from arena.tournament import queries
-from arena.tournament.posterior import Pairs, from_games, posterior
+from arena.stats.posterior import Pairs, from_games, posterior
+from arena.store import queries
+from arena.store.writer import Store
 from arena.tournament.schedule import Slot
-from arena.tournament.store import Store
 
 
 def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06) -> Pairs:
@@ -129,8 +129,8 @@ def test_a_tight_clusters_intervals_cover_its_bots_where_an_adaptive_run_stops()
     playing pairs that look apart, so chance gaps stay and the estimates come out more spread than their
     noise says. With the prior's spread plugged in (estimated at twice its truth) the 95% intervals covered
     58 of these 72 bots; with it integrated over, they cover about 95%."""
+    from arena.stats.settle import Rule
     from arena.tournament.adaptive import batch_size, plan
-    from arena.tournament.settle import Rule
 
     inside, n = 0, 12
     names = [f"bot{k}" for k in range(n)]

@@ -13,8 +13,8 @@ import pytest
 from arena.game.rules import NORTH, SWAP, parse_rules
 from arena.match.bots import load_bot
 from arena.match.build import ensure_built
-from arena.match.confine import Confinement, capabilities
 from arena.match.referee import Limits, Player, play_game
+from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "protocol.md").read_text()

@@ -16,10 +16,11 @@ from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
 from arena.report import terminal
-from arena.tournament import posterior, queries, ratings, settle
-from arena.tournament.ratings import Model, Skill
+from arena.stats import posterior, ratings, settle
+from arena.stats.ratings import Model, Skill
+from arena.store import queries
+from arena.store.writer import Store
 from arena.tournament.schedule import Slot
-from arena.tournament.store import Store
 
 
 def make_bot(name: str, version: str = "1") -> Bot:

@@ -27,10 +27,9 @@ import pytest
 from botsrc import FIRST_LEGAL_C
 from procs import processes_mentioning
 
-from arena.match import bwrap
-from arena.match.confine import sandbox_problem
-from arena.match.confine.command import counts_processes_per_namespace
 from arena.report import page
+from arena.sandbox import bwrap, sandbox_problem
+from arena.sandbox.command import counts_processes_per_namespace
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(page.__file__).parent / "templates" / "report.html"

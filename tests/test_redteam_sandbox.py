@@ -19,11 +19,10 @@ import pytest
 import test_redteam
 from test_redteam import LOOP, PRELUDE, as_nobody
 
-from arena.match import bwrap
-from arena.match.confine import Confinement, Warden, capabilities
-from arena.match.confine.command import counts_processes_per_namespace
 from arena.match.process import BotProcess, Fault
 from arena.report import page
+from arena.sandbox import Confinement, Warden, bwrap, capabilities
+from arena.sandbox.command import counts_processes_per_namespace
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=3,seeds=2"  # short games: the attacks happen at the first MOVE
@@ -138,9 +137,9 @@ def test_mountinfo_names_no_host_folder_of_the_bot(mode: str, workdir: Path) -> 
     bubblewrap's arguments, /proc/1/cmdline, named it too): the bots folder, the course's folder names, the
     teacher's home. Now a bot's files are at /bot (its working directory), copied to a folder of arena's in
     a tmpfs, so that none of them names the bots folder or the run's folder. What is left: arena's Python
-    and arena itself, at their own paths (a Python installation cannot be moved; arena/match/stage.py says
+    and arena itself, at their own paths (a Python installation cannot be moved; arena/sandbox/stage.py says
     why), which name the checkout here."""
-    from arena.match.confine import _arena_paths
+    from arena.sandbox import _arena_paths
 
     bots = workdir / "bots"
     place(bots, {"single": PRELUDE + MOUNTS + LOOP, "first": FIRST})
@@ -203,7 +202,7 @@ def attack():
 """
 
 
-# The system and private places a teacher may not grant (arena/match/confine.py's _PRIVATE but / and /run).
+# The system and private places a teacher may not grant (arena/sandbox/__init__.py's _PRIVATE but / and /run).
 PRIVATE = ("/home", "/root", "/var", "/tmp", "/sys", "/dev", "/proc")
 
 
@@ -453,7 +452,8 @@ else:
 # machine without libseccomp.
 UNFILTERED = """import sys, time
 from pathlib import Path
-from arena.match import confine, seccomp
+from arena import sandbox as confine
+from arena.sandbox import seccomp
 from arena.match.process import BotProcess
 seccomp._built = lambda: (b"", "no seccomp filter for bots (the test's)")
 warden = confine.Warden(confine.Confinement(sandbox=True))

@@ -17,9 +17,9 @@ from test_tournament import GREEDY, RULES, arena, db_file, first_legal, records,
 from arena.api import Tournament
 from arena.game.openings import Book, generate, load_book, position_after, sequel
 from arena.game.rules import parse_rules
-from arena.tournament import posterior, settle
+from arena.stats import posterior, settle
+from arena.store.writer import Store
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 
 def distinct(base: Path) -> list[dict]:

@@ -17,10 +17,10 @@ from arena.match.record import GameRecord
 from arena.report import terminal
 from arena.report.live import LivePage
 from arena.report.replay import marks, replay
-from arena.tournament import queries
+from arena.store import queries
+from arena.store.writer import Store
 from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 
 def _oracle(rules: Kalah, pos: Position, move: int) -> tuple[bool, int]:
@@ -189,7 +189,7 @@ def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_p
     went on. Its page says the games played and the pairs still open, with how sure each is and about how
     many games would settle them (the terminal's words), and its score column, a score against the
     opponents the run chose, is not one to compare."""
-    from arena.tournament.settle import Rule
+    from arena.stats.settle import Rule
 
     store = Store(tmp_path / "arena.sqlite")
     store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))

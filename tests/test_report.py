@@ -15,10 +15,10 @@ import pytest
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
 from arena.report import page as report
-from arena.tournament import ratings
+from arena.stats import ratings
+from arena.store.writer import Store
 from arena.tournament.schedule import Slot
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 ATTACK = "<script>alert(1)</script>"
 OUR_SCRIPTS = 3  # the leaderboard's performance mark, the page's settings, the viewer

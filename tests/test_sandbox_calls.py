@@ -22,9 +22,8 @@ from pathlib import Path
 import pytest
 from test_redteam import as_nobody
 
-from arena.match import seccomp
-from arena.match.confine import sandbox_problem
 from arena.report import page
+from arena.sandbox import sandbox_problem, seccomp
 
 # name: (family, type, protocol); each made with socket.socket() in the sandbox.
 FAMILIES = {
@@ -68,8 +67,8 @@ print(json.dumps(found), flush=True)
 # private loopback), then again without the filter.
 DRIVER = """import sys, time
 from pathlib import Path
-from arena.match import seccomp
-from arena.match.confine import Confinement, Warden, capabilities
+from arena.sandbox import seccomp
+from arena.sandbox import Confinement, Warden, capabilities
 from arena.match.process import BotProcess
 conf, _ = capabilities(Confinement(memory_mb=512), want_sandbox=True)
 assert conf.sandbox, "no sandbox"

@@ -1,7 +1,7 @@
-"""Who sees what (arena/server/access.py), as a matrix: every address the server answers against anonymous,
-student A, student B and the teacher. Each forbidden cell is asserted forbidden by its status and by what
-the answer must not hold (another student's source, stderr, checklist; the gradebook), so a guessed id or a
-guessed address gets nothing. The class is real: two students' versions stored by the upload code, a
+"""Who sees what (arena/server/people/access.py), as a matrix: every address the server answers against
+anonymous, student A, student B and the teacher. Each forbidden cell is asserted forbidden by its status and
+by what the answer must not hold (another student's source, stderr, checklist; the gradebook), so a guessed id
+or a guessed address gets nothing. The class is real: two students' versions stored by the upload code, a
 ladder and a final played by arena (two games each), Django's test client in this process.
 """
 
@@ -59,9 +59,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     from django.conf import settings
 
     from arena.api import Tournament
-    from arena.server import accounts, field, ladder, submitting
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Role, Status
+    from arena.server.people import members as accounts
+    from arena.server.standings import field, ladder
+    from arena.server.versions import submitting
     from arena.tournament.settings import Settings
 
     where = ClassDir(Path(settings.ARENA_CLASS_DIR))
@@ -135,8 +137,8 @@ def _practice(where: Any, slug: str) -> None:
 
     from arena.match.record import GameRecord
     from arena.server import kgp
-    from arena.tournament import queries
-    from arena.tournament.store import STORE_FILE, Store
+    from arena.store import queries
+    from arena.store.writer import STORE_FILE, Store
 
     store = Store(where.ladder / STORE_FILE, create=False)
     try:
@@ -308,9 +310,10 @@ def test_a_scrimmage_keeps_which_version_of_the_opponent_played(world: World) ->
     active when the page is read: the games' folder says which class version each bot that played is."""
     from django.conf import settings
 
-    from arena.server import ladder, scrimmages
+    from arena.server import scrimmages
     from arena.server.classdir import ClassDir
     from arena.server.models import Scrimmage
+    from arena.server.standings import ladder
 
     played = scrimmages.folder(
         ClassDir(Path(settings.ARENA_CLASS_DIR)), Scrimmage.objects.get(pk=world.scrimmage)

@@ -43,8 +43,9 @@ def _zipped(top: str, *files: tuple[str, bytes]) -> bytes:
 
 
 def _checked(where: ClassDir, name: str, data: bytes) -> dict[str, Any]:
-    from arena.server import accounts, checking, submitting
     from arena.server.models import Classroom, Member
+    from arena.server.people import members as accounts
+    from arena.server.versions import checking, submitting
     from arena.tournament.settings import Settings
 
     classroom = Classroom.current() or Classroom.objects.create(name="C", per_day=100)
@@ -105,9 +106,11 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
     import re
 
     from arena.api import Tournament
-    from arena.server import accounts, field, ladder, submitting
-    from arena.server.checking import folder_of
     from arena.server.models import Classroom, Status
+    from arena.server.people import members as accounts
+    from arena.server.standings import field, ladder
+    from arena.server.versions import submitting
+    from arena.server.versions.checking import folder_of
     from arena.tournament.settings import Settings
 
     classroom = Classroom.current() or Classroom.objects.create(name="C", per_day=100)

@@ -26,8 +26,8 @@ def teacher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     setup_django(tmp_path_factory.mktemp("deadline") / "class")
     call_command("flush", interactive=False, verbosity=0)
-    from arena.server import accounts
     from arena.server.models import Classroom, Role
+    from arena.server.people import members as accounts
 
     Classroom.objects.create(name="Deadline")
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
@@ -99,9 +99,9 @@ def test_the_teacher_sets_the_undo_window(teacher: Any) -> None:
 
 
 def test_a_removed_student_is_not_in_the_gradebook(teacher: Any) -> None:
-    from arena.server import accounts
-    from arena.server.gradebook import rows
     from arena.server.models import Member
+    from arena.server.people import members as accounts
+    from arena.server.standings.gradebook import rows
 
     accounts.add_member("ann", PASSWORD)
     gone = accounts.add_member("bea", PASSWORD)
@@ -116,7 +116,7 @@ def test_a_removed_student_is_not_in_the_gradebook(teacher: Any) -> None:
 def test_the_students_page_shows_the_deadline(teacher: Any) -> None:
     from django.test import Client
 
-    from arena.server import accounts
+    from arena.server.people import members as accounts
 
     teacher.post("/teacher/freeze", {"when": "2030-12-01T17:00-05:00"})
     student = Client()

@@ -582,7 +582,7 @@ raise SystemExit("done looking")
 def victim_and_attacker(server: Server, db: str | None) -> tuple[dict[str, Any], Path]:
     """A class with vic, whose private bot has passed its check, and mal, still without a bot; and the
     class folder. Skips where there is no sandbox, and on PostgreSQL (the sandbox is the same)."""
-    from arena.match.confine import sandbox_problem
+    from arena.sandbox import sandbox_problem
 
     if db is not None:
         pytest.skip("the sandbox does not depend on the database: once, on SQLite")

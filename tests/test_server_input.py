@@ -32,9 +32,9 @@ def student(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     call_command("flush", interactive=False, verbosity=0)
     from django.conf import settings
 
-    from arena.server import accounts
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom
+    from arena.server.people import members as accounts
 
     where = ClassDir(Path(settings.ARENA_CLASS_DIR))
     shutil.rmtree(where.submissions, ignore_errors=True)
@@ -133,7 +133,7 @@ def test_the_days_count_is_a_limit(student: Any) -> None:
 def test_a_wrong_password_is_one_message_and_the_throttle_follows(student: Any) -> None:
     from django.test import Client
 
-    from arena.server.throttle import FAILURES
+    from arena.server.people.throttle import FAILURES
 
     client = Client()
     for _ in range(FAILURES - 1):
@@ -193,7 +193,7 @@ def test_usernames_follow_arenas_name_rules(student: Any, username: str, words: 
 
 
 def test_a_name_that_looks_like_a_members_is_refused(student: Any) -> None:
-    from arena.server.accounts import NameTaken, add_member
+    from arena.server.people.members import NameTaken, add_member
 
     add_member("mybot", PASSWORD + "y")
     with pytest.raises(NameTaken, match="looks like 'mybot'"):

@@ -27,9 +27,10 @@ def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_uploads_beyond_the_count_remove_the_oldest_but_the_active_and_the_queued(django_class: Path) -> None:
     """Fails without the cap: all six versions and their folders stay."""
-    from arena.server import accounts, submitting
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Status
+    from arena.server.people import members as accounts
+    from arena.server.versions import submitting
 
     where = ClassDir(django_class)
     shutil.rmtree(where.submissions, ignore_errors=True)
@@ -60,8 +61,8 @@ def test_uploads_beyond_the_count_remove_the_oldest_but_the_active_and_the_queue
 def test_the_teacher_sets_the_count(django_class: Path) -> None:
     from django.test import Client
 
-    from arena.server import accounts
     from arena.server.models import Classroom, Role
+    from arena.server.people import members as accounts
 
     Classroom.objects.create(name="K")
     assert Classroom.current().kept_versions == 10  # type: ignore[union-attr]
@@ -81,9 +82,10 @@ def test_a_build_over_the_cap_fails_its_check_and_leaves_nothing_big(
     import zipfile
 
     from arena.match import build
-    from arena.server import accounts, checking, submitting
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Status
+    from arena.server.people import members as accounts
+    from arena.server.versions import checking, submitting
     from arena.tournament.settings import Settings
 
     monkeypatch.setattr(build, "BUILD_BYTES", 8 * 1024 * 1024)

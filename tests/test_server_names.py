@@ -23,8 +23,8 @@ def alice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     setup_django(tmp_path_factory.mktemp("names") / "class")
     call_command("flush", interactive=False, verbosity=0)
-    from arena.server import accounts
     from arena.server.models import Classroom
+    from arena.server.people import members as accounts
 
     Classroom.objects.create(name="Names")
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):

@@ -63,8 +63,8 @@ def test_the_ladder_page_says_when_the_server_is_unreachable(browser: Any, serve
 def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> None:  # noqa: F811
     """A class of thirty with long names, at 390 px: no table reaches past the screen's edge."""
     from arena.api import Tournament
-    from arena.server import ladder
     from arena.server.classdir import ClassDir
+    from arena.server.standings import ladder
     from arena.tournament.settings import Settings
     from tests import classroom
     from tests.test_server_e2e import overflow

@@ -33,7 +33,7 @@ def test_arena_run_does_not_load_the_server() -> None:
 
 
 def test_arena_submit_packs_a_folder_without_its_build_or_hidden_files(tmp_path: Path) -> None:
-    from arena.server.client import packed
+    from arena.student.submit import packed
 
     bot = tmp_path / "mybot"
     (bot / "__pycache__").mkdir(parents=True)
@@ -84,9 +84,11 @@ def test_the_field_is_the_active_versions_and_the_references(django_class: Path)
     import shutil
 
     from arena.match.bots import survey
-    from arena.server import accounts, field, submitting
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Status
+    from arena.server.people import members as accounts
+    from arena.server.standings import field
+    from arena.server.versions import submitting
 
     where = ClassDir(django_class)
     shutil.rmtree(where.submissions, ignore_errors=True)
@@ -113,8 +115,9 @@ def test_the_field_is_the_active_versions_and_the_references(django_class: Path)
 def test_the_gradebook_has_every_student_and_the_teachers_rule(django_class: Path) -> None:
     import csv
 
-    from arena.server import accounts, gradebook
     from arena.server.models import Classroom
+    from arena.server.people import members as accounts
+    from arena.server.standings import gradebook
 
     classroom = Classroom.objects.create(name="G", rule_wins=8, rule_games=10)
     for name in ("amy", "bea", "cid"):
@@ -201,7 +204,7 @@ def test_a_cluster_the_ladder_could_not_trust_is_one_line(tmp_path: Path) -> Non
 
 
 def test_the_web_server_weighs_more_than_the_games() -> None:
-    from arena.match.confine import CPU_WEIGHT, _own_cgroups
+    from arena.sandbox import CPU_WEIGHT, _own_cgroups
     from arena.server.serve import WEB_PRECEDENCE, _start, web_group
 
     group = web_group()
@@ -245,7 +248,7 @@ def test_one_password_hash_at_a_time_per_process() -> None:
     import threading
 
     pytest.importorskip("argon2", reason="the server's extra is not installed: pip install 'arena[server]'")
-    from arena.server import hashing
+    from arena.server.people import hashing
 
     inside, most, lock = 0, 0, threading.Lock()
 
@@ -274,8 +277,8 @@ def test_before_the_class_exists_every_page_that_needs_it_says_so_alike(django_c
     took any code), now each the same one line."""
     from django.test import Client
 
-    from arena.server import accounts
     from arena.server.models import Role
+    from arena.server.people import members as accounts
     from arena.server.views.common import NO_CLASS
 
     student, teacher = Client(), Client()
@@ -306,7 +309,7 @@ def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> No
     import json
 
     from arena.api import Tournament
-    from arena.server import ladder
+    from arena.server.standings import ladder
     from arena.tournament.settings import Settings
     from tests import classroom
 
@@ -342,8 +345,9 @@ def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, m
 
     from arena.api import Tournament
     from arena.game.rules import parse_rules
-    from arena.server import ladder, rated
-    from arena.tournament import queries, ratings
+    from arena.server.standings import ladder, rated
+    from arena.stats import ratings
+    from arena.store import queries
     from arena.tournament.schedule import Slot
     from arena.tournament.settings import Settings
     from tests import classroom

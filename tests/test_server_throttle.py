@@ -1,4 +1,4 @@
-"""One throttle for every way in (arena/server/throttle.py): the class's sign-in, the admin's and
+"""One throttle for every way in (arena/server/people/throttle.py): the class's sign-in, the admin's and
 `arena submit`'s token, by username and address together, so that an attacker slows their own guesses and
 locks out no one who types the right password from their own address. Django's test client in this
 process; the address of each request is REMOTE_ADDR, as gunicorn gives it."""
@@ -27,8 +27,8 @@ def members(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
     setup_django(tmp_path_factory.mktemp("throttle") / "class")
     call_command("flush", interactive=False, verbosity=0)
-    from arena.server import accounts
     from arena.server.models import Classroom, Role
+    from arena.server.people import members as accounts
 
     Classroom.objects.create(name="Throttle")
     # A fast hash: the tests count refusals; 40 Argon2 hashes of a second each would be most of their time.

@@ -1,4 +1,5 @@
-"""An upload made a bot folder (arena/server/unpack.py): each bad zip is refused in one line, leaving nothing.
+"""An upload made a bot folder (arena/server/versions/unpack.py): each bad zip is refused in one line,
+leaving nothing.
 
 Plain Python: these run without the server's extra.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.server.unpack import Caps, Rejected, unpack
+from arena.server.versions.unpack import Caps, Rejected, unpack
 
 GOOD_TOML = b'command = "python3 bot.py"\n'
 PLAYS = b"import sys\nfor line in sys.stdin:\n    pass\n"

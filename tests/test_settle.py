@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arena.tournament.posterior import Pairs, Posterior, posterior
-from arena.tournament.settle import Rule, Status, verdict
+from arena.stats.posterior import Pairs, Posterior, posterior
+from arena.stats.settle import Rule, Status, verdict
 
 
 def known(elo: list[float], sd: float) -> Posterior:
@@ -133,7 +133,7 @@ def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_e
 
 
 def test_a_settled_runs_rough_cost_follows_the_measured_shares_by_field_size() -> None:
-    from arena.tournament.settle import settled_games
+    from arena.stats.settle import settled_games
 
     assert settled_games(30) == round(0.135 * 100 * 30 * 29)
     assert settled_games(100) == round(0.086 * 100 * 100 * 99)

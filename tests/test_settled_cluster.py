@@ -11,7 +11,7 @@ from test_settled_run import LOOSE, four
 from test_tournament import RULES, db_file
 
 from arena.api import Tournament
-from arena.tournament.cluster import Cluster
+from arena.lab import Cluster
 from arena.tournament.settings import Settings
 
 distributed = pytest.importorskip("distributed")

@@ -24,8 +24,8 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
+from arena.stats.settle import Rule
 from arena.tournament.settings import Settings
-from arena.tournament.settle import Rule
 
 STEADY = ["--rules", RULES, "--move-time", "2000", "--seed", "3"]
 LOOSE = Rule(resolution=100)  # four small bots settle at this in a few dozen games

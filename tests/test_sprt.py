@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from arena.tournament.sprt import MIN_COUNT, Decision, Design, llr, score, status
+from arena.stats.sprt import MIN_COUNT, Decision, Design, llr, score, status
 
 
 def exact_llr(counts: list[int], elo0: float, elo1: float) -> float:

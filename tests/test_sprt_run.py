@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_tournament import ALPHABETA_2, RULES, arena, first_legal, write_bots
 
-from arena.tournament.store import Store
+from arena.store.writer import Store
 
 ARGS = ["--rules", RULES, "--move-time", "2000", "--elo1", "50", "--seed", "2"]
 LINE = re.compile(

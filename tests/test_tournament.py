@@ -32,10 +32,10 @@ from arena.api import Tournament
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import Bot, discover
 from arena.match.record import GameRecord, told
-from arena.tournament import ratings
+from arena.stats import ratings
+from arena.store.writer import EXPORT_FIELDS, Store, store_path
 from arena.tournament.schedule import Slot, gauntlet, round_robin
 from arena.tournament.settings import Settings
-from arena.tournament.store import EXPORT_FIELDS, Store, store_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3"

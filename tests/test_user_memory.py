@@ -17,7 +17,7 @@ from test_mankalah import java_missing
 from test_redteam import LOOP, PRELUDE, as_nobody
 from test_redteam_sandbox import FIRST, clean, keep, place, tail, tournament
 
-from arena.match.confine.command import counts_processes_per_namespace
+from arena.sandbox.command import counts_processes_per_namespace
 
 mode, workdir = test_redteam.mode, test_redteam.workdir  # its fixtures: root and the ordinary user
 MEMORY_MB = 256
@@ -135,7 +135,7 @@ NODE_HEAP = "console.log(Math.round(require('v8').getHeapStatistics().heap_size_
 # prints its first line (a JVM's and node's heap limit).
 STARTER = """import sys, time
 from pathlib import Path
-from arena.match.confine import Confinement, Jail, capabilities
+from arena.sandbox import Confinement, Jail, capabilities
 from arena.match.process import BotProcess
 conf, _ = capabilities(Confinement(memory_mb=512), want_sandbox=True)
 assert conf.sandbox, "no sandbox"

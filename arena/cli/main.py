@@ -18,12 +18,12 @@ from arena.cli import server, student, tournament
 from arena.cli.options import Printable, echo
 from arena.game.openings import BookError
 from arena.game.rules import RulesError
+from arena.lab import ClusterError
 from arena.match.bots import BotError, BuildError
-from arena.match.confine import GrantError
 from arena.match.printable import printable
+from arena.sandbox import GrantError
 from arena.stops import Stop
-from arena.tournament.cluster import ClusterError
-from arena.tournament.store import StoreError
+from arena.store.writer import StoreError
 
 # The heavy parts (the scheduler's multiprocess, pandas and the ratings, jinja2 and the report, the solver)
 # are imported inside the commands that use them: `arena --help` and `arena play` start in a blink.

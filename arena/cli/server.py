@@ -147,7 +147,7 @@ def submit_cmd(bot: Path | None, server: str | None, login: bool, token: str | N
     version; with --wait (the default) print its check. Exit status 1 if it failed its check.
 
     The token comes from ARENA_TOKEN, or from the file arena submit --login writes."""
-    from arena.server import client
+    from arena.student import submit as client
 
     if token is not None:
         echo(

@@ -25,10 +25,10 @@ from arena.cli.options import (
     time_options,
     tournament_options,
 )
+from arena.lab import ClusterError
 from arena.match.bots import Bot, BotError, find_bot
 from arena.match.printable import printable
 from arena.match.record import GameRecord
-from arena.tournament.cluster import ClusterError
 from arena.tournament.settings import (
     BENCH_AFTER,
     CONFIDENCE,
@@ -259,8 +259,7 @@ def _cluster(address: str | None, certs: Path | None, insecure: bool, require_sa
     """The cluster back end the flags ask for, or None to play on this machine."""
     if not address:
         return None
-    from arena.tournament import trust
-    from arena.tournament.cluster import Cluster
+    from arena.lab import Cluster, trust
 
     try:  # before the tournament's folder is made: a refused cluster leaves nothing behind
         trust.check_address(address, insecure)
@@ -293,7 +292,7 @@ def _stopping_rule(rounds, confidence, resolution, settle, references, max_games
         if given:
             raise click.UsageError(f"{given[0]} is for an adaptive run, without --rounds")
         return None
-    from arena.tournament.settle import Rule
+    from arena.stats.settle import Rule
 
     try:
         return Rule(
@@ -326,7 +325,7 @@ def cluster_certs_cmd(folder, machine):  # type: ignore[no-untyped-def]
     """Make a class's certificate authority and the certificates of its cluster in FOLDER: the scheduler's,
     the workers' and the coordinator's (the machine that runs arena run); with --machine, one machine's own
     worker certificate."""
-    from arena.tournament.trust import TrustError, make, make_machine
+    from arena.lab.trust import TrustError, make, make_machine
 
     try:
         written = make_machine(folder, machine) if machine else make(folder)
@@ -398,7 +397,7 @@ def sprt_cmd(  # type: ignore[no-untyped-def]
     the LLR, its bounds, the Elo with its 95% interval and the five pair counts as it runs; the same command
     resumes it."""
     from arena.api import Tournament, entrants
-    from arena.tournament.sprt import Design
+    from arena.stats.sprt import Design
 
     try:
         design = Design(elo0, elo1, alpha, beta)

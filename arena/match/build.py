@@ -50,7 +50,7 @@ from arena.match.bots import (
     load_bot,
     open_regular,
 )
-from arena.match.confine import Confinement, Jail, Warden
+from arena.sandbox import Confinement, Jail, Warden
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
 # A bot's folder after its build, and the build's copy of it while it runs, at most: a build that writes

@@ -6,8 +6,8 @@ import threading
 import time
 
 from arena.match.bots import Bot
-from arena.match.confine import Warden
 from arena.match.referee import Player
+from arena.sandbox import Warden
 
 MAX_IDLE_PLAYERS = 16  # bot processes a worker keeps alive between games, per game slot
 

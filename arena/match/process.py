@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from arena.match.confine import Jail
 from arena.match.record import Reason, told
+from arena.sandbox import Jail
 
 MAX_LINE = 1024  # bytes; a longer line is garbled (and memory stays bounded)
 STDERR_CAP = 8192  # bytes of stderr tail kept per process

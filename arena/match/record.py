@@ -1,7 +1,7 @@
 """The game record: what one finished game was, defined once.
 
 The referee returns it, `arena play --json` prints it, the store keeps one column per field
-(arena/tournament/store.py derives its table, its INSERT and its SELECT from `fields(GameRecord)`),
+(arena/store/writer.py derives its table, its INSERT and its SELECT from `fields(GameRecord)`),
 `arena export` writes those fields, and the report reads them back. A new field is added here and
 nowhere else.
 """

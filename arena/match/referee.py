@@ -18,12 +18,12 @@ from typing import Protocol, TypeVar
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
 from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
-from arena.match.confine import Warden
 from arena.match.kgp_wire import CONNECTED, Kgp, relay_argv
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire
 from arena.match.record import GameRecord, Reason
+from arena.sandbox import Warden
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
 END_SETTLE = (

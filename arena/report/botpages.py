@@ -13,10 +13,10 @@ from markupsafe import Markup
 from arena.match.record import told
 from arena.report import charts
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
-from arena.tournament import queries
-from arena.tournament.ratings import History, Standings
+from arena.stats.ratings import History, Standings
+from arena.store import queries
+from arena.store.writer import Store
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 
 @dataclass(frozen=True, slots=True)

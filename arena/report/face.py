@@ -26,8 +26,9 @@ from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
 from arena.report.games import REASON_ORDER, encode
 from arena.report.page import RUN_FROM, bot_href, leaderboard_rows, matrix_rows
 from arena.report.replay import Replay, replay
-from arena.tournament import queries, ratings
-from arena.tournament.store import Store
+from arena.stats import ratings
+from arena.store import queries
+from arena.store.writer import Store
 
 
 def _everyone(bot: str) -> bool:

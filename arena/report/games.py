@@ -38,9 +38,9 @@ from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, Step, parse_rule
 from arena.match.bots import Where
 from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
-from arena.tournament import queries
+from arena.store import queries
+from arena.store.writer import Store
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store
 
 FOLDER = "games"
 BLOCK = 250  # games per replay file: ~250 KB of Kalah(6,6); one file is what opening a game costs

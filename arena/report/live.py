@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.report.page import Live, write_report
-from arena.tournament import ratings
-from arena.tournament.store import Store
+from arena.stats import ratings
+from arena.store.writer import Store
 
 if TYPE_CHECKING:
     from arena.match.record import GameRecord

@@ -26,9 +26,10 @@ from arena.report import charts
 from arena.report.botpages import Links, bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.report.machines import tally
-from arena.tournament import queries, ratings
+from arena.stats import ratings
+from arena.store import queries
+from arena.store.writer import Store, now
 from arena.tournament.settings import Settings
-from arena.tournament.store import Store, now
 
 PAGE = "index.html"
 LIVE = "live.js"  # rewritten with every page: a live page reloads itself when the stamp in it changes

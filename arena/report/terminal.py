@@ -16,13 +16,13 @@ from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.printable import printable
 from arena.match.record import GameRecord, Reason
 from arena.report.replay import Ply, Replay, marks, replay
-from arena.tournament import queries
-from arena.tournament.store import Store
+from arena.store import queries
+from arena.store.writer import Store
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from arena.tournament.settle import Verdict
+    from arena.stats.settle import Verdict
 
 
 def game_line(number: int, r: GameRecord) -> str:
@@ -297,7 +297,7 @@ def _forfeits(count: int, reasons: str) -> str:
 
 def format_table(board: pd.DataFrame) -> str:
     """The leaderboard for a terminal: compact columns, shared places as '3-5', the order's rule below."""
-    from arena.tournament.ratings import ORDER_RULE  # pandas: not for `arena play --show`, which draws boards
+    from arena.stats.ratings import ORDER_RULE  # pandas: not for `arena play --show`, which draws boards
 
     if board.empty:
         return "no bots in the current field yet"
@@ -428,7 +428,7 @@ class Progress:
             f"arena: at the pace of the first {done} games, the {total:,} games take about {_duration(whole)}"
         )
         if whole >= self.LONG and self.bots >= 2:
-            from arena.tournament.settle import SETTLED_SHARE, settled_games  # numpy: not for `arena play`
+            from arena.stats.settle import SETTLED_SHARE, settled_games  # numpy: not for `arena play`
 
             settled = settled_games(self.bots)
             measured = " and ".join(f"{share:.1%} at {n} bots" for n, share in SETTLED_SHARE)

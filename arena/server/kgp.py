@@ -329,13 +329,13 @@ class Gate:
         self._held: list[str] = []  # the doors' keys this connection holds
 
     def __call__(self, token: str) -> str | None:
-        from arena.server import throttle
+        from arena.server.people import throttle
 
         if not throttle.token_allowed(self.request):
             return THROTTLED
         if not token:
             return self._guest()
-        from arena.server.access import member_of_token  # Django's models: once the worker set it up
+        from arena.server.people.access import member_of_token  # Django's models: once the worker set it up
 
         member = member_of_token(token)
         if member is None:

@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from arena.api import Tournament
 from arena.match.bots import BotError
-from arena.server import field, ladder
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Progress, Scrimmage, Status, Submission
-from arena.tournament import queries
+from arena.server.standings import field, ladder
+from arena.store import queries
 from arena.tournament.settings import Settings
 
 ROUNDS = 1  # a game from each side

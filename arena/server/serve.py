@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.match.confine import CPU_WEIGHT, Cgroups
+from arena.sandbox import CPU_WEIGHT, Cgroups
 from arena.server.classdir import DATABASE_URL, PRIVATE, ClassDir, password_of
 from arena.tournament.settings import Settings
 
@@ -114,7 +114,7 @@ def check_cluster(address: str | None, certs: Path | None) -> None:
             f"--cluster {address}: give the scheduler's tls://HOST:8786 address, started with the class's "
             "certificates (see 'arena cluster-certs'): anyone could join a plain tcp:// one and forge games"
         )
-    from arena.tournament import trust
+    from arena.lab import trust
 
     try:
         trust.security(certs)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from arena.server.classdir import ClassDir, database
-from arena.server.throttle import COOL_OFF, FAILURES
+from arena.server.people.throttle import COOL_OFF, FAILURES
 
 CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
 ARENA_CLASS_DIR = str(CLASS.root)
@@ -57,7 +57,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "arena.server.context.classroom",
+                "arena.server.views.context.classroom",
             ]
         },
     }
@@ -65,7 +65,7 @@ TEMPLATES = [
 DATABASES = {"default": database(os.environ.get("ARENA_DB") or CLASS.database_url(), CLASS)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Argon2id first (Django's recommendation); PBKDF2 reads the hashes made before, upgraded at sign-in.
-PASSWORD_HASHERS = ["arena.server.hashing.Argon2", "arena.server.hashing.PBKDF2"]
+PASSWORD_HASHERS = ["arena.server.people.hashing.Argon2", "arena.server.people.hashing.PBKDF2"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -83,9 +83,9 @@ AXES_FAILURE_LIMIT = FAILURES
 AXES_COOLOFF_TIME = COOL_OFF
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "arena.server.throttle.client_address"
-AXES_USERNAME_CALLABLE = "arena.server.throttle.username"
-AXES_LOCKOUT_CALLABLE = "arena.server.throttle.refused"
+AXES_CLIENT_IP_CALLABLE = "arena.server.people.throttle.client_address"
+AXES_USERNAME_CALLABLE = "arena.server.people.throttle.username"
+AXES_LOCKOUT_CALLABLE = "arena.server.people.throttle.refused"
 AXES_DISABLE_ACCESS_LOG = True  # successes need no log of their addresses
 USE_TZ = True
 TIME_ZONE = "UTC"
@@ -94,7 +94,7 @@ STATIC_URL = "/static/"
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True  # the admin's files, served from the installed packages (no collectstatic)
 CSRF_FAILURE_VIEW = "arena.server.views.common.csrf_failure"
-FILE_UPLOAD_HANDLERS = ["arena.server.uploads.CappedUpload"]
+FILE_UPLOAD_HANDLERS = ["arena.server.versions.uploads.CappedUpload"]
 FILE_UPLOAD_PERMISSIONS = 0o600  # the class folder is the server's alone (classdir.py)
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 SESSION_COOKIE_HTTPONLY = True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, path
 
-from arena.server.ladder import BOT_PAGES
+from arena.server.standings.ladder import BOT_PAGES
 from arena.server.views import accounts, api, common, games, scrimmages, student, teacher
 
 urlpatterns: list[URLPattern | URLResolver] = [

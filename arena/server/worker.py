@@ -73,8 +73,8 @@ def class_dir() -> Any:
 
 def checks(stop: Stop) -> None:
     """Check queued versions until stopped."""
-    from arena.server.checking import claim_next, run_check
-    from arena.server.submitting import requeue_interrupted
+    from arena.server.versions.checking import claim_next, run_check
+    from arena.server.versions.submitting import requeue_interrupted
 
     where, settings = class_dir(), settings_here()
     requeue_interrupted()
@@ -114,8 +114,8 @@ class Watch:
         self.every = SNAPSHOT_S
 
     def __call__(self, done: int, total: int, record: object) -> None:
-        from arena.server import ladder
         from arena.server.models import Classroom
+        from arena.server.standings import ladder
 
         now = time.monotonic()
         if record is None:  # the run's first call, before its games: not inside its interruptible part
@@ -144,8 +144,8 @@ def backend(address: str | None) -> Any:
     names, trusted through the class's certificates (--cluster-certs) as `arena run --cluster` trusts it."""
     if not address:
         return None
-    from arena.tournament.cluster import Cluster
-    from arena.tournament.trust import CERTS_ENV
+    from arena.lab import Cluster
+    from arena.lab.trust import CERTS_ENV
 
     certs = os.environ.get(CERTS_ENV)
     return Cluster(address, certs=Path(certs) if certs else None)
@@ -155,10 +155,10 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
     """Play the ladder until stopped; at the deadline, the final. A cluster that cannot play is said on
     the class page and tried again, as a final that cannot be played is."""
     from arena.api import Tournament
+    from arena.lab import ClusterError
     from arena.match.bots import BotError
-    from arena.server import field, final, ladder
     from arena.server.models import Classroom, FinalState
-    from arena.tournament.cluster import ClusterError
+    from arena.server.standings import field, final, ladder
 
     where, settings = class_dir(), settings_here()
     with Tournament(where.ladder, settings) as cup:

@@ -27,12 +27,12 @@ from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Move, Position, Relay, R
 from arena.match.bots import Bot, BotError, BuildError, load_bot, reproduce_command, run_command
 from arena.match.build import ensure_built
 from arena.match.clock import Limits
-from arena.match.confine import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, lines_sent
 from arena.match.record import GameRecord
 from arena.match.referee import Player, check_rules, play_game, starts_anywhere
 from arena.report.replay import marks, replay
+from arena.sandbox import Capabilities, Confinement, Jail, MiB, Warden, grant
 from arena.tournament.settings import Settings, confinement_here, not_granted
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"  # an item's status, as the checklist prints it

@@ -1,1 +1,2 @@
-"""The tournament: settings, the schedule played on worker processes, the store and the ratings."""
+"""The tournament: its settings, the schedule, and the run on a back end (this machine's cores; a lab:
+arena/lab)."""

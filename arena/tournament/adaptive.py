@@ -24,12 +24,12 @@ import numpy as np
 
 from arena.game.openings import Book
 from arena.match.bots import Bot
-from arena.tournament.posterior import ELO_PER_NAT, Pairs, Posterior, from_games, posterior
+from arena.stats.posterior import ELO_PER_NAT, Pairs, Posterior, from_games, posterior
+from arena.stats.settle import Rule, Verdict, verdict
 from arena.tournament.schedule import Result, Slot, game, key
-from arena.tournament.settle import Rule, Verdict, verdict
 
 if TYPE_CHECKING:
-    from arena.tournament.store import Store
+    from arena.store.writer import Store
 
 PLACEMENT = 4  # pairings of a new bot against a spread of opponents
 EXPLORE = 0.1  # share of a batch on random pairs a few places apart

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from arena.match.clock import Limits
-from arena.match.confine import Confinement
 from arena.match.record import GameRecord
+from arena.sandbox import Confinement
 from arena.tournament.schedule import Slot
 
 

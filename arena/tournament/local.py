@@ -20,9 +20,9 @@ import multiprocess
 
 from arena.game.rules import parse_rules
 from arena.match.clock import Limits
-from arena.match.confine import Confinement, Warden
 from arena.match.pool import Pool
 from arena.match.referee import play_game
+from arena.sandbox import Confinement, Warden
 from arena.stops import Stop
 from arena.tournament.backend import Conditions, Instead, Machine, OnGame, Together
 from arena.tournament.schedule import Slot

@@ -1,7 +1,7 @@
 """A run of a tournament: play whatever the schedule has that the store lacks, on a back end.
 
 Games are played by a back end (`arena.tournament.backend.Backend`): `Local`, worker processes on this
-machine (local.py), or `arena.tournament.cluster.Cluster`, the workers of a Dask cluster. Either way the
+machine (local.py), or `arena.lab.Cluster`, the workers of a Dask cluster. Either way the
 workers keep their bots' processes alive across games (a `Pool`) and restart them after a fault, and this
 process stays the store's one writer, committing every game at once.
 """
@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.game.rules import Rules
-from arena.match.confine import Confinement
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import check_rules
+from arena.sandbox import Confinement
+from arena.store.writer import Enforced, Store
 from arena.tournament.backend import Backend, Conditions, Machine
 from arena.tournament.local import Local
 from arena.tournament.schedule import Schedule, Slot, Version, key
 from arena.tournament.settings import BENCH_AFTER, RunOptions, Settings
-from arena.tournament.store import Enforced, Store
 
 log = logging.getLogger("arena")
 
@@ -42,7 +42,7 @@ def backend(jobs: int | None = None, cluster: str | Backend | None = None) -> Ba
     if cluster is None:
         return Local(jobs)
     if isinstance(cluster, str):
-        from arena.tournament.cluster import Cluster
+        from arena.lab import Cluster
 
         return Cluster(cluster)
     return cluster

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
 from arena.match.bots import Bot
 from arena.match.clock import Limits
-from arena.match.confine import Capabilities, Confinement, capabilities, ungranted
 from arena.match.record import GameRecord
+from arena.sandbox import Capabilities, Confinement, capabilities, ungranted
 
 if TYPE_CHECKING:
     from arena.tournament.backend import Backend

@@ -14,8 +14,8 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from arena.server import accounts
 from arena.server.models import Classroom, Member, Role, TeacherLink, digest
+from arena.server.people import members as accounts
 from arena.server.views.common import in_class
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"  # a new member's own sign-in (no password asked)

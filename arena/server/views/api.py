@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from arena.server.access import member_by_token
 from arena.server.models import Classroom, Submission
-from arena.server.uploads import stored
+from arena.server.people.access import member_by_token
+from arena.server.versions.uploads import stored
 from arena.server.views.common import class_dir, in_class
 
 

@@ -12,9 +12,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from arena.server.access import View, member_of
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom
+from arena.server.people.access import View, member_of
 
 NO_CLASS = "the class has not been created yet: its teacher creates it with the link arena serve printed"
 

@@ -15,10 +15,11 @@ from django.views.decorators.gzip import gzip_page
 
 from arena.report import face
 from arena.report.botpages import Links
-from arena.server import field, final, ladder, mine
-from arena.server.access import sees_final, sees_ladder, sees_stderr, signed_in
-from arena.server.checking import folder_of
 from arena.server.models import Classroom, Member, Submission
+from arena.server.people.access import sees_final, sees_ladder, sees_stderr, signed_in
+from arena.server.standings import field, final, ladder
+from arena.server.versions.checking import folder_of
+from arena.server.views import mine
 from arena.server.views.common import class_dir, in_class
 
 HIDDEN = "the teacher has hidden the ladder for now"

@@ -11,10 +11,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from arena.server import ladder, scrimmages
-from arena.server.access import own_scrimmage, own_submission, sees_stderr, signed_in
-from arena.server.checking import folder_named, folder_of
+from arena.server import scrimmages
 from arena.server.models import Classroom, Member
+from arena.server.people.access import own_scrimmage, own_submission, sees_stderr, signed_in
+from arena.server.standings import ladder
+from arena.server.versions.checking import folder_named, folder_of
 from arena.server.views.common import class_dir, in_class
 
 

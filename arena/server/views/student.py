@@ -13,8 +13,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from arena.match.bots import BotError, bot_files
-from arena.server import kgp, ladder, mine, scrimmages
-from arena.server.access import (
+from arena.server import kgp, scrimmages
+from arena.server.models import Classroom, Member, Status, new_token
+from arena.server.people.access import (
     own_practice,
     own_submission,
     sees_final,
@@ -22,9 +23,10 @@ from arena.server.access import (
     sees_stderr,
     signed_in,
 )
-from arena.server.checking import activate, folder_of
-from arena.server.models import Classroom, Member, Status, new_token
-from arena.server.uploads import stored
+from arena.server.standings import ladder
+from arena.server.versions.checking import activate, folder_of
+from arena.server.versions.uploads import stored
+from arena.server.views import mine
 from arena.server.views.common import class_dir, in_class
 from arena.tournament.settings import Settings
 

@@ -11,10 +11,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from arena.server import accounts, final, gradebook, ladder
-from arena.server.access import teacher_only
 from arena.server.classdir import REFERENCES
 from arena.server.models import Classroom, Member, Role, Visibility
+from arena.server.people import members as accounts
+from arena.server.people.access import teacher_only
+from arena.server.standings import final, gradebook, ladder
 from arena.server.views.common import class_dir, in_class
 
 

@@ -1,0 +1,265 @@
+"""Which games go where: tasks of a few games each, paced, to accepted workers only, with the bots they
+need shipped once; a task whose workers are gone, that hangs or whose worker is dropped is taken back and
+its games wait again, first in line."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import logging
+import math
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from arena.lab.blame import Blame
+from arena.lab.context import Context
+from arena.lab.membership import Membership
+from arena.lab.plumbing import ClusterError, distributed, line, processing
+from arena.lab.retry import Tries
+
+if TYPE_CHECKING:
+    from arena.match.bots import Bot
+
+log = logging.getLogger("arena")
+
+
+class Pace:
+    """Games per task: Dask costs a few ms per task (~5 ms of wall time on a loaded 2-core machine), nothing
+    beside a real game of seconds, but most of a random bot's game of a few ms. So a task carries one game
+    until games have been timed, then as many as take about `seconds` (at most `most`): the cost is spread
+    over them, and a bench or a failure still acts within a fraction of a second. A game's time is the
+    lower median of the latest `window` tasks' times a game: a machine's first task pays for its setup (the
+    warden, the bots' first start), often a hundred games' time, which a moving average carried for twenty
+    tasks of a few games, the worker idle between them; one odd task, fast or slow, moves it not at all."""
+
+    def __init__(self, seconds: float = 0.25, most: int = 128, window: int = 5) -> None:
+        self.seconds = seconds
+        self.most = most
+        self.times: deque[float] = deque(maxlen=window)  # seconds a game, of the latest tasks
+
+    @property
+    def mean(self) -> float | None:
+        """Seconds a game (None until a task has been timed)."""
+        return statistics.median_low(self.times) if self.times else None
+
+    def see(self, seconds: float, games: int) -> None:
+        if games:
+            self.times.append(seconds / games)
+
+    def games(self, left: int, tasks: int) -> int:
+        """Games for the next task, `left` games waiting for `tasks` tasks to carry them: near the end no
+        more than an even share, so that no game slot idles while another plays a long last task (and a
+        short run's games go to every machine, whose forfeits another one then confirms)."""
+        mean = self.mean
+        paced = 1 if mean is None else int(self.seconds / max(mean, 1e-6))
+        return max(1, min(self.most, paced, math.ceil(left / max(1, tasks))))
+
+    def deadline(self, games: int, longest: float) -> float:
+        """How long a task of `games` may take before it is sent again: `longest` until games have been
+        timed, then twenty times their pace (at least a minute, or `longest` if shorter)."""
+        mean = self.mean
+        if mean is None:
+            return longest
+        return max(min(60.0, longest), 20 * mean * games)
+
+
+@dataclasses.dataclass
+class Task:
+    """A task out on the cluster: its games (indices of the run's slots), when it was sent, and the workers
+    it may run on."""
+
+    games: tuple[int, ...]
+    sent: float
+    workers: tuple[str, ...]
+
+
+class Dispatch:
+    """The run's games still to play (`waiting`) and its tasks out on the cluster (`futures`)."""
+
+    def __init__(
+        self, ctx: Context, members: Membership, tries: Tries, blame: Blame, serial: itertools.count[int]
+    ) -> None:
+        self.ctx = ctx
+        self.members = members
+        self.tries = tries
+        self.blame = blame
+        self.serial = serial
+        self.futures: dict[Any, Task] = {}
+        self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
+        # game -> machines (Membership.machine) it is not sent to again where there is another: where its
+        # task hung or failed, or that made a claim another machine is to confirm
+        self.avoid: dict[int, set[str]] = {}
+        self.waiting = deque(range(len(ctx.slots)))  # not yet sent, in schedule order; put back at the front
+        self.pace = Pace()
+        self.done = distributed().as_completed([], loop=ctx.client.loop)
+        self.news = threading.Event()  # set as each task finishes (from the client's thread)
+        self.last_news = time.monotonic()
+
+    def capacity(self) -> int:
+        """Tasks to keep out: twice the accepted workers' game slots, so that a worker that finishes a
+        task finds the next one waiting."""
+        return 2 * max(1, sum(self.members.slots(a) for a in self.members.accepted))
+
+    def feed(self) -> None:
+        while len(self.futures) < (capacity := self.capacity()) and self.members.accepted:
+            batch = self.draw(self.pace.games(len(self.waiting), capacity))
+            if not batch:
+                return
+            self.submit(batch)
+
+    def draw(self, count: int) -> tuple[int, ...]:
+        """The next `count` games to play, after recording those that `instead` says need no play (and
+        the forfeits of a bot charged with its failures)."""
+        batch: list[int] = []
+        slots, instead = self.ctx.slots, self.ctx.instead
+        while len(batch) < count and self.waiting:
+            i = self.waiting.popleft()
+            record = self.blame.instead(slots[i])
+            if record is None and instead is not None:
+                record = instead(slots[i])
+            if record is not None:
+                self.ctx.on_game(slots[i], record)
+            else:
+                batch.append(i)
+        return tuple(batch)
+
+    def again(self, batch: tuple[int, ...]) -> None:
+        self.waiting.extendleft(reversed(batch))
+
+    def look(self) -> None:
+        """The workers looked at again (now), and the tasks that only workers no longer accepted could run
+        taken back."""
+        self.members.look(force=True)
+        self.orphans()
+
+    def orphans(self) -> None:
+        """Take back the tasks that only workers no longer accepted could run."""
+        accepted, live = set(self.members.accepted), set(self.members.live)
+        for future, task in list(self.futures.items()):
+            if not set(task.workers) & accepted:
+                gone = not set(task.workers) & live
+                self.withdraw(future)  # Dask would wait for one of its workers for ever
+                if gone:
+                    self.tries.died(task.games, "its workers left")
+
+    def ship(self, bot: Bot, where: Sequence[str]) -> Any:
+        """The bot's files, sent to one of the workers `where` (or, should those go, another accepted
+        one) and never to a dropped one; the others fetch them when a game of theirs needs them, so that
+        a worker sees only the bots of the games it plays."""
+        from arena.lab import workers
+
+        key = (bot.name, bot.digest)
+        if key in self.shipped and self.shipped[key].status == "finished":
+            return self.shipped[key]
+        unchanged(bot)
+        pack = workers.pack(bot)
+        client = self.ctx.client
+
+        def scatter() -> Any:
+            self.look()
+            to = [a for a in where if a in self.members.accepted] or sorted(self.members.accepted)
+            if not to:
+                raise ClusterError("no accepted worker to send the bots to")
+            return client.scatter(pack, hash=False, workers=to)
+
+        self.shipped[key] = self.ctx.patience.patiently(client, scatter)
+        return self.shipped[key]
+
+    def submit(self, batch: tuple[int, ...]) -> None:
+        from arena.lab import workers
+
+        accepted = self.members.accepted
+        avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
+        machine = self.members.machine
+        allowed = [a for a in sorted(accepted) if machine(a) not in avoid] or sorted(accepted)
+        slots = self.ctx.slots
+        bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
+        plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
+        # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key it still
+        # knows); it names the task's first game and how many it carries.
+        first = slots[batch[0]]
+        name = f"{next(self.serial)}-r{first.round}-{first.south.name}-{first.north.name}-x{len(batch)}"
+        client = self.ctx.client
+        future = self.ctx.patience.patiently(
+            client,
+            lambda: client.submit(
+                workers.play_task,
+                self.members.plugin,
+                bots,
+                plays,
+                key=f"arena-games-{self.ctx.conditions.tag}-{name}",
+                resources={workers.RESOURCE: 1},
+                workers=allowed,
+                pure=False,
+            ),
+        )
+        if not self.futures:
+            self.last_news = time.monotonic()  # nothing was out: the wait for news starts now
+        self.futures[future] = Task(batch, time.monotonic(), tuple(allowed))
+        self.done.add(future)
+        future.add_done_callback(lambda _: self.news.set())
+
+    def withdraw(self, future: Any) -> None:
+        """Take a task back from the cluster; its games wait to be sent again."""
+        task = self.futures.pop(future)
+        with contextlib.suppress(Exception):
+            self.ctx.client.cancel([future], force=True)
+        self.again(task.games)
+
+    def withdraw_from(self, address: str) -> None:
+        """Take back the tasks the scheduler has given the worker at `address` (a dropped one), and send
+        the bots again, to the workers that remain."""
+        there = {key for key, at in processing(self.ctx.client).items() if at == address}
+        for future in [f for f in self.futures if f.key in there]:
+            self.withdraw(future)
+        self.shipped.clear()
+
+    def late(self) -> None:
+        """A task far slower than its games' pace taken back and sent again, to another worker; the
+        worker that keeps it is dropped and named (a machine that holds its tasks would be waited on and
+        sent them again for ever)."""
+        now = time.monotonic()
+        late = [
+            (future, task, self.pace.deadline(len(task.games), self.ctx.patience.result_s))
+            for future, task in self.futures.items()
+            if now - task.sent > self.pace.deadline(len(task.games), self.ctx.patience.result_s)
+        ]
+        where = processing(self.ctx.client) if late else {}
+        for future, task, deadline in late:
+            if future not in self.futures:  # taken back with a worker dropped just before
+                continue
+            seconds = now - task.sent
+            log.warning(f"{future.key}: no answer in {seconds:.0f} s; its games are sent again")
+            self.withdraw(future)
+            if (at := where.get(future.key)) is not None:
+                for i in task.games:
+                    self.avoid.setdefault(i, set()).add(self.members.machine(at))
+                if at in self.members.accepted:
+                    self.members.drop(
+                        at,
+                        self.ctx.machines.get(at) or self.members.known.get(at),
+                        f"it kept a task of {len(task.games)} games for {seconds:.0f} s without an answer "
+                        f"(its deadline {deadline:.0f} s): is the machine stopped or overloaded?",
+                    )
+            self.tries.died(task.games, f"no answer in {seconds:.0f} s")
+
+
+def unchanged(bot: Bot) -> None:
+    """ClusterError if the bot's files no longer hash to the version the run plays: every worker would
+    refuse them (workers.Cache), and none of them is to blame."""
+    from arena.match.bots import BotError, load_bot
+
+    try:
+        now = load_bot(bot.path).digest
+    except BotError as e:
+        raise ClusterError(f"bot {bot.name!r} cannot be sent to the workers: {line(str(e))}") from None
+    if now != bot.digest:
+        raise ClusterError(
+            f"bot {bot.name!r} changed after the run began: its files hash to {now}, not to the version "
+            f"{bot.digest} it plays; run the same command again to play the version there is now"
+        )

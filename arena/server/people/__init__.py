@@ -1,0 +1,1 @@
+"""Who is in the class and what each may see: members, access, password hashing and the sign-in throttle."""

@@ -1,0 +1,141 @@
+"""A student's own view of the class: where their bot stands on the ladder (its place with the range and
+the odds the standings computed, its record against each classmate and reference, its latest games, by
+version), and what the deadline means for them: the version frozen, the final being played, and once the
+teacher releases it their place and their pass or fail by the gradebook's rule. Read from the files the
+worker writes (ladder.py, final.py), never by rating anything here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from arena.match.record import GameRecord
+from arena.server import kgp
+from arena.server.classdir import REFERENCES, ClassDir
+from arena.server.models import Classroom, FinalState, Member
+from arena.server.people.access import sees_final
+from arena.server.standings import field, final, gradebook, ladder
+
+ODDS_SHOWN = 3  # the likeliest places listed
+PRACTICE_SHOWN = 30  # of a student's KGP practice games, the latest
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A bot's row of the ladder as its author reads it."""
+
+    place: str
+    elo: str
+    elo_lo: str
+    elo_hi: str
+    odds: tuple[tuple[int, int], ...]  # (place, percent), likeliest first
+    games: int
+    record: str  # W-D-L
+
+
+@dataclass(frozen=True, slots=True)
+class Ladder:
+    standing: Standing | None
+    against: tuple[tuple[str, str, bool], ...]  # (opponent, W-D-L, a reference bot)
+    games: tuple[dict[str, Any], ...]  # newest first, only the chosen version's when one is chosen
+    versions: tuple[str, ...]  # the versions that played among the listed games ('v3'), newest first
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """Where the class stands with the deadline, for one student: `phase` is 'open', 'closed' (frozen, the
+    final about to start), 'final' (being played), 'played' (results not released) or 'released'."""
+
+    phase: str
+    frozen_version: int | None
+    final_at: datetime | None
+    result: dict[str, Any] | None  # the gradebook's row, once released
+
+
+def _whole(value: Any) -> str:
+    return "" if value is None or value == "" else str(round(float(value)))
+
+
+def standing(row: dict[str, Any]) -> Standing:
+    odds = sorted(enumerate(row.get("rank_odds") or [], start=1), key=lambda p: -p[1])[:ODDS_SHOWN]
+    return Standing(
+        place=str(row.get("place", "")),
+        elo=_whole(row.get("elo")),
+        elo_lo=_whole(row.get("elo_lo")),
+        elo_hi=_whole(row.get("elo_hi")),
+        odds=tuple((place, round(100 * p)) for place, p in odds if p > 0),
+        games=int(row.get("games", 0)),
+        record=f"{row.get('wins', 0)}-{row.get('draws', 0)}-{row.get('losses', 0)}",
+    )
+
+
+def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
+    """The member's bot on the live ladder; `version` ('v3') keeps only that version's games."""
+    board = ladder.snapshot(where.ladder)["board"]
+    row = next((r for r in board if r["bot"] == member.slug), None)
+    mine = ladder.players(where.ladder).get(member.slug, {})
+    by_version: dict[str, list[dict[str, Any]]] = mine.get("by_version", {})
+    listed = by_version.get(version, []) if version else mine.get("games", [])
+    games = [as_theirs(g, member.slug) for g in listed]
+    versions = tuple(v for v in by_version if v)
+    refs = {f"{name}.py" for name in REFERENCES} | set(REFERENCES)
+    against = tuple(
+        (opp, "{}-{}-{}".format(*wdl), opp in refs)
+        for opp, wdl in sorted(mine.get("against", {}).items(), key=lambda kv: (kv[0] in refs, kv[0]))
+    )
+    return Ladder(standing(row) if row else None, against, tuple(games), versions)
+
+
+def as_theirs(game: dict[str, Any], slug: str) -> dict[str, Any]:
+    """A listed game as bot `slug` played it: its side, its opponent, its outcome and its version."""
+    south = game["south"] == slug
+    other = game["north"] if south else game["south"]
+    winner = game.get("winner")
+    outcome = "draw" if winner is None else "won" if winner == slug else "lost"
+    versions = game.get("versions", {})
+    return {**game, "side": "south" if south else "north", "opponent": other, "outcome": outcome,
+            "my_version": versions.get(slug, "")}  # fmt: skip
+
+
+def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
+    """What the deadline means for `member` now."""
+    if not classroom.frozen():
+        return Deadline("open", None, None, None)
+    frozen = field.versions(where.final / "bots").get(member.slug)
+    number = final.version_of(frozen)[0] if frozen else None
+    if frozen is None and member.active is not None and classroom.final_state == FinalState.NONE:
+        number = member.active.number  # not copied yet: the active version is the one that will be
+    if classroom.undoable():
+        return Deadline("closed", number, classroom.final_at(), None)
+    results = final.results(where) if classroom.final_state == FinalState.DONE else None
+    if results is None:
+        return Deadline("final", number, classroom.final_at(), None)
+    if not sees_final(member, classroom):
+        return Deadline("played", number, classroom.final_at(), None)
+    row = next((r for r in gradebook.rows(classroom, results) if r["bot"] == member.slug), None)
+    if row is not None:
+        played = ladder.players(where.final / "references").get(member.slug, {}).get("games", [])
+        row = {**row, "elo": _whole(row["elo"]), "elo_lo": _whole(row["elo_lo"]),
+               "elo_hi": _whole(row["elo_hi"]),
+               "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
+               "games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
+    return Deadline("released", number, classroom.final_at(), row)
+
+
+def practice(where: ClassDir, member: Member) -> tuple[dict[str, Any], ...]:
+    """The member's latest practice games over the KGP port, newest first: `number` opens its replay."""
+    played = list(enumerate(kgp.practice_played(where, member.slug), start=1))[-PRACTICE_SHOWN:]
+    return tuple(
+        _practised(n, record, at, kgp.agent_name(member.slug)) for n, (record, at) in reversed(played)
+    )
+
+
+def _practised(number: int, record: GameRecord, at: datetime, agent: str) -> dict[str, Any]:
+    south = record.south == agent
+    winner = record.winner
+    return {"number": number, "opponent": record.north if south else record.south,
+            "side": "south" if south else "north", "at": at,
+            "outcome": "draw" if winner is None else "won" if winner == agent else "lost",
+            "score": f"{record.south_store}-{record.north_store}", "reason": str(record.reason)}  # fmt: skip
