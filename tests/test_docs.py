@@ -141,6 +141,18 @@ def test_every_relative_link_resolves(doc: Path) -> None:
     assert not broken, f"{doc.relative_to(ROOT)}: broken links: {broken}"
 
 
+@pytest.mark.parametrize("doc", [p for p in DOCS if p.name != "README.md"], ids=lambda p: p.name)
+def test_a_guides_contents_list_every_section(doc: Path) -> None:
+    """A section added to a guide (the guides grow a section per topic) is listed where the reader starts."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.S | re.M)
+    head = text.split("\n## ", 1)[0]
+    listed = re.findall(r"^- \[.*\]\(#([^)]+)\)$", head, flags=re.M)
+    if not listed:
+        return  # a page short enough to need no contents (docs/index.md)
+    sections = [slug(h) for h in re.findall(r"^## (.+)$", text, flags=re.M)]
+    assert listed == sections, f"{doc.name}: its contents list {listed}, its sections are {sections}"
+
+
 def test_the_slugs_are_the_forges() -> None:
     """The anchor check would pass vacuously if slug() made the anchors the docs link to from any heading."""
     assert slug("The class's server: joining") == "the-classs-server-joining"
