@@ -1,5 +1,5 @@
-"""The library API under the CLI: the README's script, Tournament and Match, the record's one definition,
-the schema-1 migration, and the CLI's lean start-up.
+"""The library API under the CLI: docs/cli.md's script (From Python), Tournament and Match, the record's one
+definition, the schema-1 migration, and the CLI's lean start-up.
 
 Real bots, real processes, real SQLite files in tmp_path; small boards keep it to seconds.
 """
@@ -45,14 +45,14 @@ def bots_folder(base: Path, *names: str) -> Path:
     return folder
 
 
-# --- the README's script -----------------------------------------------------------------------------
+# --- docs/cli.md's script ------------------------------------------------------------------------------
 
 
 def readme_script() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = text[text.index("## From Python") :]
     found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "README's 'From Python' section has no python block"
+    assert found, "docs/cli.md's 'From Python' section has no python block"
     return found.group(1)
 
 

@@ -1,6 +1,6 @@
-"""A lab's `dask worker` or `dask scheduler` started without the class's certificates (the README's command
+"""A lab's `dask worker` or `dask scheduler` started without the class's certificates (docs/lab.md's command
 with `--preload arena.lab.guard`) says so in one line, naming the flags it lacks, and exits before
-Dask's start-up would end in a traceback; one started as the README says is let through (the end-to-end
+Dask's start-up would end in a traceback; one started as docs/lab.md says is let through (the end-to-end
 tests of tests/test_cluster_lab.py start every process with the guard)."""
 
 from __future__ import annotations

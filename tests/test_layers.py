@@ -1,4 +1,4 @@
-"""The package's imports run down its layers and never in a circle, as the README's layout table says.
+"""The package's imports run down its layers and never in a circle, as CONTRIBUTING.md's layout table says.
 
 Every import is read from the source (ast), those inside functions and under TYPE_CHECKING too: an import
 put off until a function runs still ties the two modules together.

@@ -329,9 +329,9 @@ def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -
 def test_the_readmes_three_lines_connect_a_new_agent_with_the_token_in_the_environment(
     kit: Kit, tmp_path: Path
 ) -> None:
-    """README: `arena new myagent --protocol kgp`, ARENA_TOKEN, `python3 bots/myagent/agent.py HOST PORT`."""
-    readme = (ROOT / "README.md").read_text()
-    assert "arena new myagent --protocol kgp" in readme and "python3 bots/myagent/agent.py" in readme
+    """docs/kgp.md: arena new myagent --protocol kgp, ARENA_TOKEN, python3 bots/myagent/agent.py HOST PORT."""
+    guide = (ROOT / "docs" / "kgp.md").read_text()
+    assert "arena new myagent --protocol kgp" in guide and "python3 bots/myagent/agent.py" in guide
     made = subprocess.run(
         [sys.executable, "-m", "arena", "new", "myagent", "--protocol", "kgp"],
         cwd=tmp_path,
