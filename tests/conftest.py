@@ -91,7 +91,9 @@ PACKAGE_FILES = {
     "test_redteam_sandbox.py", "test_report.py", "test_sandbox_calls.py", "test_server_e2e.py",
     "test_user_memory.py",
 }  # fmt: skip
-PACKAGE_WORDS = re.compile(r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b")
+PACKAGE_WORDS = re.compile(
+    r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
