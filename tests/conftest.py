@@ -156,6 +156,15 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
+def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty class with Django set up on it in this process (tests/server_kit.py); skips without the
+    server's extra."""
+    from tests.server_kit import empty_class
+
+    return empty_class(tmp_path_factory)
+
+
+@pytest.fixture
 def bots(tmp_path: Path) -> Iterator[Bots]:
     factory = Bots(tmp_path)
     try:

@@ -21,19 +21,6 @@ CRASHES = (
 )
 
 
-@pytest.fixture
-def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.server_kit import need_extra, setup_django
-
-    need_extra()
-    setup_django(tmp_path_factory.mktemp("checklist") / "class")
-    from django.conf import settings
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    return Path(settings.ARENA_CLASS_DIR)
-
-
 def _zipped(top: str, *files: tuple[str, bytes]) -> bytes:
     packed = io.BytesIO()
     with zipfile.ZipFile(packed, "w") as z:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.server_kit import need_extra, setup_django
+from tests.server_kit import need_extra, signed_in
 
 need_extra()
 
@@ -24,25 +24,17 @@ PASSWORD = "kalah seeds 6 6"
 
 
 @pytest.fixture
-def student(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from django.core.management import call_command
-    from django.test import Client
-
-    setup_django(tmp_path_factory.mktemp("input") / "class")
-    call_command("flush", interactive=False, verbosity=0)
-    from django.conf import settings
-
+def student(django_class: Path) -> Iterator[Any]:
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom
     from arena.server.people import members as accounts
 
-    where = ClassDir(Path(settings.ARENA_CLASS_DIR))
+    where = ClassDir(django_class)
     shutil.rmtree(where.submissions, ignore_errors=True)
     where.make()
     Classroom.objects.create(name="Input", upload_kib=64, per_day=3)
     member = accounts.add_member("dana", PASSWORD)
-    client = Client()
-    client.force_login(member.user)
+    client = signed_in(member.user)
     client.member = member  # type: ignore[attr-defined]
     yield client
 

@@ -67,19 +67,6 @@ def test_the_server_answers_to_its_bind_address() -> None:
     assert allowed_hosts("0.0.0.0") == ["*"]
 
 
-@pytest.fixture
-def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.server_kit import need_extra, setup_django
-
-    need_extra()
-    setup_django(tmp_path_factory.mktemp("parts") / "class")
-    from django.conf import settings
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    return Path(settings.ARENA_CLASS_DIR)
-
-
 def test_the_field_is_the_active_versions_and_the_references(django_class: Path) -> None:
     import shutil
 
