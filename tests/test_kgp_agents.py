@@ -94,6 +94,7 @@ def test_a_late_move_after_stop_is_ignored(tmp_path, jailer):
     assert record.faulty is None, record.detail
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_agent_that_never_moves_forfeits_on_time(tmp_path, jailer):
     record, _ = play(tmp_path, jailer, "silent")
@@ -110,6 +111,7 @@ def test_an_agent_of_nothing_but_lines_that_are_not_kgp_forfeits_as_garbled(tmp_
     assert "KGP!" in record.said and "KGP!" not in record.detail
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_agent_that_never_connects_is_told_so(tmp_path, jailer):
     record, _ = play(tmp_path, jailer, "elsewhere")
@@ -147,6 +149,7 @@ def test_bad_kgp_settings_say_what_is_wrong(tmp_path, toml, words):
         load_bot(tmp_path / "b")
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
     bots = tmp_path / "bots"

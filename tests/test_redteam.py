@@ -214,6 +214,7 @@ def workdir(mode: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> None:
     """As root, every attack fails. As an ordinary user without cgroups (none can be made), every attack on
     files, privileges, the network and the environment fails; what such a host cannot give (pausing a child

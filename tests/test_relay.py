@@ -198,6 +198,7 @@ def test_greedy_takes_the_relay_capture() -> None:
 BUNDLED = ("random", "greedy", "alphabeta", "solver")
 
 
+@pytest.mark.slow
 def test_the_bundled_bots_play_relay_through_the_referee() -> None:
     rules = parse_rules("relay,pits=4,seeds=3")
     players = {name: Player(load_bot(ROOT / "bots" / f"{name}.py")) for name in BUNDLED}
@@ -216,6 +217,7 @@ def test_the_bundled_bots_play_relay_through_the_referee() -> None:
             player.close()
 
 
+@pytest.mark.slow
 def test_arena_run_plays_a_relay_tournament(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     bots.mkdir()

@@ -94,6 +94,7 @@ def test_repeated_games_count_once_and_a_run_that_can_learn_nothing_new_stops(tm
     assert sum(r.repeat for r in results) == len(stored) - len(kept)
 
 
+@pytest.mark.slow
 def test_past_the_book_come_new_distinct_openings_the_same_from_the_seed_and_a_given_book_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -134,6 +135,7 @@ def test_under_the_pie_rule_the_openings_end_and_then_repeat_saying_so(
 SPRT_ARGS = ["--rules", RULES, "--move-time", "2000", "--openings", "0", "--jobs", "2"]
 
 
+@pytest.mark.slow
 def test_sprt_counts_a_repeated_pair_once_stops_when_nothing_is_new_and_warns(tmp_path: Path) -> None:
     """Two deterministic bots from the start position play one pair of games for ever: before, the test
     counted 20 copies of it and decided; now it counts it once, stops after a batch of repeats, and says

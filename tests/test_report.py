@@ -242,6 +242,7 @@ def _png_size_and_rows(path: Path) -> tuple[int, int, int]:
     return width, height, len(rows)
 
 
+@pytest.mark.slow
 def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     page = report.write_report(store, tmp_path / "out")
     dom = _browse(page, tmp_path, "--dump-dom").stdout
@@ -274,6 +275,7 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert shot.stat().st_size > 20_000 and distinct > 100  # a page with content, not a blank canvas
 
 
+@pytest.mark.slow
 def test_a_big_tournaments_page_comes_before_its_replays_and_workers_write_the_same_replays(
     tmp_path, monkeypatch
 ):

@@ -19,6 +19,7 @@ import pytest
 from tests.server_kit import need_extra, setup_django
 
 need_extra()
+pytestmark = pytest.mark.slow  # the module's class, with its ladder and final played, takes 6-16 s to set up
 
 BOT = """\
 import sys
@@ -241,6 +242,7 @@ def _send(client: Any, method: str, path: str) -> Any:
     return client.get(path)
 
 
+@pytest.mark.slow
 def test_every_address_is_in_the_matrix(world: World) -> None:
     from arena.server.urls import urlpatterns
 
@@ -248,6 +250,7 @@ def test_every_address_is_in_the_matrix(world: World) -> None:
     assert names == {cell[0] for cell in _cells(world)} - {"version_b"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role", ["anonymous", "alice", "bob", "teacher"])
 def test_the_matrix(world: World, role: str) -> None:
     from django.conf import settings

@@ -53,6 +53,7 @@ def where(django_class: Path) -> ClassDir:
     return made
 
 
+@pytest.mark.slow
 def test_a_zipped_folders_reproduce_lines_run_in_the_students_folder(where: ClassDir) -> None:
     """Fails without the folder's name: the lines read (cd .../class/submissions/carol/1/carol && ...)."""
     data = _zipped("mybot", ("bot.toml", b'command = "python3 bot.py"\n'), ("bot.py", CRASHES))

@@ -108,6 +108,7 @@ def test_a_removed_student_is_not_in_the_gradebook(teacher: Any) -> None:
     assert [r["student"] for r in frozen] == ["ann", "bea"], "removed after the deadline: still graded"
 
 
+@pytest.mark.slow
 def test_the_students_page_shows_the_deadline(teacher: Any) -> None:
     from django.test import Client
 

@@ -72,6 +72,7 @@ def zipped(*entries: tuple[str, bytes]) -> bytes:
 PLAYS = b"import sys\nfor line in sys.stdin:\n    pass\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "data", "words"),
     [
@@ -122,6 +123,7 @@ def test_the_days_count_is_a_limit(student: Any) -> None:
     assert versions(student) == 3
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_one_message_and_the_throttle_follows(student: Any) -> None:
     from django.test import Client
 
@@ -166,6 +168,7 @@ def test_a_wrong_join_code_is_one_message(student: Any) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("username", "words"),
     [("greedy", "taken"), ("Dana", "taken"), ("rnybot", None), ("a b", "a username is"), ("dana2", None)],

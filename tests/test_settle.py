@@ -153,6 +153,7 @@ def test_the_games_left_shrink_as_the_evidence_grows() -> None:
     assert verdict(known([1600, 1520, 1500, 1300], 12), Rule(), NAMES[:4]).describe_left() == "settled"
 
 
+@pytest.mark.slow
 def test_the_games_left_are_right_in_order_of_magnitude_on_a_simulated_field() -> None:
     """Virtual bots of known Elo played batch by batch through the real plan, posterior and verdict, as
     `arena run` plays them: the estimate a tenth, a quarter and half of the way through is within a factor
