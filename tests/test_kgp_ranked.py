@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from arena.game.rules import parse_rules
+from arena.kgp.server.port import SocketLines
+from arena.kgp.server.ranked import Desk, bots, connected, port_on
 from arena.match.bots import Bot, load_bot
 from arena.match.clock import Limits
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
-from arena.server.kgp import SocketLines
-from arena.server.kgp_ranked import Desk, bots, connected, port_on
 from arena.store.writer import STORE_FILE, Store
 from arena.tournament.schedule import Slot
 

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.game.rules import parse_rules
+from arena.kgp.server.port import practice_games
 from arena.server.classdir import ClassDir
-from arena.server.kgp import practice_games
 from tests.server_kit import ROOT, Server, free_port, need_extra
 
 need_extra()

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
+from arena.kgp.wire import CONNECTED, Kgp, relay_argv
 from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
-from arena.match.kgp_wire import CONNECTED, Kgp, relay_argv
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire

@@ -232,7 +232,7 @@ class Agents:
     KGP port)."""
 
     def __init__(self, where: Any, on: bool) -> None:
-        from arena.server import kgp_ranked
+        from arena.kgp.server import ranked as kgp_ranked
 
         self.where = where
         self.bots = kgp_ranked.bots(where) if on and kgp_ranked.port_on() else []
@@ -247,7 +247,7 @@ class Agents:
 
     def here(self) -> bool:
         """Whether every agent entered is still connected."""
-        from arena.server import kgp_ranked
+        from arena.kgp.server import ranked as kgp_ranked
 
         now = set(kgp_ranked.connected(self.where))
         return all(bot.author in now for bot in self.bots)
@@ -274,7 +274,7 @@ def main(argv: list[str]) -> int:
         elif role == "scrimmages":
             scrimmages(os.environ.get("ARENA_CLUSTER") or None, stop)
         elif role == "kgp":
-            from arena.server.kgp import listen
+            from arena.kgp.server.port import listen
 
             host, port, ws_port = os.environ.get("ARENA_KGP", "").split(" ")
             listen(host, int(port), class_dir(), settings_here(), int(ws_port) if ws_port else None)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.api import Tournament
+from arena.kgp.server import ranked as kgp_ranked
 from arena.match.bots import Bot, load_bot, survey
-from arena.server import kgp_ranked
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.standings import field, ladder

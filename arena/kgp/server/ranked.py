@@ -30,18 +30,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from arena.kgp.grammar import LINE_LIMIT, Command, KgpError, parse
+from arena.kgp.server.bridge import READY
 from arena.match.bots import Bot
-from arena.match.kgp import LINE_LIMIT, Command, KgpError, parse
 from arena.match.process import Fault
 from arena.match.referee import REMOTE_WAIT_S
 from arena.server.classdir import ClassDir
-from arena.server.kgp_bridge import READY
 
 SUFFIX = ".kgp"  # SLUG.kgp: a student's remote agent on the ladder
 MARK = "remote agent (computing power not limited by arena)"  # what the pages say of one
 AGENTS = "agents.json"
 SOCKET = "kgp.sock"
-BRIDGE = Path(__file__).with_name("kgp_bridge.py")
+BRIDGE = Path(__file__).with_name("bridge.py")
 ASK_S = 10.0  # for a bridge to say whose agent it wants
 STILL_S = 1.0  # how often a connection between games asks whether the teacher still ranks remote agents
 LOOK_S = 0.1  # how often a waiting or relaying connection looks whether its game (or its agent) is over

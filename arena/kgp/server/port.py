@@ -36,17 +36,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from arena.kgp.grammar import LINE_LIMIT, Command
+from arena.kgp.server.lobby import Lobby, Waiting
+from arena.kgp.server.ranked import Desk
+from arena.kgp.wire import Kgp
 from arena.match.bots import Bot, BotError, Where, load_bot
-from arena.match.kgp import LINE_LIMIT, Command
-from arena.match.kgp_wire import Kgp
 from arena.match.process import Fault
 from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
 from arena.report.replay import Replay, replay, unpiped
 from arena.server.classdir import ClassDir
-from arena.server.kgp_lobby import Lobby, Waiting
-from arena.server.kgp_ranked import Desk
 from arena.tournament.settings import Settings
 
 PER_STUDENT = 2  # connections one student may hold at once

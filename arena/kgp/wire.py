@@ -17,13 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from arena.game.rules import Move, Position, Rules, parse_rules
+from arena.kgp.grammar import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
+from arena.kgp.relay import CONNECTED  # what the relay writes to stderr once the agent is connected
 from arena.match.bots import Bot
-from arena.match.kgp import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
-from arena.match.kgp_relay import CONNECTED  # what the relay writes to stderr once the agent is connected
 from arena.match.process import Channel, Fault
 from arena.match.record import Reason
 
-RELAY = Path(__file__).with_name("kgp_relay.py")
+RELAY = Path(__file__).with_name("relay.py")
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 _LEADING_ID = re.compile(
