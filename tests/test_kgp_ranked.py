@@ -4,6 +4,7 @@ from game to game, the game's `goodbye` is kept from it), and once it has left, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -100,7 +101,10 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     for record in records:
         assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
     slow.set()  # no startup allowance: the agent ran before its game, unlike a bot's new process
-    seat, other = Player(agent), Player(greedy)
+    seat, other = (
+        Player(dataclasses.replace(agent, no_move="forfeit")),
+        Player(greedy),
+    )  # the teacher's choice
     try:
         late = play_game(rules, seat, other, Limits(move_ms=200, startup_ms=5000))
     finally:

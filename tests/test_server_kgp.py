@@ -179,14 +179,15 @@ def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
     from websockets.sync.client import connect
 
     with connect(f"ws://127.0.0.1:{kit.ws_port}/socket") as ws:
-        assert ws.recv(timeout=20) == "kgp 1 0 1"
+        assert ws.recv(timeout=20) == "kgp 1 0 1\r\n"  # a line, as go-kgp writes each frame
         ws.send('1 set info:name "ws agent"')
         ws.send(f'3 set auth:token "{kit.token}"')
         ws.send("5 mode freeplay")
         ident = 7
         while not any(g["agent"] == "ws agent" and g["faulty"] is None for g in kit.games()):
             message = str(ws.recv(timeout=20))
-            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>", message)
+            assert message.endswith("\r\n"), message
+            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>\r\n", message)
             if found:  # the first legal pit, then yield
                 n, _, _, *pits = map(int, found.group(2).split(","))
                 pit = next(k + 1 for k in range(n) if pits[k])
@@ -195,6 +196,35 @@ def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
                 ident += 4
     with pytest.raises(Exception, match="404"):
         connect(f"ws://127.0.0.1:{kit.ws_port}/elsewhere")
+
+
+COURSE = ROOT / "tests" / "kgp_course_client.py"
+
+
+@pytest.mark.parametrize("websocket", [False, True])
+def test_a_client_as_the_course_library_reads_every_stop_and_plays_its_games_to_their_end(
+    kit: Kit, websocket: bool
+) -> None:
+    """The course's Python library drops `stop` and `goodbye` without a line end (every WebSocket frame
+    arena wrote), and loses an answer when a `stop` meets its `yield`: over both transports it reads every
+    `stop`, and its games end normally, the lost answer's position played by a random legal move."""
+    before = len(kit.games())
+    port = kit.ws_port if websocket else kit.port
+    argv = [sys.executable, str(COURSE), "127.0.0.1", str(port), "--token", kit.token, "--race"]
+    client = subprocess.Popen(
+        [*argv, *(["--websocket"] if websocket else [])], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        mine = lambda: [g for g in kit.games()[before:] if g["agent"] == "course-like"]  # noqa: E731
+        until("two games of the course-like client", lambda: len(mine()) >= 2, 180)
+    finally:
+        client.terminate()
+        _, err = client.communicate(timeout=30)
+    games = mine()[:2]
+    assert all(g["faulty"] is None for g in games), [g["detail"] for g in games]
+    assert sum(g["random_moves"].get("tom (KGP)", 0) for g in games) == 1, games  # type: ignore[attr-defined]
+    stops, states, dropped = map(int, re.findall(r"stops (\d+) states (\d+) dropped (\d+)", err)[-1])
+    assert dropped == 0 and stops >= states - 1 > 0, err
 
 
 def test_garbage_and_an_over_long_line_are_answered_error_and_a_dropped_connection_forfeits(kit: Kit) -> None:
@@ -224,6 +254,7 @@ def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_conne
     silent.close()
     lost = until("the timeout", lambda: kit.since(before, "timeout"), 30)
     assert lost["faulty"] == "tom (KGP)" and "no move within" in str(lost["detail"]), lost
+    assert "no `pong` to arena's `ping`" in str(lost["detail"]), lost  # a live agent gets a random move
     held = [Client(kit.port), Client(kit.port)]
     for client in held:
         client.enter(kit.token)

@@ -110,7 +110,7 @@ class SocketLines:
         if self._out is None:
             self._out = self.sock.dup()
             self._out.settimeout(FORWARD_S)
-        self._out.sendall((line + "\n").encode("ascii", "replace"))
+        self._out.sendall(_crlf(line).encode("ascii", "replace"))
 
     def gone(self) -> bool:
         """Whether the agent has closed its end (what it wrote meanwhile stays to be read)."""
@@ -125,7 +125,7 @@ class SocketLines:
             return True
 
     def send(self, line: str, deadline: float) -> None:
-        data = (line + "\n").encode("ascii")
+        data = _crlf(line).encode("ascii")
         try:
             self._write(data, max(0.01, deadline - time.monotonic()))
         except TimeoutError:
@@ -205,8 +205,15 @@ class SocketLines:
         return None
 
 
+def _crlf(line: str) -> str:
+    """A line as go-kgp writes it, on TCP and in a WebSocket frame alike: ending in CRLF. The course's
+    Python library drops a command without arguments (`stop`, `goodbye`) that lacks a line end."""
+    return line.removesuffix("\n").removesuffix("\r") + "\r\n"
+
+
 class WebSocketLines(SocketLines):
-    """The same over a WebSocket (`/socket`, as the course server's): a message is a line, or several."""
+    """The same over a WebSocket (`/socket`, as the course server's): a message is a line (CRLF-ended, as
+    go-kgp's), or several."""
 
     def __init__(self, ws: Any) -> None:
         super().__init__(cast(socket.socket, None))
@@ -216,7 +223,7 @@ class WebSocketLines(SocketLines):
         from websockets.exceptions import ConnectionClosed
 
         try:
-            self.ws.send(data.decode("ascii").removesuffix("\n").removesuffix("\r"))
+            self.ws.send(data.decode("ascii"))  # a line with its CRLF, as go-kgp's frames
         except ConnectionClosed:
             raise OSError("closed") from None
 
@@ -239,7 +246,7 @@ class WebSocketLines(SocketLines):
     def forward(self, line: str) -> None:
         if self.closed:
             raise OSError("the connection closed")
-        self._write((line + "\n").encode("ascii", "replace"), FORWARD_S)
+        self._write(_crlf(line).encode("ascii", "replace"), FORWARD_S)
 
     def gone(self) -> bool:
         from websockets.protocol import State

@@ -218,6 +218,8 @@ class Desk:
                 session.conn.sendall(out.encode("ascii", "replace") + b"\r\n")
             except OSError:
                 break
+        if line is not None:  # read as the game ended: the connection's, between games (a `ping` answered)
+            self._between(seat.lines, line)
         session.over.set()
         with contextlib.suppress(OSError):
             session.conn.shutdown(socket.SHUT_RDWR)
