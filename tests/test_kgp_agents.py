@@ -224,6 +224,40 @@ def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
 
 
 @needs_sandbox
+def test_arena_run_draws_an_agents_random_moves_from_its_seed_and_its_pages_count_them(tmp_path):
+    """A live agent that never moves: every position it is asked gets a random legal move (as the course
+    server's), the same --seed draws the same, and the report's bot page counts them in words."""
+    bots = tmp_path / "bots"
+    agent_folder(bots, "agent", "silent")
+    first_legal(bots)
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"reports{k}"
+        argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rounds", "1"]
+        argv += ["--rules", "kalah,pits=4,seeds=3", "--move-time", "100", "--openings", "0", "--quiet"]
+        run = subprocess.run([*argv, "--seed", "5"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+        export = subprocess.run(
+            [sys.executable, "-m", "arena", "export", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        runs.append(
+            sorted(
+                (g["south"], g["moves"], g["random_moves"])
+                for g in map(json.loads, export.stdout.splitlines())
+            )
+        )
+    assert runs[0] == runs[1]
+    games = runs[0]
+    assert all(randoms.get("agent", 0) > 0 for _, _, randoms in games), games
+    total = sum(randoms["agent"] for _, _, randoms in games)
+    page = " ".join(p.read_text() for p in (tmp_path / "reports0").rglob("*.html"))
+    assert f"no move by stop: a random legal move was played, {total} times in" in page
+
+
+@needs_sandbox
 def test_arena_check_plays_a_kgp_agent_without_the_pie_game_and_says_goodbye(tmp_path):
     folder = agent_folder(tmp_path, "agent")
     argv = [sys.executable, "-m", "arena", "check", str(folder), "--json", "--move-time", "200"]
