@@ -4,7 +4,6 @@ from game to game, the game's `goodbye` is kept from it), and once it has left, 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -101,8 +100,9 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     for record in records:
         assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
     slow.set()  # no startup allowance: the agent ran before its game, unlike a bot's new process
+    [strict] = bots(where, no_move="forfeit")  # the teacher's choice (Classroom.kgp_no_move)
     seat, other = (
-        Player(dataclasses.replace(agent, no_move="forfeit")),
+        Player(strict),
         Player(greedy),
     )  # the teacher's choice
     try:

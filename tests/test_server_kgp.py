@@ -452,7 +452,15 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
     _two_games(kit)  # played with the switch as it is by default
     assert not ranked(), "off by default"
     assert b"tom.kgp" not in (ladder / "arena.sqlite").read_bytes(), "an agent is not on the ranked ladder"
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on", "kgp_forfeit": "on"}, page="/teacher"
+    )
+    forfeits = teach.http.get(url + "/teacher", timeout=30).text
+    assert 'id="kgp_forfeit" checked' in forfeits, (
+        "the teacher chose forfeits for ranked positions without a move"
+    )
     teach.post("/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on"}, page="/teacher")
+    assert 'id="kgp_forfeit" checked' not in teach.http.get(url + "/teacher", timeout=30).text
     agent = subprocess.Popen(
         [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
         stdout=subprocess.DEVNULL,

@@ -73,15 +73,16 @@ def port_on() -> bool:
     return len(parts) > 1 and parts[1] != ""
 
 
-def bots(where: ClassDir, slugs: list[str] | None = None) -> list[Bot]:
+def bots(where: ClassDir, slugs: list[str] | None = None, no_move: str = "random") -> list[Bot]:
     """The connected agents (or those of `slugs`) as bots of a tournament: each a KGP bot whose process is
-    the bridge to it, one version a student (arena sees none of the agent's code)."""
+    the bridge to it, one version a student (arena sees none of the agent's code). `no_move`: the teacher's
+    choice for a position an agent gives no move for (Classroom.kgp_no_move)."""
     found = []
     for slug in connected(where) if slugs is None else slugs:
         argv = (sys.executable, "-I", str(BRIDGE), str(where.root / SOCKET), slug)
         digest = hashlib.sha256(f"remote kgp agent {slug}".encode()).hexdigest()[:16]
         name = bot_name(slug)
-        found.append(Bot(name, argv, where.root, BRIDGE, digest, slug, "kgp", remote=True))
+        found.append(Bot(name, argv, where.root, BRIDGE, digest, slug, "kgp", remote=True, no_move=no_move))
     return found
 
 

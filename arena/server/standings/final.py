@@ -71,7 +71,7 @@ def _agents(where: ClassDir, classroom: Classroom, on_cluster: bool) -> list[Bot
     kept = where.final / AGENTS
     if not kept.exists():
         kept.write_text(json.dumps(kgp_ranked.connected(where)))
-    return kgp_ranked.bots(where, json.loads(kept.read_text()))
+    return kgp_ranked.bots(where, json.loads(kept.read_text()), classroom.kgp_no_move)
 
 
 def _against_references(
