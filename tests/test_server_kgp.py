@@ -57,9 +57,14 @@ class Kit:
 class Client:
     """A hand-driven KGP connection."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+    def __init__(self, port: int, source: str = "") -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
         self.file = self.sock.makefile("rb")
+
+    @classmethod
+    def at(cls, port: int, source: str) -> Client:
+        """A connection from another loopback address (127.0.0.2: another machine, as the port sees it)."""
+        return cls(port, source)
 
     def send(self, text: str | bytes) -> None:
         self.sock.sendall(text if isinstance(text, bytes) else text.encode() + b"\r\n")
@@ -268,12 +273,38 @@ def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_conne
     until("tom's two connections given back", lambda: _enters(kit), 30)  # none left held for the next test
 
 
+def test_one_address_holds_a_handful_of_connections_without_a_token_and_cannot_lock_the_class_out(
+    kit: Kit,
+) -> None:
+    """Idle connections from one address (the issue's 64 locked the port for everyone): the next one from
+    it is refused at once, saying why, while a classmate's from another address enters; one that sends its
+    token no longer counts against its address."""
+    idle = [Client(kit.port) for _ in range(4)]
+    for client in idle:
+        assert client.line() == "kgp 1 0 1"
+    fifth = Client(kit.port)
+    assert "from your address wait for their token" in fifth.until("error")
+    fifth.close()
+    classmate = Client.at(kit.port, "127.0.0.2")
+    classmate.enter(kit.token_of("ann"))
+    classmate.close()
+    idle[0].send(f'1 set auth:token "{kit.token}"')
+    idle[0].send("3 mode freeplay")
+    idle[0].until("ok")
+    sixth = Client(kit.port)  # the place the token freed
+    assert sixth.line() == "kgp 1 0 1"
+    for client in (*idle, sixth):
+        client.close()
+    until("tom's connection given back", lambda: _enters(kit), 30)
+
+
 def _enters(kit: Kit) -> bool:
     """Whether tom's token enters now (the server may hold a closed connection until it notices: mid-game
     until its next read, in the lobby until its next look)."""
     client = Client(kit.port)
     try:
-        assert client.line() == "kgp 1 0 1"
+        if client.line() != "kgp 1 0 1":  # refused: the address's closed idle connections not yet noticed
+            return False
         client.send(f'1 set auth:token "{kit.token}"')
         client.send("3 mode freeplay")
         while True:

@@ -51,6 +51,7 @@ from arena.tournament.settings import Settings
 
 PER_STUDENT = 2  # connections one student may hold at once
 CONNECTIONS = 64  # connections in all, authenticated or not
+UNPROVEN = 4  # connections one address may hold before they have a token (or a guest's place)
 HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
 FORWARD_S = 5.0  # a ranked game's line to an agent that reads nothing: the connection is given up
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
@@ -279,8 +280,26 @@ class Remote(Player):
         super().kill()
 
 
+class Door:
+    """One connection's place: whether it was let in, and whether it has proved itself (a token, or a
+    guest's place) and so no longer counts against its address."""
+
+    def __init__(self, doors: Doors, address: str, allowed: bool, why: str) -> None:
+        self.doors, self.address, self.allowed, self.why = doors, address, allowed, why
+        self.proven = False
+
+    def prove(self) -> None:
+        if self.allowed and not self.proven:
+            self.proven = True
+            self.doors.give_back(UNPROVEN_KEY + self.address)
+
+
+UNPROVEN_KEY = "unproven "  # the doors' key of an address's connections without a token yet
+
+
 class Doors:
-    """Who holds a connection: at most PER_STUDENT a student and CONNECTIONS in all."""
+    """Who holds a connection: at most PER_STUDENT a student, CONNECTIONS in all, and UNPROVEN an address
+    before its connections have a token (so that one address cannot fill the port with idle ones)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -288,15 +307,24 @@ class Doors:
         self.open = 0
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[bool]:
+    def connection(self, address: str = "") -> Iterator[Door]:
+        key = UNPROVEN_KEY + address
         with self._lock:
-            allowed = self.open < CONNECTIONS
-            self.open += allowed
+            why = ""
+            if self.open >= CONNECTIONS:
+                why = "the server has too many connections: try again later"
+            elif self._held.get(key, 0) >= UNPROVEN:
+                why = f"{UNPROVEN} connections from your address wait for their token: send it, or close them"
+            if not why:
+                self.open += 1
+                self._held[key] = self._held.get(key, 0) + 1
+        door = Door(self, address, not why, why)
         try:
-            yield allowed
+            yield door
         finally:
+            door.prove()  # a connection that never proved itself gives its address's place back too
             with self._lock:
-                self.open -= allowed
+                self.open -= door.allowed
 
     def take(self, slug: str, most: int = PER_STUDENT) -> bool:
         """One of `most` connections of `slug` (a student; guests, or one address's guest), if one is left
@@ -310,6 +338,8 @@ class Doors:
     def give_back(self, slug: str) -> None:
         with self._lock:
             self._held[slug] -= 1
+            if not self._held[slug]:
+                del self._held[slug]  # an address or a student gone leaves nothing behind
 
 
 def refuse(lines: SocketLines, why: str) -> None:
@@ -495,10 +525,10 @@ def serve_connection(
     gate = Gate(address, doors)
     lines.on_close = gate.leave
     try:
-        with doors.connection() as allowed:
+        with doors.connection(address) as door:
             wire = Kgp(lines, gate=gate)
-            if not allowed:
-                refuse(lines, "the server has too many connections: try again later")
+            if not door.allowed:
+                refuse(lines, door.why)
                 return
             if problem := Kgp.rules_problem(settings.game_rules()):
                 refuse(lines, f"the class plays other rules: an agent {problem}")
@@ -507,6 +537,7 @@ def serve_connection(
                 wire.greet(time.monotonic() + HANDSHAKE_S)
             except Fault:
                 return
+            door.prove()
             slug = cast(str, gate.slug)
             me = Waiting(slug, Remote(wire, agent_name(slug)), wire.agent, lines.gone)
             ranked = lambda: ranks_agents(slug)  # noqa: E731
