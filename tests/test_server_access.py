@@ -136,8 +136,8 @@ def _practice(where: Any, slug: str) -> None:
     """A practice game of `slug`'s KGP agent, as the KGP port stores one: the ladder's game 1, replayed."""
     from dataclasses import replace
 
+    from arena.kgp.server import port as kgp
     from arena.match.record import GameRecord
-    from arena.server import kgp
     from arena.store import queries
     from arena.store.writer import STORE_FILE, Store
 
@@ -483,8 +483,8 @@ def test_a_practice_games_fault_is_reproduced_only_where_a_pipe_can_bring_it_bac
 
     from django.conf import settings
 
+    from arena.kgp.server import port as kgp
     from arena.match.record import Reason
-    from arena.server import kgp
     from arena.server.classdir import ClassDir
     from arena.tournament.settings import Settings
 

@@ -72,6 +72,7 @@ class BotPage:
     games: int
     opponents: tuple[Opponent, ...]
     faults: tuple[FaultKind, ...]
+    random_moves: str  # a KGP agent's positions played by a random legal move, in words; "" if none
     think: Markup
     think_facts: str
     margins: Markup
@@ -135,6 +136,12 @@ def _margin_chart(rows: pd.DataFrame, name: str) -> tuple[Markup, str]:
     return charts.bar_chart(bars, f"{name}: final margins"), facts
 
 
+def random_note(randoms: int, moves: int) -> str:
+    """A KGP agent's random stand-in moves as its page counts them."""
+    times = f"{randoms} time{'s' if randoms != 1 else ''}"
+    return f"no move by stop: a random legal move was played, {times} in {moves} moves"
+
+
 def bot_pages(
     store: Store,
     standings: Standings,
@@ -149,6 +156,10 @@ def bot_pages(
     settings = store.settings()
     limit = float((settings or Settings()).move_ms)
     kinds = queries.fault_kinds(store, standings.field)
+    randoms = {
+        int(k.bot): (int(k.randoms), int(k.moves))
+        for k in queries.random_moves(store, standings.field).itertuples()
+    }
     margins = queries.margins(store, standings.field)
     pairs = standings.pairs
     pages = []
@@ -190,6 +201,7 @@ def bot_pages(
                 games=int(r.games),
                 opponents=opponents,
                 faults=faults,
+                random_moves=random_note(*randoms[bot]) if bot in randoms else "",
                 think=chart,
                 think_facts=facts,
                 margins=mchart,

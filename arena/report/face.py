@@ -103,6 +103,7 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
     if not viewer.sees(str(data["name"])):
         faults = tuple(dataclasses.replace(k, said="") for k in faults)
     charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
+    data = {"random_moves": "", **data}  # a page made before KGP's random moves were counted has none
     page = BotPage(**{**data, **charts_, "opponents": tuple(Opponent(**o) for o in data["opponents"]),
                       "faults": faults})  # fmt: skip
     return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))

@@ -143,6 +143,16 @@ def _record(row: dict[str, Any]) -> GameRecord:
     return GameRecord(**fields)
 
 
+def random_moves_note(record: GameRecord) -> str:
+    """What the game page says of a KGP agent's positions played by a random legal move (no move by `stop`,
+    or `yield` without one), as the course server plays them: who, how often, out of its moves."""
+    return "; ".join(
+        f"{bot}: no move by stop: a random legal move was played, {n} time{'s' if n != 1 else ''} "
+        f"in {record.moves_made.get(bot, n)} moves"
+        for bot, n in sorted(record.random_moves.items())
+    )
+
+
 def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
     """One game's replay, compact: moves and flags one character a ply, boards one character a hole."""
     plies = game.plies
@@ -165,6 +175,8 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
         data["c"] = captures
     if game.error:
         data["e"] = game.error
+    if record.random_moves:
+        data["r"] = random_moves_note(record)
     if game.fault:
         f = game.fault
         data["x"] = {

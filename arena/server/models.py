@@ -69,6 +69,10 @@ class Classroom(models.Model):
     # Whether students' connected agents play on the ranked ladder too, and in the final's ranking those
     # connected when it begins (arena/server/kgp_ranked.py).
     kgp_ranked = models.BooleanField(default=False)
+    # What a ranked agent's position without a move by `stop` costs it on the ladder and in the final
+    # (bot.toml `no_move`'s words, arena/match/bots.py): "random", a random legal move as the course server
+    # plays, or "forfeit", the game lost on time. Practice games always play the course server's way.
+    kgp_no_move = models.CharField(max_length=8, default="random")
     generation = models.PositiveBigIntegerField(default=0)
     ladder_note = models.TextField(blank=True, default="")  # the ladder worker's last word
     created = models.DateTimeField(default=timezone.now)

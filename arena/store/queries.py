@@ -272,6 +272,23 @@ def fault_kinds(store: Store, field: Iterable[int]) -> pd.DataFrame:
     return _table(store, query, {"field": _field(field)})
 
 
+def random_moves(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """Per bot of the field that had any: its positions played by a random legal move (a KGP agent's with
+    no move by `stop`, GameRecord.random_moves), and its moves in all, over the field's games."""
+    mine = "'$.\"' || b.name || '\"'"  # the bot's own entry of a record's per-bot JSON
+    side = (
+        f"SELECT g.{{me}}_id AS bot, coalesce(json_extract(g.random_moves, {mine}), 0) AS randoms, "
+        f"coalesce(json_extract(g.moves_made, {mine}), 0) AS moves "
+        f"FROM games g JOIN bots b ON b.id = g.{{me}}_id WHERE {_IN_FIELD}"
+    )
+    query = (
+        f"WITH {_FIELD}, sides AS ({side.format(me='south')} UNION ALL {side.format(me='north')}) "
+        "SELECT bot, sum(randoms) AS randoms, sum(moves) AS moves FROM sides GROUP BY bot "
+        "HAVING sum(randoms) > 0 ORDER BY bot"
+    )
+    return _table(store, query, {"field": _field(field)})
+
+
 def margins(store: Store, field: Iterable[int]) -> pd.DataFrame:
     """Per bot of the field: how many of its games ended with each final margin (own store minus the
     opponent's, the swap applied as in `pair_totals`)."""

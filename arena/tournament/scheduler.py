@@ -130,7 +130,9 @@ def run(
         _note_machines(store, machines)
 
     back = back or backend(options.jobs, options.cluster)
-    conditions = Conditions(settings.rules, settings.limits(), conf, options.fresh, _tag(store))
+    conditions = Conditions(
+        settings.rules, settings.limits(), conf, options.fresh, _tag(store), settings.seed
+    )
     interrupted = False
     todo = schedule.next(results)
     if progress:

@@ -23,10 +23,10 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from arena.api import Tournament
+from arena.kgp.server import ranked as kgp_ranked
 from arena.match.record import GameRecord
 from arena.report import face
 from arena.report.replay import Replay, replay, unpiped
-from arena.server import kgp_ranked
 from arena.server.standings import rated
 from arena.stats import ratings
 from arena.store import queries

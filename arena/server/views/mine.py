@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from arena.kgp.server import port as kgp
 from arena.match.record import GameRecord
-from arena.server import kgp
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.people.access import sees_final
