@@ -27,8 +27,8 @@ def _reachable_by_others(path: str) -> bool:
 # What holds shared memory (memfd, SysV, anonymous shared mappings: not RLIMIT_DATA's) where no cgroup does.
 _SHARED_IN_SANDBOX = (
     "; shared memory is only files in the sandbox's /tmp (half the limit) and /dev/shm (a quarter): memfd, "
-    "SysV and anonymous shared memory are refused, but a shared mapping of /dev/zero and a process's stack "
-    "are not counted"
+    "SysV, anonymous shared memory and stack regions (MAP_GROWSDOWN, mremap) are refused and a process's "
+    "stack is held to a quarter of the limit (RLIMIT_STACK), but a shared mapping of /dev/zero is not counted"
 )
 _SHARED_WITHOUT_SANDBOX = "; shared memory (memfd, SysV, shared mappings, /dev/shm) is not bounded at all"
 

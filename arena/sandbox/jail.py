@@ -58,6 +58,15 @@ def _new_session_keyring() -> None:
         syscall(ctypes.c_long(number), ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
 
 
+def _stack(memory: int) -> tuple[int, int]:
+    """RLIMIT_STACK for a bot of `memory` bytes: a process's one stack is not data to RLIMIT_DATA, so it is
+    held apart, to a quarter of the limit at most (the soft limit as it was, 8 MiB on most systems, if less;
+    the bot may raise it up to the quarter, never past)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    cap = memory // 4 if hard == resource.RLIM_INFINITY else min(hard, memory // 4)
+    return (cap if soft == resource.RLIM_INFINITY else min(soft, cap)), cap
+
+
 class Jail:
     """The confinement of one bot process: its command line and environment, what the child does before
     exec, pausing, and its processes. Made by a `Warden`, which owns the parent cgroup."""
@@ -135,6 +144,7 @@ class Jail:
         memory = self.conf.memory_mb * MiB
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_STACK, _stack(memory))
         if self.uid is not None:
             # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
             # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so

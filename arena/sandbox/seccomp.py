@@ -19,7 +19,17 @@ Where no cgroup holds a bot's memory (an ordinary user's arena), RLIMIT_DATA cou
 a bot held gigabytes of shared memory past it. There the filter also answers ENOMEM (as when memory runs
 out) to the ways of making shared memory outside a sized tmpfs: memfd_create, SysV shmget, and mmap with
 MAP_SHARED|MAP_ANONYMOUS. POSIX shared memory (/dev/shm, as Python's multiprocessing uses it) stays, in its
-tmpfs of a set size.
+tmpfs of a set size. It refuses too what RLIMIT_DATA counts as stack, not data: mmap with MAP_GROWSDOWN
+(three 1 GiB regions were held under a 512 MiB limit) and mremap, which grows a stack region in place past
+RLIMIT_STACK (the C library's realloc falls back to copying); the one stack a process has is held by
+RLIMIT_STACK, set from the limit (arena/sandbox/jail.py).
+
+In every mode, what holds memory or disk where no limit counts it, and no bot needs: extended attributes
+(setxattr and its kin answer EOPNOTSUPP, as on a filesystem without them: on a tmpfs their bytes count
+toward neither a file's size nor the tmpfs's), and fallocate with FALLOC_FL_KEEP_SIZE but not
+FALLOC_FL_PUNCH_HOLE (EOPNOTSUPP), which allocates past a file's end, where neither its size nor
+RLIMIT_FSIZE sees the pages (a build held 4 GiB of /dev/shm so). Punching a hole, and fallocate growing a
+file (posix_fallocate's mode), stay.
 
 Built with libseccomp (through pyseccomp's ctypes binding): the library Docker, podman, systemd and
 bubblewrap's own users build their filters with, which knows every architecture's syscall numbers and its
@@ -135,7 +145,11 @@ def personality_denials() -> list[tuple[str, int, int]]:
 
 # mmap's flags that make anonymous shared memory (MAP_SHARED_VALIDATE, 0x03, holds MAP_SHARED's bit too).
 _MAP_SHARED_ANONYMOUS = 0x01 | 0x20
-UNSHARED = ("memfd_create", "shmget")  # and mmap with _MAP_SHARED_ANONYMOUS
+MAP_GROWSDOWN = 0x0100  # a region the kernel counts as stack: RLIMIT_DATA passes it over
+UNSHARED = ("memfd_create", "shmget", "mremap")  # and mmap with _MAP_SHARED_ANONYMOUS or MAP_GROWSDOWN
+# Extended attributes: their bytes are kernel memory no file size or tmpfs size counts (setxattrat: 6.13).
+XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "setxattrat")
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
 def family_denials(allowed: tuple[int, ...]) -> list[tuple[str, int]]:
@@ -188,11 +202,18 @@ def _build(shared_memory: bool, loopback: bool = False) -> tuple[bytes, str]:
             bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
+    unsupported = sc.ERRNO(errno.EOPNOTSUPP)
+    for name in XATTR_SETTERS:
+        with contextlib.suppress(OSError, ValueError):  # setxattrat: a libseccomp that knows it
+            bpf.add_rule(unsupported, name)
+    mask = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+    bpf.add_rule(unsupported, "fallocate", sc.Arg(1, sc.MASKED_EQ, mask, FALLOC_FL_KEEP_SIZE))
     if not shared_memory:
         for name in UNSHARED:
             bpf.add_rule(sc.ERRNO(errno.ENOMEM), name)
         flags = sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, _MAP_SHARED_ANONYMOUS)
         bpf.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", flags)
+        bpf.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", sc.Arg(3, sc.MASKED_EQ, MAP_GROWSDOWN, MAP_GROWSDOWN))
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "wb") as out:
