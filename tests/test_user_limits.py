@@ -6,12 +6,15 @@ with terminal escapes. Each attack logs what it held; the test holds it to the l
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import test_redteam
-from test_redteam import LOOP, PRELUDE
-from test_redteam_sandbox import FIRST, clean, place, tail, tournament
+from test_redteam import LOOP, PRELUDE, as_nobody
+from test_redteam_sandbox import FIRST, clean, keep, place, tail, tournament
 
 from arena.sandbox import seccomp
 
@@ -110,3 +113,92 @@ def test_no_bot_holds_memory_in_extended_attributes(mode: str, workdir: Path) ->
     log = tail(games, "xattrs")
     held = [line.split()[1:] for line in log.splitlines() if line.startswith("XATTR ")]
     assert held and all(int(mib) <= PAGE_CACHE_MIB and error == "95" for _, mib, error in held), log
+
+
+# --- a build's folder: attacks 1, 2, 3 and its files' names ----------------------------------------------
+
+CAP_MIB = 8
+HOLD = """import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+def fallocated():
+    fd, held = os.open("hold", os.O_RDWR | os.O_CREAT, 0o644), 0
+    for i in range(8):  # FALLOC_FL_KEEP_SIZE: allocated past the end, st_size stays 0
+        if libc.fallocate(fd, 1, i * (16 << 20), 16 << 20) != 0:
+            return held, ctypes.get_errno()
+        held += 16
+    return held, 0
+def xattrs():
+    held, value = 0, b"x" * 65536
+    for i in range(64):
+        path = f"x{i}"
+        open(path, "w").close()
+        for j in range(16):
+            try:
+                os.setxattr(path, f"user.k{j}", value)
+            except OSError as e:
+                return held >> 20, e.errno
+            held += len(value)
+    return held >> 20, 0
+print("FALLOCATE", *fallocated(), "BLOCKS", os.stat("hold").st_blocks * 512 >> 20)
+print("XATTR", *xattrs())
+raise SystemExit(1)
+"""
+FLOOD = """import os
+for i in range(3000):
+    open(f"empty{i}", "w").close()
+"""
+ESCAPES = """open("evil\\x1b]0;pwned\\x07\\x1b[2J", "w").write("x")
+"""
+# Builds each folder as an ordinary user's `arena check` would (no cgroups here: uid 65534), printing what
+# each build said.
+BUILDER = """import json, sys
+from pathlib import Path
+from arena.match.bots import BuildError, load_bot
+from arena.match.build import ensure_built
+from arena.sandbox import Confinement, capabilities
+conf, _ = capabilities(Confinement(memory_mb=256), want_sandbox=True)
+assert conf.sandbox, "no sandbox"
+for folder in sys.argv[1:]:
+    try:
+        ensure_built(load_bot(Path(folder)), conf, max_bytes={cap} << 20, max_files=1000)
+        print(json.dumps(["", ""]), flush=True)
+    except BuildError as e:
+        print(json.dumps([str(e), e.output]), flush=True)
+"""
+
+
+def test_a_build_holds_no_more_than_its_cap_and_copies_back_no_flood(mode: str, workdir: Path) -> None:
+    """A build's copy lived on the host's /dev/shm, measured by file sizes: fallocate(FALLOC_FL_KEEP_SIZE)
+    held 16 times the cap at size 0, extended attributes 8 times it, 3,000 empty files counted nothing and
+    were all copied back, and a file named with terminal escapes was copied back as is. Now the build writes
+    in a tmpfs of the cap's size in its own namespace, fallocate past the end and setxattr are refused,
+    files and folders are counted (at most 1,000 here) and a name with a control character fails the build,
+    naming it escaped."""
+    if seccomp.problem():
+        pytest.skip(seccomp.problem())
+    bots = workdir / "bots"
+    folders = []
+    for name, source in (("hold", HOLD), ("flood", FLOOD), ("escapes", ESCAPES)):
+        folder = bots / name
+        folder.mkdir(parents=True)
+        (folder / "build.py").write_text(source, encoding="utf-8")
+        (folder / "bot.toml").write_text('build = "python3 build.py"\ncommand = "true"\n', encoding="utf-8")
+        folders.append(folder)
+    (workdir / "builder.py").write_text(BUILDER.format(cap=CAP_MIB), encoding="utf-8")
+    subprocess.run(["chown", "-R", "65534:65534", str(workdir)], check=True)
+    command = [sys.executable, str(workdir / "builder.py"), *map(str, folders)]
+    if mode == "user":
+        command = as_nobody(command, keep())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    (hold, hold_output), (flood, _), (escapes, _) = map(json.loads, done.stdout.splitlines())
+    said = {line.split()[0]: line.split()[1:] for line in hold_output.splitlines() if line[:1].isupper()}
+    assert "exited with status 1" in hold, hold
+    fallocated, error, _, blocks = said["FALLOCATE"]
+    assert int(fallocated) <= CAP_MIB and int(blocks) <= CAP_MIB and error == "95", hold_output  # EOPNOTSUPP
+    assert int(said["XATTR"][0]) <= PAGE_CACHE_MIB and said["XATTR"][1] == "95", hold_output
+    assert "more than the 1000 a build may make" in flood, flood
+    assert not list((bots / "flood").glob("empty*")), "nothing of the flood is copied back"
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in escapes and "\x1b" not in escapes, escapes
+    assert sorted(p.name for p in (bots / "escapes").iterdir()) == ["bot.toml", "build.py"]

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from arena.sandbox import seccomp, stage
 from arena.sandbox.cgroups import Cgroups
-from arena.sandbox.command import SEALED, _bwrap_base, _drop_to, counts_processes_per_namespace, shim
+from arena.sandbox.command import (
+    SEALED,
+    _bwrap_base,
+    _drop_to,
+    build_shim,
+    counts_processes_per_namespace,
+    shim,
+)
 from arena.sandbox.environment import environment
 from arena.sandbox.values import UID_BASE, Confinement, MiB
 
@@ -124,16 +131,20 @@ class Jail:
         inside = [stage.inside(self.own, word) for word in argv]
         return [*args, "--chdir", stage.INSIDE, "--", *prefix, *start, *inside]
 
-    def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
-        """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
-        its folder that the build's user may write, shown at /bot as the bot's files are when it plays (so
-        paths look the same). Without the sandbox it runs in `copy` itself."""
+    def build_command(self, argv: Sequence[str], size: int, carry: tuple[int, int, int]) -> list[str]:
+        """The command that runs a bot's build step `argv` confined as the bot is, in a tmpfs of `size` bytes
+        at /bot of the build's own namespace (where the bot's files are when it plays, so paths look the
+        same): no host filesystem holds what it writes, and nothing past `size`. `carry` are the descriptors
+        its files come in by (a tar), go out by after the step (a line of the tmpfs's use, then a tar), and
+        bubblewrap says the sandbox's PID on (arena watches the tmpfs through /proc/PID/root). Without the
+        sandbox the step runs as it is, in the copy arena made."""
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
-        args += ["--bind", str(copy), stage.INSIDE, *SEALED, *self._seccomp()]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *argv]
+        args += ["--perms", "0777", "--size", str(size), "--tmpfs", stage.INSIDE]
+        args += ["--info-fd", str(carry[2]), *SEALED, *self._seccomp()]
+        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *build_shim(carry[:2], stage.INSIDE), *argv]
 
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
