@@ -205,3 +205,56 @@ def test_a_build_holds_no_more_than_its_cap_and_copies_back_no_flood(mode: str, 
     assert not list((bots / "flood").glob("empty*")), "nothing of the flood is copied back"
     assert "\\x1b]0;pwned\\x07\\x1b[2J" in escapes and "\x1b" not in escapes, escapes
     assert sorted(p.name for p in (bots / "escapes").iterdir()) == ["bot.toml", "build.py"]
+
+
+SOCKETS = """import resource, socket
+def hoard():
+    pairs, queued, error = [], 0, 0
+    for _ in range(200):
+        try:
+            a, b = socket.socketpair()
+        except OSError as e:
+            error = e.errno
+            break
+        pairs.append((a, b))
+        for one in (a, b):
+            one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            one.setblocking(False)
+            try:
+                while True:
+                    queued += one.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+    return len(pairs), queued >> 20, error
+def listener():
+    try:
+        socket.socket(socket.AF_UNIX).close()
+        return 0
+    except OSError as e:
+        return e.errno
+def attack():
+    log("PAIRS", *hoard())
+    log("LISTENER", listener())
+    log("NOFILE", resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+"""
+
+
+def test_a_bots_socket_buffers_are_held_to_its_descriptors(mode: str, workdir: Path) -> None:
+    """A bot queued 2 GiB in 261 socket pairs under --memory 512: SO_SNDBUF raised to 8 MiB a socket, and
+    20,000 descriptors a process. Now SO_SNDBUF stays the host's default, a process has NOFILE descriptors
+    (EMFILE past them), and no socket but a pair of streams is made (a listener's backlog or a bound datagram
+    socket would queue what many senders send): one process queues at most NOFILE times the default buffer
+    and a half (what a socket may take past its buffer with its last send)."""
+    if seccomp.problem():
+        pytest.skip(seccomp.problem())
+    place(workdir / "bots", {"sockets": PRELUDE + SOCKETS + LOOP, "first": FIRST})
+    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    log = tail(games, "sockets")
+    default = int(Path("/proc/sys/net/core/wmem_default").read_text())
+    most = seccomp.NOFILE * default * 3 // 2 >> 20
+    said = [line.split()[1:] for line in log.splitlines() if line.startswith("PAIRS ")]
+    assert said and all(int(n) < seccomp.NOFILE // 2 and error == "24" for n, _, error in said), log  # EMFILE
+    assert all(int(mib) <= most for _, mib, _ in said), (most, log)
+    assert "LISTENER 97\n" in log and f"NOFILE {seccomp.NOFILE}\n" in log, log  # EAFNOSUPPORT

@@ -65,12 +65,10 @@ def _new_session_keyring() -> None:
         syscall(ctypes.c_long(number), ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
 
 
-def _stack(memory: int) -> tuple[int, int]:
-    """RLIMIT_STACK for a bot of `memory` bytes: a process's one stack is not data to RLIMIT_DATA, so it is
-    held apart, to a quarter of the limit at most (the soft limit as it was, 8 MiB on most systems, if less;
-    the bot may raise it up to the quarter, never past)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-    cap = memory // 4 if hard == resource.RLIM_INFINITY else min(hard, memory // 4)
+def _lowered(which: int, most: int) -> tuple[int, int]:
+    """A limit's soft and hard values held to `most` (never raised: a lower one set already holds)."""
+    soft, hard = resource.getrlimit(which)
+    cap = most if hard == resource.RLIM_INFINITY else min(hard, most)
     return (cap if soft == resource.RLIM_INFINITY else min(soft, cap)), cap
 
 
@@ -155,7 +153,9 @@ class Jail:
         memory = self.conf.memory_mb * MiB
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_STACK, _stack(memory))
+        # A process's one stack is not data to RLIMIT_DATA: held apart, to a quarter of the limit at most.
+        resource.setrlimit(resource.RLIMIT_STACK, _lowered(resource.RLIMIT_STACK, memory // 4))
+        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, seccomp.NOFILE))
         if self.uid is not None:
             # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
             # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so

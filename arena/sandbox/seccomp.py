@@ -124,6 +124,19 @@ ALLOWED_FAMILY = socket.AF_UNIX
 # What a KGP agent may make besides: TCP to arena's relay, inside the sandbox's own network namespace, whose
 # one interface is its private loopback (bubblewrap's --unshare-net), so nothing leaves the sandbox by it.
 LOOPBACK_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
+# What a socket may queue is its sender's SO_SNDBUF (up to twice net.core.wmem_max: 8 MiB a socket here), and
+# a listening socket or a bound datagram one takes from many senders (a listener's backlog, the datagram
+# queue): no memory limit but a cgroup counts any of it. So a bot makes no socket but a connected pair of
+# streams (socketpair: asyncio's and multiprocessing.Pipe's), each one receiving from its peer alone, whose
+# buffers stay the host's default (SO_SNDBUF and kin are answered as set and left alone), and a process has
+# at most NOFILE descriptors (jail.py): about 0.3 MiB queued a descriptor. A pipe's buffer stays at most
+# its default too (F_SETPIPE_SZ refused: up to 1 MiB each, else).
+_SOCK_TYPE = 0xF  # the type's bits of socketpair()'s second argument; SOCK_NONBLOCK and SOCK_CLOEXEC above
+BUFFER_OPTIONS = (socket.SO_SNDBUF, socket.SO_RCVBUF, 32, 33)  # and SO_SNDBUFFORCE, SO_RCVBUFFORCE
+F_SETPIPE_SZ = 1031
+NOFILE = 256  # descriptors a bot's process may hold (RLIMIT_NOFILE): enough for a JVM's jars and node
+
+
 # personality()'s values Docker's default profile allows: PER_LINUX, UNAME26, PER_LINUX32 (with UNAME26),
 # and 0xffffffff, which only asks for the current one.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
@@ -198,8 +211,18 @@ def _build(shared_memory: bool, loopback: bool = False) -> tuple[bytes, str]:
         if loopback:
             for op, family in family_denials(LOOPBACK_FAMILIES):
                 bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, getattr(sc, op), family))
+        elif name == "socket":  # a bot's one use of sockets is a pair (asyncio's, multiprocessing.Pipe's)
+            bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name)
         else:
             bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
+    for kind in range(_SOCK_TYPE + 1):  # a pair of streams only: nothing else reaches a datagram's queue
+        if kind != socket.SOCK_STREAM:
+            kinds = sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE, kind)
+            bpf.add_rule(sc.ERRNO(errno.EPROTONOSUPPORT), "socketpair", kinds)
+    for option in BUFFER_OPTIONS:  # answered as done, not done: the buffer stays the host's default
+        level, name = sc.Arg(1, sc.EQ, socket.SOL_SOCKET), sc.Arg(2, sc.EQ, option)
+        bpf.add_rule(sc.ERRNO(0), "setsockopt", level, name)
+    bpf.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, F_SETPIPE_SZ))  # as past the user's pipe quota
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
     unsupported = sc.ERRNO(errno.EOPNOTSUPP)
