@@ -258,3 +258,44 @@ def test_a_bots_socket_buffers_are_held_to_its_descriptors(mode: str, workdir: P
     assert said and all(int(n) < seccomp.NOFILE // 2 and error == "24" for n, _, error in said), log  # EMFILE
     assert all(int(mib) <= most for _, mib, _ in said), (most, log)
     assert "LISTENER 97\n" in log and f"NOFILE {seccomp.NOFILE}\n" in log, log  # EAFNOSUPPORT
+
+
+# --- 6: host paths inside the sandbox ---------------------------------------------------------------------
+
+LOOKER = """
+def attack():
+    log("PID1", open("/proc/1/cmdline").read().replace(chr(0), " "))
+    for line in open("/proc/self/mountinfo").read().splitlines():
+        log("MOUNT", line)
+"""
+
+
+def test_no_host_path_of_the_sandbox_is_in_its_pid_1_or_a_large_bots_mounts(mode: str, workdir: Path) -> None:
+    """/proc/1/cmdline in the sandbox was bubblewrap's whole command line: the staged copy under /dev/shm,
+    bubblewrap's path in the user's venv, every bound path; and a bot too large to stage (over 64 MiB) was
+    bound from its own place, which /proc/self/mountinfo names. Now bubblewrap's options come on a
+    descriptor and it is named "bwrap", and a large bot is staged on the disk, under a name of arena's."""
+    from arena.sandbox import bwrap
+
+    bots = workdir / "bots"
+    place(bots, {"looker": PRELUDE + LOOKER + LOOP})
+    large = bots / "large"
+    large.mkdir()
+    (large / "bot.py").write_text(PRELUDE + LOOKER + LOOP, encoding="utf-8")
+    (large / "bot.toml").write_text('command = "python3 -P bot.py"\n', encoding="utf-8")
+    with (large / "weights.bin").open("wb") as f:
+        f.truncate(65 << 20)  # a sparse file: copied as 65 MiB, held as nothing here
+    for path in (large, *large.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    done, games = tournament(mode, workdir)
+    assert done.returncode == 0, done.stderr
+    clean(games)
+    host = str(bwrap.find().path)
+    for bot in ("looker", "large"):
+        log = tail(games, bot)
+        pid1 = [line for line in log.splitlines() if line.startswith("PID1 ")]
+        assert pid1 and all(line.startswith("PID1 bwrap --args ") for line in pid1), log
+        for word in (str(workdir), "/dev/shm", "arena-stage", "--ro-bind", host):
+            assert not [line for line in pid1 if word in line], (word, pid1)
+        mounts = [line.split()[4:6] for line in log.splitlines() if line.startswith("MOUNT ")]
+        assert mounts and not [m for m in mounts if str(workdir) in " ".join(m)], log

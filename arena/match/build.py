@@ -287,6 +287,7 @@ def _step(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 pass_fds=[*jail.passed, *(carry.fds if carry else ())],  # its seccomp filter, its files
+                executable=jail.program if carry else None,  # bwrap's path (the command names it "bwrap")
                 preexec_fn=limited,
             )
         except (OSError, subprocess.SubprocessError) as e:

