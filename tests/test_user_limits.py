@@ -330,3 +330,35 @@ def test_a_user_in_a_delegated_cgroup_gets_a_cgroup_per_bot(tmp_path: Path) -> N
     done = subprocess.run([*scope, sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"], done.stdout
+
+
+FLOODER = """
+def attack():
+    made = 0
+    for folder in ("/tmp", "/dev/shm"):
+        for i in range(30000):
+            open(os.path.join(folder, f"e{i}"), "w").close()
+            made += 1
+    log("MADE", made)
+"""
+
+
+def test_a_bot_holds_no_memory_in_empty_files(mode: str, workdir: Path) -> None:
+    """Empty files count nothing toward a tmpfs's size, yet each holds about 1 KiB of the kernel's memory,
+    and a tmpfs takes some three million: 60,000 of them in the bot's /tmp and /dev/shm were made. Now the
+    sandbox is ended past MOST_FILES together, the bot's fault, naming the count; what it held at the end is
+    within a tenth of a second's making of the count (a few MiB)."""
+    from arena.sandbox.watch import MOST_FILES
+
+    place(workdir / "bots", {"flooder": PRELUDE + FLOODER + LOOP, "first": FIRST})
+    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
+    assert done.returncode == 0, done.stderr
+    assert "MADE 60000" not in tail(games, "flooder")
+    lost = [g for g in games if g["faulty"] == "flooder"]
+    assert len(lost) == 2, games
+    for game in lost:
+        detail = game["detail"]
+        said = f"files and folders in /tmp and /dev/shm, more than the {MOST_FILES} a bot may"
+        assert said in detail, detail
+        held = int(detail.split("it made ")[1].split()[0])
+        assert MOST_FILES < held <= 3 * MOST_FILES, detail

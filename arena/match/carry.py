@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from arena.match.printable import printable
+from arena.sandbox.watch import entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,8 @@ class Carry:
         except OSError:
             return None
         used = (info.f_blocks - info.f_bfree) * info.f_frsize
-        return Use(used, max(0, info.f_files - info.f_ffree - 1), info.f_bfree == 0)
+        elsewhere = entries(self.pid) or 0  # its /tmp's and /dev/shm's: memory as the folder's are
+        return Use(used, max(0, info.f_files - info.f_ffree - 1) + elsewhere, info.f_bfree == 0)
 
     def _info(self) -> None:
         data = b""
@@ -163,7 +165,7 @@ class Carry:
 
 
 def too_many(count: int, most: int) -> str:
-    return f"its folder held {count} files and folders, more than the {most} a build may make"
+    return f"it made {count} files and folders, more than the {most} a build may make"
 
 
 def control_name(name: str) -> str:

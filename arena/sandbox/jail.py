@@ -27,6 +27,7 @@ from arena.sandbox.command import (
 )
 from arena.sandbox.environment import environment
 from arena.sandbox.values import UID_BASE, Confinement, MiB
+from arena.sandbox.watch import FileWatch
 
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
 # exceptions, Python's, C++'s, C's, Go's and Rust's, and the JVM's warning when it cannot commit memory.
@@ -97,6 +98,7 @@ class Jail:
             None  # the copy of its files the sandbox shows at /bot (arena/sandbox/stage.py)
         )
         self.program: str | None = None  # bubblewrap's path, when the command runs it (named "bwrap" there)
+        self.watch: FileWatch | None = None  # counts the files in its /tmp and /dev/shm (sandbox/watch.py)
         _syscall()  # resolved here, not in the child
 
     def _seccomp(self) -> list[str]:
@@ -119,12 +121,22 @@ class Jail:
         self.program = options[0]
         return ["bwrap", "--args", str(fd)]
 
+    def _watched(self) -> list[str]:
+        """bubblewrap's option that names the sandbox's PID to a `FileWatch`, which starts with the bot."""
+        read, write = os.pipe()
+        self.passed.append(write)
+        self.watch = FileWatch(read)
+        return ["--info-fd", str(write)]
+
     def close_passed(self) -> None:
-        """Close arena's copies of the descriptors handed to the child, once it has started."""
+        """Close arena's copies of the descriptors handed to the child, once it has started, and start
+        counting its files."""
         for fd in self.passed:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.passed.clear()
+        if self.watch is not None:
+            self.watch.start()
 
     def command(self, argv: Sequence[str], cwd: Path, stdio: tuple[int, int, int]) -> list[str]:
         """The command that runs `argv` confined, the bot's stdin, stdout and stderr being the descriptors
@@ -135,7 +147,7 @@ class Jail:
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
         if self.staged is None:
             self.staged = stage.copy(self.own)
-        args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp()]
+        args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp(), *self._watched()]
         # A uid of its own counts the bot's processes (preexec); else a user namespace of its own does.
         own_namespace = self.uid is None and counts_processes_per_namespace()
         start = shim(stdio, self.conf.max_procs if own_namespace else None)
@@ -194,7 +206,10 @@ class Jail:
         return "" if peak is None else f"; it held {round(peak / MiB)} MiB at its peak"
 
     def breach(self) -> str:
-        """Which limit the bot has run into ('' if none): the kernel refused it memory or processes."""
+        """Which limit the bot has run into ('' if none): the kernel refused it memory or processes, or it
+        made more files than its /tmp and /dev/shm may hold."""
+        if self.watch is not None and self.watch.flooded:
+            return self.watch.flooded
         if self.cgroups is None:
             return ""
         if self.cgroups.oom_kills():
@@ -209,6 +224,8 @@ class Jail:
         says "insufficient memory" on stdout, Python's MemoryError in a thread goes to stderr, and the bot
         may hang after it). '' when memory had no part in it; else the detail, naming the limit and the
         peak use where the kernel keeps it."""
+        if self.watch is not None and self.watch.flooded:
+            return self.watch.flooded
         if self.cgroups is not None and self.cgroups.oom_kills():
             return f"out of memory: it went over the {self._limit()}, and the kernel killed it{self._peak()}"
         lines = evidence.splitlines()
@@ -222,6 +239,8 @@ class Jail:
     def release(self) -> None:
         """End every process of the bot (also those that left its process group), free the cgroups and
         remove the copy of its files."""
+        if self.watch is not None:
+            self.watch.stop()
         if self.cgroups is not None:
             self.cgroups.release()
         stage.remove(self.staged)
