@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from arena.match.printable import printable
-from arena.sandbox.watch import entries
+from arena.sandbox.watch import entries, sandboxed
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class Carry:
 
     def watch(self) -> Use | None:
         """The tmpfs's use while the step runs (None until bubblewrap has said where, or once it is gone)."""
-        if self.pid is None:
+        if self.pid is None or not sandboxed(self.pid):
             return None
         try:
             info = os.statvfs(f"/proc/{self.pid}/root{self.inside}")

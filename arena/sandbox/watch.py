@@ -21,6 +21,8 @@ _LOOK = 0.1
 def entries(pid: int, places: tuple[str, ...] = PLACES) -> int | None:
     """The files and folders in the sandbox of `pid`'s `places` (each a tmpfs of its own, its root not
     counted); None once the sandbox is gone or cannot be seen."""
+    if not sandboxed(pid):
+        return 0
     total = 0
     for place in places:
         try:
@@ -29,6 +31,16 @@ def entries(pid: int, places: tuple[str, ...] = PLACES) -> int | None:
             return None
         total += max(0, info.f_files - info.f_ffree - 1)
     return total
+
+
+def sandboxed(pid: int) -> bool:
+    """Whether `pid`'s root is the sandbox's yet: bubblewrap names the PID before the process has left the
+    host's root (its /tmp then is the host's)."""
+    try:
+        theirs, ours = os.stat(f"/proc/{pid}/root"), os.stat("/")
+    except OSError:
+        return True  # gone: the look that follows says so
+    return (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino)
 
 
 def child_pid(fd: int) -> int | None:
