@@ -54,7 +54,7 @@ from arena.match.bots import (
 )
 from arena.match.carry import Carry, Use, control_name, too_many
 from arena.match.printable import printable
-from arena.sandbox import Confinement, Jail, Warden
+from arena.sandbox import Confinement, Jail, Warden, seccomp
 from arena.sandbox.stage import INSIDE
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
@@ -188,6 +188,7 @@ def _build(
     manifest = folder / MANIFEST
     warden = Warden(conf)
     jail = warden.jail(folder, bot.memory_mb)
+    jail.nofile = seccomp.BUILD_NOFILE
     try:
         # The system's temporary folder, never /dev/shm: the build writes in its own tmpfs, and what comes
         # back here is at most its cap.

@@ -16,6 +16,7 @@ from arena.sandbox.grants import GrantError, grant
 from arena.sandbox.jail import Warden
 from arena.sandbox.probe import sandbox_problem
 from arena.sandbox.values import Capabilities, Confinement
+from arena.sandbox.watch import MOST_FILES
 
 
 def _reachable_by_others(path: str) -> bool:
@@ -35,10 +36,10 @@ _SHARED_WITHOUT_SANDBOX = "; shared memory (memfd, SysV, shared mappings, /dev/s
 # sockets and files (measured on Linux 6.18: a socket pair's buffers about 0.3 MiB a descriptor at the
 # host's default, a pipe's 64 KiB, a file about 1 KiB besides its blocks), and how to get a cgroup.
 _KERNEL_MEMORY = (
-    "; the kernel's memory for a bot's pipes and sockets (about 0.3 MiB a descriptor, {nofile} descriptors a "
-    "process) and for the count of its files in /tmp and /dev/shm (about 1 KiB each) is not counted; to "
-    "bound all of it as root does, run arena in a cgroup delegated to you: systemd-run --user --scope -p "
-    "Delegate=yes arena ..."
+    "; the kernel's memory for a bot's pipes and sockets is not counted (about 0.3 MiB a descriptor, "
+    "{nofile} descriptors a process), nor that of its files in /tmp and /dev/shm (about 1 KiB each, at most "
+    "{files} of them); to bound all of it as root does, run arena in a cgroup delegated to you: "
+    "systemd-run --user --scope -p Delegate=yes arena ..."
 )
 
 
@@ -104,7 +105,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
                 "cgroup, or bots that run as user ids of their own, as under root)"
             )
             + (_SHARED_IN_SANDBOX if sandbox else _SHARED_WITHOUT_SANDBOX)
-            + ("" if root else _KERNEL_MEMORY.format(nofile=seccomp.NOFILE))
+            + ("" if root else _KERNEL_MEMORY.format(nofile=seccomp.NOFILE, files=MOST_FILES))
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")

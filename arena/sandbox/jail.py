@@ -98,6 +98,7 @@ class Jail:
             None  # the copy of its files the sandbox shows at /bot (arena/sandbox/stage.py)
         )
         self.program: str | None = None  # bubblewrap's path, when the command runs it (named "bwrap" there)
+        self.nofile = seccomp.NOFILE  # its descriptors a process (a build's: seccomp.BUILD_NOFILE)
         self.watch: FileWatch | None = None  # counts the files in its /tmp and /dev/shm (sandbox/watch.py)
         _syscall()  # resolved here, not in the child
 
@@ -181,7 +182,7 @@ class Jail:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # A process's one stack is not data to RLIMIT_DATA: held apart, to a quarter of the limit at most.
         resource.setrlimit(resource.RLIMIT_STACK, _lowered(resource.RLIMIT_STACK, memory // 4))
-        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, seccomp.NOFILE))
+        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, self.nofile))
         if self.uid is not None:
             # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
             # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so

@@ -134,7 +134,10 @@ LOOPBACK_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 _SOCK_TYPE = 0xF  # the type's bits of socketpair()'s second argument; SOCK_NONBLOCK and SOCK_CLOEXEC above
 BUFFER_OPTIONS = (socket.SO_SNDBUF, socket.SO_RCVBUF, 32, 33)  # and SO_SNDBUFFORCE, SO_RCVBUFFORCE
 F_SETPIPE_SZ = 1031
-NOFILE = 256  # descriptors a bot's process may hold (RLIMIT_NOFILE): enough for a JVM's jars and node
+# Descriptors a bot's process may hold (RLIMIT_NOFILE): a JVM starts with 7, node with 20, a Python pool of
+# four workers with a few more; a build's compilers (javac, make, go) get more, for a time.
+NOFILE = 64
+BUILD_NOFILE = 256
 
 
 # personality()'s values Docker's default profile allows: PER_LINUX, UNAME26, PER_LINUX32 (with UNAME26),
