@@ -284,7 +284,10 @@ def test_the_granted_paths_lie_under_the_private_mounts() -> None:
     warden = Warden(Confinement(sandbox=True, read_only=("/usr/share",)))
     jail = warden.jail(ROOT / "bots" / "random.py")
     try:
-        argv = jail.command(["true"], ROOT, (0, 1, 2))
+        command = jail.command(["true"], ROOT, (0, 1, 2))
+        # bubblewrap's options come on a descriptor (--args), so that /proc/1/cmdline shows none of them
+        assert command[:2] == ["bwrap", "--args"], command
+        argv = os.pread(int(command[2]), 1 << 20, 0).decode().split("\0")
     finally:
         jail.close_passed()
         jail.release()
