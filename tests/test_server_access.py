@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -401,7 +402,12 @@ def test_guessing_ids_gets_the_same_answer_as_no_such_id(world: World) -> None:
         assert theirs.status_code == none.status_code == 404
         assert SECRETS["alice"] not in theirs.content.decode()
     theirs, numbers = bob.get("/practice/alice/1"), (bob.get("/practice/alice/999"), bob.get("/practice/x/1"))
-    assert theirs.status_code == 404 and theirs.content == numbers[0].content == numbers[1].content
+    assert theirs.status_code == 404
+
+    def page(answer: Any) -> str:  # the site's 404 page, its sign-out form's token masked anew each time
+        return re.sub(r'name="csrfmiddlewaretoken" value="\w+"', "", answer.content.decode())
+
+    assert page(theirs) == page(numbers[0]) == page(numbers[1])
 
 
 def test_the_api_reads_only_the_tokens_own_versions(world: World) -> None:

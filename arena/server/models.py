@@ -35,6 +35,10 @@ class Visibility(models.TextChoices):
 UNDO = timedelta(seconds=60)  # by default a freeze may be undone until the final starts, this long after
 
 
+# The ladder's line in the undo window: the final's start is shown beside it, in the reader's zone.
+STOPPED = "stopped at the deadline: the final starts when the freeze can no longer be undone"
+
+
 class FinalState(models.TextChoices):
     NONE = "", "not started"
     RUNNING = "running", "playing"
@@ -94,6 +98,13 @@ class Classroom(models.Model):
             and (now or timezone.now()) < start
             and self.final_state == FinalState.NONE
         )
+
+    def ladder_line(self) -> str:
+        """The ladder's state as the class page says it: the deadline's word from the moment of the freeze
+        (the worker notices it a few seconds later), else the worker's last word."""
+        if self.undoable():
+            return STOPPED
+        return self.ladder_note or "not started"
 
     def bump(self) -> None:
         """Tell the ladder its field changed."""
