@@ -6,6 +6,7 @@ class folder, read by ladder.py.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from datetime import datetime, timedelta
 
@@ -13,9 +14,22 @@ from django.contrib.auth.models import User
 from django.db import models
 from django.utils import timezone
 
+CODE_LETTERS = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # none read as another from a projector: no I, L, O, 0, 1
+
 
 def new_code() -> str:
-    return secrets.token_urlsafe(9)
+    """A join code to type from a projector: 12 of CODE_LETTERS (59 bits) in groups of four."""
+    letters = "".join(secrets.choice(CODE_LETTERS) for _ in range(12))
+    return "-".join(letters[k : k + 4] for k in range(0, 12, 4))
+
+
+def same_code(typed: str, code: str) -> bool:
+    """Whether `typed` is the join code `code` as a person types it: any case, spaces or dashes anywhere."""
+
+    def plain(text: str) -> str:
+        return "".join(text.split()).replace("-", "").upper()
+
+    return hmac.compare_digest(plain(typed).encode(), plain(code).encode())
 
 
 def new_token() -> str:
