@@ -168,6 +168,9 @@ class Submission(models.Model):
     number = models.PositiveIntegerField()
     created = models.DateTimeField(default=timezone.now)
     filename = models.CharField(max_length=200)
+    # The folder a zip held (crashbot/ in bob.zip), for the reproduce lines: the student's own folder's
+    # name, which the zip's file name need not be; '' for a single file or a zip of a folder's contents.
+    folder = models.CharField(max_length=255, blank=True, default="")
     size = models.PositiveIntegerField()
     digest = models.CharField(max_length=32)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
