@@ -518,3 +518,15 @@ def test_a_practice_games_fault_is_reproduced_only_where_a_pipe_can_bring_it_bac
     assert mine["bot"] == bot and any(line.startswith(move) for line in mine["lines"]), mine
     assert "printf" in mine["cmd"] and "submissions" not in mine["cmd"] and str(where.root) not in mine["cmd"]
     assert fault("alice", before + 2)["cmd"] == ""  # another's bot: its lines are its author's, the teacher's
+
+
+def test_a_bots_page_has_the_reports_think_time_chart_and_a_game_page_one_title(world: World) -> None:
+    """The server's bot page lacked the report's 'think time per move' chart (its think times come from
+    replays only the report wrote); a game page said 'Game #1' and then the viewer's 'Game 1: ...'."""
+    for role in ("alice", "teacher"):
+        page = world.clients[role].get("/ladder/bots/bob").content.decode()
+        assert "bob: think time per move, as a share of the limit" in page, role
+        assert re.search(r"\d+ moves; mean [\d.]+ ms", page), role
+    game = world.clients["alice"].get(f"/games/{world.game}").content.decode()
+    titles = re.findall(r"<h[12]\b(?![^>]*\bhidden\b)[^>]*>(Game[^<]*)<", game)
+    assert len(titles) == 1 and re.fullmatch(r"Game 1: \w+ vs \w+", titles[0]), titles
