@@ -263,6 +263,10 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     driver.delete_all_cookies()
     driver.get(link)
     fill(driver, name="AI 101", username="teach", password=PASSWORD, password2=PASSWORD)
+    for name in ("greedy", "random"):  # ticked for a new class; this one's ladder is its students' alone
+        box = driver.find_element(_by().ID, f"setup-ref-{name}")
+        assert box.is_selected(), name
+        box.click()
     click(driver, "create")
     join = text(driver, "join-link")
     assert join.startswith(server.url + "/join/")
