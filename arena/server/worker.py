@@ -262,10 +262,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.server.settings")
     stop = stops()
     logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
-    django.setup()
     role = argv[0] if argv else ""
-    os.nice(NICE.get(role, 0))
-    try:
+    try:  # a stop from its start on (arena serve's SIGTERM may land inside django.setup) ends it quietly
+        django.setup()
+        os.nice(NICE.get(role, 0))
         if role == "checks":
             checks(stop)
         elif role == "ladder":
