@@ -70,7 +70,10 @@ for line in sys.stdin:
 BOTS = {"alice": SPEAKS, "bob": CRASHES, "carol": STALLS}
 ROLES = ("teacher", "alice", "bob", "dave", "anonymous")  # dave: a member with no bot
 PHASES = ("empty", "ladder", "frozen", "played", "released")
-PHONE = {("released", "alice"): ("/me", "/final", "/final/bots/alice"), ("ladder", "bob"): ("/versions/1",)}
+PHONE = {  # the pages a student opens on a phone: their own, the standings, a bot's, a game, a mistyped one
+    ("released", "alice"): ("/me", "/final", "/final/bots/alice"),
+    ("ladder", "bob"): ("/versions/1", "/ladder", "/games/1", "/me"),
+}
 NOT_OURS = ("admin",)  # Django's own admin, for the teacher: its pages are Django's
 
 
@@ -287,7 +290,8 @@ def test_the_pages_a_phone_opens_fit_390_px(sweep: Sweep, tmp_path: Path) -> Non
     driver = _chromium()
     try:
         opened = {"released-alice-me", "released-alice-final", "released-alice-final-bots-alice"}
-        assert set(sweep.phone) == opened | {"ladder-bob-versions-1"}, sorted(sweep.phone)
+        opened |= {"ladder-bob-versions-1", "ladder-bob-ladder", "ladder-bob-games-1", "ladder-bob-me"}
+        assert set(sweep.phone) == opened, sorted(sweep.phone)
         wide = {}
         for name, page in sweep.phone.items():
             file = tmp_path / f"{name}.html"
