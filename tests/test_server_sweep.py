@@ -129,11 +129,11 @@ def _walk(sweep: Sweep, phase: str, clients: dict[str, Any], where: Any, ids: di
         sweep.names.add(name)
         for path in paths:
             for role in ROLES:
-                answer = clients[role].get(path, follow=True)
+                answer = clients[role].get(path, follow=role != "anonymous")  # a visitor's: to /signin
                 sweep.read += 1
                 kind = answer.get("Content-Type", "")
-                if answer.status_code == 405 or name in NOT_OURS or not kind.startswith("text/html"):
-                    continue  # a form's address (POST only), JSON, CSV: no page to read
+                if answer.status_code in (302, 405) or name in NOT_OURS or not kind.startswith("text/html"):
+                    continue  # sent to sign in (read as its own address), a form's (POST only), JSON, CSV
                 page = answer.content.decode(errors="replace")
                 where_ = f"{phase} {role} {path} ({answer.status_code})"
                 if "<header>" not in page or 'name="viewport"' not in page:
