@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from arena.match.record import told
 from arena.report import charts
@@ -134,13 +135,16 @@ def _num(x: object, fmt: str) -> str:
 
 
 def _when(iso: object) -> str:
-    """'2026-11-22 01:53 UTC' from a stored ISO time; '–' when there is none."""
+    """A stored ISO time as a <time> that the page's script shows in the reader's zone ('2026-11-22 01:53
+    UTC' without JavaScript, and on hover); '–' when there is none."""
     if not isinstance(iso, str) or not iso:
         return "–"
     try:
-        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M %Z").strip()
+        at = datetime.fromisoformat(iso)
     except ValueError:
         return iso
+    shown = at.strftime("%Y-%m-%d %H:%M %Z").strip()
+    return Markup('<time datetime="{}" class="utc" title="{}">{}</time>').format(at.isoformat(), shown, shown)
 
 
 def _colour(score: float) -> str:

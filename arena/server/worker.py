@@ -157,7 +157,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
     from arena.api import Tournament
     from arena.lab import ClusterError
     from arena.match.bots import BotError
-    from arena.server.models import Classroom, FinalState
+    from arena.server.models import STOPPED, Classroom, FinalState
     from arena.server.standings import field, final, ladder
 
     where, settings = class_dir(), settings_here()
@@ -170,8 +170,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 time.sleep(IDLE_S)
                 continue
             if classroom.undoable():  # the ladder stops at the deadline; the final waits for its undo time
-                start = classroom.final_at()
-                _note(classroom, f"submissions are closed; the final starts at {start:%H:%M:%S} UTC")
+                _note(classroom, STOPPED)
                 time.sleep(IDLE_S)
                 continue
             if classroom.frozen():
@@ -263,10 +262,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.server.settings")
     stop = stops()
     logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
-    django.setup()
     role = argv[0] if argv else ""
-    os.nice(NICE.get(role, 0))
-    try:
+    try:  # a stop from its start on (arena serve's SIGTERM may land inside django.setup) ends it quietly
+        django.setup()
+        os.nice(NICE.get(role, 0))
         if role == "checks":
             checks(stop)
         elif role == "ladder":

@@ -117,7 +117,14 @@ def freeze(request: HttpRequest, member: Member, classroom: Classroom) -> HttpRe
         return render(request, "classroom/freeze.html", context)
     classroom.freeze_at = max(at, now)  # a time past closes now: the undo's minute counts from here
     classroom.save(update_fields=["freeze_at"])
-    messages.success(request, "deadline saved")
+    if classroom.frozen(now):
+        said = (
+            f"submissions are closed: the final starts in {classroom.undo_seconds} seconds; "
+            "until then you can undo the freeze"
+        )
+    else:
+        said = "deadline saved: submissions close then"
+    messages.success(request, said)
     return redirect("teacher")
 
 
