@@ -25,7 +25,7 @@ import numpy as np
 from arena.game.openings import Book
 from arena.match.bots import Bot
 from arena.stats.posterior import ELO_PER_NAT, Pairs, Posterior, from_games, posterior
-from arena.stats.settle import Rule, Verdict, verdict
+from arena.stats.settle import Rule, Status, Verdict, verdict
 from arena.tournament.schedule import Result, Slot, game, key
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
     Φ(-(m + r) / s) falls by φ(z) z / 2s² per unit of variance taken off its difference."""
     if count <= 0 or judged.settled:
         return []
-    claims = [c for c in judged.claims if c.risk > 1e-12]
+    claims = [c for c in judged.claims if c.risk > 1e-12 or c.status is Status.OPEN]
     n = post.n
     cov = post.cov / ELO_PER_NAT**2
     u = np.zeros((len(claims), n))
@@ -123,6 +123,10 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
     mean = u @ post.theta
     z = (mean + judged.rule.resolution / ELO_PER_NAT) / np.sqrt(var)
     weight = np.exp(-z * z / 2.0) * z / (2.0 * var)
+    # A reference's pair that is open because it is neither ordered nor within the resolution on both sides
+    # may have little risk of a reversal left: it is weighed as a pair one SD from being settled would be.
+    unsure = np.array([c.status is Status.OPEN and c.two_sided for c in claims], dtype=bool)
+    weight = np.where(unsure, np.maximum(weight, np.exp(-0.5) / (2.0 * var)), weight)
     order = judged.order
     candidates = {
         (min(order[k], order[j]), max(order[k], order[j]))
