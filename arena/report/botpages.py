@@ -70,6 +70,7 @@ class BotPage:
     score: str
     wdl: str
     games: int
+    distinct: int  # of `games`, those not an exact repeat of an earlier one: what W-D-L counts
     opponents: tuple[Opponent, ...]
     faults: tuple[FaultKind, ...]
     think: Markup
@@ -161,7 +162,7 @@ def bot_pages(
                 names.get(int(p.opp), "?"),
                 int(p.games),
                 f"{int(p.wins)}-{int(p.draws)}-{int(p.losses)}",
-                _pct((p.wins + 0.5 * p.draws) / p.games if p.games else math.nan),
+                _pct((p.wins + 0.5 * p.draws) / p.distinct_games if p.distinct_games else math.nan),
                 f"{p.margin_sum / p.games:+.1f}" if p.games else "–",
                 int(p.forfeits),
                 theirs.get(int(p.opp), 0),
@@ -188,6 +189,7 @@ def bot_pages(
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",
                 games=int(r.games),
+                distinct=int(r.distinct),
                 opponents=opponents,
                 faults=faults,
                 think=chart,
