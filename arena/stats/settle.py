@@ -19,7 +19,9 @@ round in 7.5% and 30% of the runs they called settled, where the rule promises a
 `top` settles only the first `top` places: the neighbours among them and the last of them against every bot
 below; `references` (bot names) settle every bot against each reference bot, so a big class gets pass/fail
 against `greedy` without ordering everyone: given alone (no `top`), they are all the rule settles, and each
-bot's verdict against each reference (`Verdict.against`) is better, worse, or within the resolution.
+bot's verdict against each reference (`Verdict.against`) is better, worse, or within the resolution: within on
+both sides at the confidence (P(|difference| <= resolution) >= confidence), not merely not reversed, and
+open until one of the three holds.
 """
 
 from __future__ import annotations
