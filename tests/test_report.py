@@ -70,7 +70,8 @@ def store(tmp_path: Path):
                     continue
                 rnd += 1
                 better = south if order[south.name] < order[north.name] else north
-                s.add_game(Slot(rnd, "x", south, north), record(south, north, better))
+                # a last ply of the round: every game distinct, as real bots from distinct openings play
+                s.add_game(Slot(rnd, "x", south, north), record(south, north, better, moves=(1, 2, rnd)))
     tail = f"thinking...\n{ATTACK}\nTraceback (most recent call last):\nValueError: <b>bad</b> & worse\n"
     s.add_game(
         Slot(rnd + 1, "x", DELTA, ALPHA),

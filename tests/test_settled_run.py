@@ -115,7 +115,8 @@ def test_a_cap_stops_the_run_and_says_what_is_still_open(tmp_path: Path) -> None
     assert out.returncode == 0, out.stderr
     assert len(records(tmp_path)) == 16
     line = next(x for x in out.stdout.splitlines() if x.startswith("not settled"))
-    assert line.startswith("not settled (the cap of --max-games): still open, ")
+    assert line.startswith("not settled after 16 games (the cap of --max-games: 16 games played, at most 16)")
+    assert "): still open, " in line
     assert " vs " in line and "sure of the order" in line
     assert re.search(r"; about [\d,]+ more games to settle it \(a rough estimate\)$", line), line
 

@@ -70,6 +70,7 @@ class BotPage:
     score: str
     wdl: str
     games: int
+    distinct: int  # of `games`, those not an exact repeat of an earlier one: what W-D-L counts
     opponents: tuple[Opponent, ...]
     faults: tuple[FaultKind, ...]
     random_moves: str  # a KGP agent's positions played by a random legal move, in words; "" if none
@@ -172,7 +173,7 @@ def bot_pages(
                 names.get(int(p.opp), "?"),
                 int(p.games),
                 f"{int(p.wins)}-{int(p.draws)}-{int(p.losses)}",
-                _pct((p.wins + 0.5 * p.draws) / p.games if p.games else math.nan),
+                _pct((p.wins + 0.5 * p.draws) / p.distinct_games if p.distinct_games else math.nan),
                 f"{p.margin_sum / p.games:+.1f}" if p.games else "–",
                 int(p.forfeits),
                 theirs.get(int(p.opp), 0),
@@ -199,6 +200,7 @@ def bot_pages(
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",
                 games=int(r.games),
+                distinct=int(r.distinct),
                 opponents=opponents,
                 faults=faults,
                 random_moves=random_note(*randoms[bot]) if bot in randoms else "",

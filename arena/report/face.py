@@ -108,8 +108,9 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
         faults = tuple(dataclasses.replace(k, said="") for k in faults)
     charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
     data = {"random_moves": "", **data}  # a page made before KGP's random moves were counted has none
-    page = BotPage(**{**data, **charts_, "opponents": tuple(Opponent(**o) for o in data["opponents"]),
-                      "faults": faults})  # fmt: skip
+    opponents = tuple(Opponent(**o) for o in data["opponents"])
+    # "distinct": a page's data stored before it was counted had no repeats counted apart
+    page = BotPage(**{"distinct": data["games"], **data, **charts_, "opponents": opponents, "faults": faults})
     return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))
 
 

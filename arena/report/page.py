@@ -54,6 +54,7 @@ class Place:
     mu: str
     sigma: str
     games: int
+    distinct: int  # of `games`, those not an exact repeat of an earlier one: what W-D-L and the Elo count
     wdl: str
     score: str
     margin: str
@@ -189,6 +190,7 @@ def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> li
             mu=f"{r.mu:.1f}",
             sigma=f"{r.sigma:.2f}",
             games=int(r.games),
+            distinct=int(r.distinct),
             wdl=f"{r.wins}-{r.draws}-{r.losses}",
             score=_num(r.score_pct, ".1f") + ("%" if r.games else ""),
             margin=_num(r.margin, "+.1f"),
@@ -251,12 +253,11 @@ def matrix_rows(
             elif r is None or not r.games:
                 cells.append(Cell("", "", "transparent", f"{names[a]} has not met {names[b]}", ""))
             else:
-                score = (r.wins + 0.5 * r.draws) / r.games
+                score = (r.wins + 0.5 * r.draws) / max(int(r.distinct_games), 1)
                 wdl = f"{r.wins}-{r.draws}-{r.losses}"
-                title = (
-                    f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
-                    f"distinct), score {score:.1%}"
-                )
+                kept = distinct.get((a, b), r.games)
+                games = f"{r.games} games" if kept == r.games else f"{kept} distinct of {r.games} games"
+                title = f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {games}, score {score:.1%}"
                 href = games_href(names[a], names[b]) if link else ""
                 cells.append(Cell(wdl, f"{100 * score:.0f}", _colour(score), title, href))
         rows.append((places[a], names[a], cells))
@@ -440,6 +441,7 @@ def render(
             for r in retired.itertuples(index=False)
         ],
         games=int(board["games"].sum()) // 2,
+        distinct_games=int(board["distinct"].sum()) // 2,
         elo_chart=charts.elo_chart(
             [
                 charts.Interval(str(r.bot), styles[int(r.id)], float(r.bt_elo), float(r.bt_pm))
