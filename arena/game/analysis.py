@@ -200,10 +200,10 @@ class Analysis:
         """Plain JSON-able values, what is kept beside the store and what `from_dict` reads back."""
         return {
             "rules": self.rules,
-            "values": [[v.seeds, v.exact, v.depth, v.best, round(v.seconds, 4)] for v in self.values],
+            "values": [[v.seeds, v.exact, v.depth, v.best, v.seconds] for v in self.values],
             "moves": [m.to_dict() for m in self.moves],
             "budget": [self.budget.position, self.budget.game, self.budget.depth],
-            "seconds": round(self.seconds, 3),
+            "seconds": self.seconds,
             "nodes": self.nodes,
             "turning_point": self.turning_words(),
         }
