@@ -15,6 +15,7 @@ import sys
 import click
 
 from arena.cli import server, student, tournament
+from arena.cli.analyse import analyse_cmd
 from arena.cli.options import Printable, echo
 from arena.game.openings import BookError
 from arena.game.rules import RulesError
@@ -58,6 +59,7 @@ for command in (
     tournament.replay_cmd,
     tournament.export,
     student.solve_cmd,
+    analyse_cmd,
     tournament.cluster_certs_cmd,
     server.serve_cmd,
     server.submit_cmd,

@@ -82,6 +82,8 @@ class Solver:
         self.table: dict[object, tuple[int, int, int, Move | None]] = {}  # key: (depth, lower, upper, move)
         self._stores_matter = not (isinstance(rules, Kalah) and not rules.early)
         self._small = 2 * rules.pits * rules.seeds < 256  # every count fits a byte: keys are bytes
+        self._total = rules.total_seeds
+        self._pie = rules.pie
         self.nodes = 0
         self._cut = False  # did the subtree being searched use an estimate anywhere?
         self._deadline = float("inf")
@@ -214,6 +216,15 @@ class Solver:
             self._tick()
         if pos.ended is not None:
             return 0
+        if not (self._pie and (pos.turn == 0 or pos.can_swap)):
+            # Every seed still in a pit goes to one store or to none, and no SWAP is to come: the rest of the
+            # game changes the margin by at most the seeds in play, either way. An exact bound, no estimate.
+            n = self.n
+            bound = (self._total - pos.board[n] - pos.board[2 * n + 1]) * SCALE
+            if alpha >= bound:
+                return bound
+            if beta <= -bound:
+                return -bound
         key = self.key(pos)
         entry = self.table.get(key)
         hint = None

@@ -1,0 +1,47 @@
+"""A game's analysis (arena/game/analysis.py) as `arena analyse` prints it: a line a ply, then the turning
+point, each move credited to the bot that made it (after a SWAP a side has changed hands)."""
+
+from __future__ import annotations
+
+from arena.game.analysis import Analysis, MoveCost
+from arena.game.rules import SIDE_NAMES, SWAP
+from arena.match.record import GameRecord
+
+
+def mover(record: GameRecord, ply: int, side: int) -> str:
+    """The bot that made ply `ply` (1-based) from `side`: the side's first owner until a SWAP was played
+    before it, the other bot after."""
+    plies = record.plies
+    swapped = SWAP in plies[: ply - 1]
+    first = (record.south, record.north)[side]
+    other = record.north if first == record.south else record.south
+    return other if swapped else first
+
+
+def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool) -> str:
+    """Every ply with the value before it, the best move and the played move's mark; the turning point."""
+    exact = analysis.exact_positions()
+    how = "analysed before" if kept else f"analysed in {analysis.seconds:.1f} s"
+    total = len(analysis.values)
+    rest = "" if exact == total else ", the rest estimated by a search cut off at the depth shown"
+    lines = [
+        title,
+        f"{how}: {exact} of {total} positions exact{rest} (a value is the final margin in seeds for the "
+        "player to move, under best play by both)",
+    ]
+    width = max([len(record.south), len(record.north), 3])
+    for m in analysis.moves:
+        bot = mover(record, m.ply, m.side)
+        note = "  (opening)" if m.opening else ""
+        value = analysis.values[m.ply - 1].words()
+        best = "-" if m.best_move is None else str(m.best_move)
+        lines.append(
+            f"{m.ply:4d}. {SIDE_NAMES[m.side]:5} {bot:{width}} played {str(m.move):>4}  best {best:>4}  "
+            f"value {value:28} {m.words()}{note}"
+        )
+
+    def who(m: MoveCost) -> str:
+        return mover(record, m.ply, m.side)
+
+    lines.append(analysis.turning_words(who))
+    return "\n".join(lines)
