@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("classroom", "0007_classroom_kgp_ranked"),
+        ("classroom", "0008_classroom_kgp_no_move"),
     ]
 
     operations = [
