@@ -68,6 +68,11 @@ def test_the_layout_table_names_every_module_once_and_nothing_else() -> None:
     assert not missing, f"modules missing from CONTRIBUTING.md's layout table: {missing}"
 
 
+def _entry(module: str) -> str:
+    """The LAYERS entry that places `module`: its longest key that is the module or a package holding it."""
+    return max((k for k in LAYERS if module == k or module.startswith(k + ".")), key=len)
+
+
 def test_the_layout_table_runs_up_the_layers_in_their_order() -> None:
     """Each row's layer as tests/test_layers.py gives it, the layer cell where a layer starts, and the
     top-level packages in LAYERS' order within their layer."""
@@ -79,7 +84,7 @@ def test_the_layout_table_runs_up_the_layers_in_their_order() -> None:
             assert level > current, f"layer {cell!r} opens twice, or out of order, at {path}"
             current = level
         assert level == current, f"{path} (layer {level}) is listed under layer {current}"
-    tops = [".".join(module_name(p).split(".")[:2]) for _, p in ROWS]
+    tops = [_entry(module_name(p)) for _, p in ROWS]
     runs = [t for i, t in enumerate(tops) if i == 0 or tops[i - 1] != t]
     assert runs == sorted(LAYERS, key=LAYERS.__getitem__), "the table's packages are not in LAYERS' order"
 
