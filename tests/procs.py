@@ -32,14 +32,27 @@ def cmdline(pid: int) -> str:
 
 def processes_mentioning(text: str) -> list[int]:
     """Live processes other than this one whose command line contains `text`, and every process of a
-    sandbox whose bubblewrap does or binds a copy of a bot that was at `text` (arena/sandbox/stage.py): in the
-    sandbox a bot's files are at /bot, and its command line names them there."""
+    sandbox that shows a copy of a bot that was at `text` (arena/sandbox/stage.py) at /bot, with their
+    descendants: in the sandbox a bot's files are at /bot, and its command line names them there."""
     stages = _stages_of(text)
+    staged = {_identity(Path(s)) for s in stages} - {None}
     lines = {int(e.name): cmdline(int(e.name)) for e in Path("/proc").iterdir() if e.name.isdigit()}
     lines.pop(os.getpid(), None)
     found = {pid for pid, line in lines.items() if text in line or any(s in line for s in stages)}
-    sandboxes = {pid for pid in found if os.path.basename(lines[pid].split(" ", 1)[0]) == "bwrap"}
-    return sorted(pid for pid in found | _descendants(sandboxes) if is_running(pid))
+    # bubblewrap reads its options from a descriptor, so its command line names no copy: a sandbox's
+    # processes are found by their working directory, /bot, which is the copy itself
+    inside = {pid for pid in lines if staged and _identity(Path(f"/proc/{pid}/cwd")) in staged}
+    sandboxes = {pid for pid in found if os.path.basename(lines[pid].split(" ", 1)[0]) == "bwrap"} | inside
+    return sorted(pid for pid in found | _descendants(sandboxes) | inside if is_running(pid))
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) of the folder `path` leads to (a bind mount keeps its source's), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _stages_of(text: str) -> list[str]:
