@@ -182,7 +182,6 @@ class Jail:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # A process's one stack is not data to RLIMIT_DATA: held apart, to a quarter of the limit at most.
         resource.setrlimit(resource.RLIMIT_STACK, _lowered(resource.RLIMIT_STACK, memory // 4))
-        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, self.nofile))
         if self.uid is not None:
             # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
             # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so
@@ -191,6 +190,9 @@ class Jail:
         _new_session_keyring()
         if self.cgroups is not None:
             self.cgroups.join()
+        # Last: until exec closes them, the child holds every descriptor of arena's (a busy referee's are
+        # many), so a file opened above (the cgroups') could find no number under the bot's limit.
+        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, self.nofile))
 
     def freeze(self, frozen: bool) -> bool:
         """Pause (or resume) every process of the bot; False where only signals can (no freezer here)."""
