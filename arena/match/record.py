@@ -69,6 +69,9 @@ class GameRecord:
     # What the faulty bot wrote that its fault quotes (its last stderr line, its answer), apart from
     # `detail`: a class's server shows another student the detail alone, never a byte of their bot's.
     said: str = ""
+    # The answer an illegal-move forfeit was for (a pit number or "swap", as the referee read it), so that
+    # a replay checks it is illegal where the game stopped; "" for any other game.
+    illegal: str = ""
 
     @property
     def swapped(self) -> bool:
