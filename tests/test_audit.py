@@ -278,3 +278,26 @@ def test_a_forfeit_after_the_game_was_over_is_only_a_crash(
     else:
         with pytest.raises(Forged, match=f"charged to {faulty} after move \\d+, where the game was over"):
             check(slot(tmp_path), parse_rules(SPEC).spec, forfeit)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_illegal_move_forfeit_keeps_its_answer_and_one_the_rules_allow_there_is_forged(
+    tmp_path: Path, seed: int
+) -> None:
+    """The record of an illegal move keeps the answer (`illegal`), which the replay finds illegal where the
+    game stopped; a machine that says so of a legal move, or of none, or of a game that ended otherwise,
+    forged it."""
+    rules = parse_rules(SPEC)
+    seats = {n: Faulting(n, seed * 2 + i, *(("move", 2, Reason.ILLEGAL) if n == "bob" else ())) for i, n in
+             enumerate(("ann", "bob"))}  # fmt: skip
+    record = play_game(rules, seats["ann"], seats["bob"], Limits())
+    assert (record.reason, record.faulty, record.illegal) == (Reason.ILLEGAL, "bob", "99")
+    check(slot(tmp_path), rules.spec, rebuild(record.to_dict()))
+    pos = rules.initial()
+    for move in record.plies:
+        pos = rules.play(pos, move)
+    for answer, why in ((str(rules.legal_moves(pos)[0]), "a legal move there"), ("", "no answer")):
+        with pytest.raises(Forged, match=f"an illegal-move forfeit of bob after move \\d+, for .*{why}"):
+            check(slot(tmp_path), rules.spec, dataclasses.replace(record, illegal=answer))
+    with pytest.raises(Forged, match="an illegal answer '99' in a game that ended"):
+        check(slot(tmp_path), rules.spec, dataclasses.replace(random_game(SPEC, 7), illegal="99"))

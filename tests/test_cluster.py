@@ -681,8 +681,9 @@ def shipments(monkeypatch: pytest.MonkeyPatch, cluster: Any, certs: Path) -> Ite
     def scatter(self, data, *args, workers=None, **kwargs):  # type: ignore[no-untyped-def]
         at = time.time()
         future = real(self, data, *args, workers=workers, **kwargs)
-        if isinstance(data, workers_.Shipment):
-            seen["scattered"].append((at, future.key, tuple(workers or ())))
+        if isinstance(data, dict) and all(str(k).startswith("Shipment-") for k in data):
+            workers_.Shipment.of(*data.values())  # plain data, as it travels
+            seen["scattered"].extend((at, f.key, tuple(workers or ())) for f in future.values())
         return future
 
     monkeypatch.setattr(distributed.Client, "scatter", scatter)

@@ -207,3 +207,70 @@ def test_an_honest_labs_forfeits_are_confirmed_and_the_share_played_twice_is_mea
         share = back.confirm.replayed / len(stored)
         print(f"\nhonest lab: {back.confirm.replayed} of {len(stored)} games played twice to confirm a "
               f"forfeit ({share:.0%}; benched games are not played)")  # fmt: skip
+
+
+# A rogue machine's forged illegal-move forfeits against greedy, the field's best: each of greedy's games
+# cut where greedy was first to move, greedy charged with an illegal move there; half of them name a
+# legal move as its answer (which the replay refutes), half none (as a record of today's arena may).
+ILLEGAL_ROGUE = """\
+import dataclasses
+
+from arena.game.rules import NORTH, SOUTH, SWAP
+from arena.match.record import Reason
+from arena.lab import workers
+
+real = workers.Arena._games
+
+
+def forged(self, bots, games):
+    played, machine, seconds = real(self, bots, games)
+    out = []
+    for k, r in played:
+        if "greedy" in (r.south, r.north):
+            pos, by_side = self.rules.initial(), [r.south, r.north]
+            for ply in r.opening:
+                pos = self.rules.play(pos, ply)
+            made = {r.south: 0, r.north: 0}
+            n = 0
+            while by_side[pos.to_move] != "greedy":
+                made[by_side[pos.to_move]] += 1
+                pos = self.rules.play(pos, r.moves[n])
+                if r.moves[n] == SWAP:
+                    by_side.reverse()
+                n += 1
+            other = r.north if r.south == "greedy" else r.south
+            answer = str(self.rules.legal_moves(pos)[0]) if k % 2 else ""
+            fields = {f.name for f in dataclasses.fields(r)}
+            r = dataclasses.replace(
+                r, moves=r.moves[:n], move_ms=r.move_ms[:n], south_store=pos.store(SOUTH),
+                north_store=pos.store(NORTH), winner=other, reason=Reason.ILLEGAL, faulty="greedy",
+                detail="played 7: that pit is empty", moves_made=made,
+                **({"illegal": answer} if "illegal" in fields else {}),
+            )
+        out.append((k, r))
+    return out, machine, seconds
+
+
+def dask_setup(worker):
+    if worker.name == 0:
+        workers.Arena._games = forged
+"""
+
+
+def test_forged_illegal_move_forfeits_never_count_and_their_machine_is_dropped(
+    tmp_path: Path, reference, certs
+) -> None:
+    """lab-0 charges the best bot with illegal moves it never made: none is stored (each is refuted by the
+    replay, or played again on lab-1, which disagrees), the games stored are an honest run's, and lab-0
+    is dropped and named."""
+    script = tmp_path / "rogue.py"
+    script.write_text(ILLEGAL_ROGUE, encoding="utf-8")
+    base = tmp_path / "cluster"
+    bots = field(base / "bots")
+    with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
+        back = Cluster(cluster.scheduler_address, certs=certs)
+        result = library_run(base, bots, 3, back)
+    assert (result.scheduled, result.played) == (18, 18)
+    assert games(base) == reference  # no forged illegal move stored: the standings of an honest run
+    assert not [r for r in records(base) if r["reason"] == "illegal"]
+    assert "lab-0" in back.dropped, back.dropped

@@ -21,8 +21,9 @@ import pytest
 from test_cluster import field, library_run
 from test_cluster_faults import ROGUE
 from test_cluster_lab import free_port, process, scheduler_args, wait_workers, worker_args
-from test_tournament import GREEDY, RULES, records, write_bots
+from test_tournament import GREEDY, RULES, db_file, records, write_bots
 
+from arena.api import Tournament
 from arena.lab import Cluster, guard, identity, membership, trust
 from arena.lab.confirm import Confirm
 from arena.lab.context import Context, Patience
@@ -105,6 +106,12 @@ def test_a_forfeit_forged_on_a_machine_is_not_confirmed_by_its_second_process(
     assert "were not confirmed by other machines" in back.dropped[ROGUE_MACHINE], back.dropped
     rogues = [name for name in back.named if ROGUE_MACHINE in name]
     assert len(rogues) == 2 and all(name.startswith("rogue-") for name in rogues), back.named
+    # one identity per machine, whatever its processes call themselves: in the records and the store's list
+    assert {r["worker"] for r in stored} <= {"certified honest", ROGUE_MACHINE}, {r["worker"] for r in stored}
+    with Tournament.open(db_file(tmp_path).parent) as cup:
+        listed = json.loads(cup.store.meta()["workers"])
+    assert set(listed) == {"certified honest", ROGUE_MACHINE}, set(listed)
+    assert listed[ROGUE_MACHINE]["summary"].startswith("rogue-"), listed[ROGUE_MACHINE]  # its words, shown
 
 
 def test_a_bot_that_fails_on_two_processes_of_one_machine_is_not_charged(
@@ -119,7 +126,7 @@ def test_a_bot_that_fails_on_two_processes_of_one_machine_is_not_charged(
     assert result.scheduled == result.played == 6
     stored = records(tmp_path)
     assert [r for r in stored if r["faulty"] == "fragile"] == [], "the bot was charged"
-    assert {r["worker"] for r in stored} == {"honest"}
+    assert {r["worker"] for r in stored} == {"certified honest"}
     assert "No space left on device" in back.dropped.get(ROGUE_MACHINE, ""), back.dropped
 
 

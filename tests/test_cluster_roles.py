@@ -159,6 +159,9 @@ def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_o
     assert guard.refused({"op": "retire_workers", "workers": [mine]}, may, lab_a, joined) is None
     for sly in ({"names": ["lab-b"]}, {"n": 3}, {"workers": []}, {"workers": [mine], "names": ["lab-b"]}):
         assert guard.refused({"op": "retire_workers", **sly}, may, lab_a, joined), sly  # by name or count
+    beat = {"op": "heartbeat_worker", "address": "tls://10.0.0.2:4000", "metrics": {}}  # lab-b's worker
+    assert guard.refused(beat, may, lab_a, joined) == "heartbeat_worker of a worker it did not register"
+    assert guard.refused(beat, may, lab_b, joined) is None
     other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
     assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
     assert guard.refused(other, may, lab_b, joined) is None

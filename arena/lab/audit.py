@@ -5,8 +5,9 @@ the record is rebuilt here and replayed: the bots and the opening must be the sl
 turn, the final stores those the moves give, and the winner, the reason and the fault consistent with how
 the game ended. What a replay cannot tell is whether the moves are the ones the bots chose: a machine that
 plays a bot's moves for it is caught only by how its games disagree with the others' (the page's residual
-per machine); nor whether a timeout, a crash or a garbled answer happened, which a second machine
-confirms before such a forfeit counts (arena/lab/confirm.py).
+per machine); nor whether a timeout, a crash or a garbled answer happened, nor whether the bot gave the
+illegal answer an illegal-move forfeit keeps (the replay checks only that it is illegal where the game
+stopped), which a second machine confirms before such a forfeit counts (arena/lab/confirm.py).
 """
 
 from __future__ import annotations
@@ -119,7 +120,14 @@ def check(slot: Slot, spec: str, record: GameRecord, rules: Rules | None = None)
         bots = {slot.south.name: slot.south, slot.north.name: slot.north}
         if not _chargeable(record, turn, bots[record.faulty].protocol):
             raise Forged(_not_chargeable(record, turn))
+        if record.reason == Reason.ILLEGAL and not _illegal(rules, pos, record.illegal):
+            raise Forged(
+                f"an illegal-move forfeit of {record.faulty} after move {len(record.moves)}, for "
+                f"{record.illegal!r}: " + ("no answer" if not record.illegal else "a legal move there")
+            )
         return
+    if record.illegal:
+        raise Forged(f"an illegal answer {record.illegal!r} in a game that ended {record.reason}")
     if record.reason not in (Reason.NORMAL, Reason.EARLY):
         raise Forged(f"its reason {record.reason!r} is not one a game can end with")
     if not rules.is_over(pos):
@@ -131,6 +139,20 @@ def check(slot: Slot, spec: str, record: GameRecord, rules: Rules | None = None)
             f"it says {record.reason}, won by {record.winner!r}; its moves end {outcome.reason}, "
             f"won by {winner!r}"
         )
+
+
+def _illegal(rules: Rules, pos: Any, answer: str) -> bool:
+    """Whether `answer` (a record's `illegal`: a pit number, or a word) is a move the rules refuse in
+    `pos`: the part of an illegal-move forfeit a replay can check (that the bot gave it, a second machine
+    confirms, arena/lab/confirm.py)."""
+    if not answer:
+        return False
+    move: int | str = int(answer) if answer.lstrip("-").isdigit() and len(answer) < 20 else answer
+    try:
+        rules.play(pos, move)
+    except ValueError:
+        return True
+    return False
 
 
 def _chargeable(record: GameRecord, mover: str | None, protocol: str) -> bool:

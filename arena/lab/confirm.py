@@ -1,5 +1,6 @@
 """A result a replay cannot check is not taken on one machine's word. A bot's timeout, crash or garbled
-answer leaves nothing in the record that the rules engine can test: a machine that says "the opponent timed
+answer leaves nothing in the record that the rules engine can test, and an illegal move only its answer,
+which the replay shows illegal but not that the bot gave it: a machine that says "the opponent timed
 out before its first move" forges a win a replay accepts. So such a forfeit, which decides its game, is held
 and the game played again on another machine before it counts: the same bot forfeiting there confirms it
 (the first record is stored); otherwise the game as the second machine played it is stored, and the
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 from arena.match.record import GameRecord, Reason
 from arena.tournament.schedule import Slot
 
-UNCHECKABLE = (Reason.TIMEOUT, Reason.CRASH, Reason.GARBLED)  # forfeits a replay cannot test
+# Forfeits a replay cannot test: that a timeout, a crash or a garbled answer happened, that the bot gave
+# the illegal answer its record keeps (the replay checks the answer is illegal there, audit.py)
+UNCHECKABLE = (Reason.TIMEOUT, Reason.CRASH, Reason.GARBLED, Reason.ILLEGAL)
 UNCONFIRMED = 3  # unconfirmed claims (and more than its confirmed ones) that drop a machine
 
 

@@ -157,7 +157,7 @@ class Dispatch:
         if key in self.shipped and self.shipped[key].status == "finished":
             return self.shipped[key]
         unchanged(bot)
-        pack = workers.pack(bot)
+        pack = workers.pack(bot).plain()
         client = self.ctx.client
 
         def scatter() -> Any:
@@ -165,7 +165,8 @@ class Dispatch:
             to = [a for a in where if a in self.members.accepted] or sorted(self.members.accepted)
             if not to:
                 raise ClusterError("no accepted worker to send the bots to")
-            return client.scatter(pack, hash=False, workers=to)
+            key = f"Shipment-{bot.digest}-{next(self.serial)}"  # a key of its own: a tuple, not its items
+            return client.scatter({key: pack}, workers=to)[key]
 
         self.shipped[key] = self.ctx.patience.patiently(client, scatter)
         return self.shipped[key]

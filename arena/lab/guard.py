@@ -7,16 +7,22 @@ that server listens or connects: the check runs then, on the command line the pr
 Dask's own TLS configuration, and only in the process Dask's command line started (not in the worker
 process a nanny starts, whose TLS the nanny hands it).
 
-Then, as Dask starts the server (`dask_setup`), every connection it accepts is read through the role its
+Then, as Dask starts the server (`dask_setup`: after its listeners, before it connects anywhere), every
+connection of the process, accepted or opened, is read through arena/lab/wire.py: a message from a peer
+whose certificate is neither the scheduler's nor the coordinator's must be plain data (msgpack, Dask's
+msgpack serializer), checked in its frames before Dask decodes (and would unpickle) any of it, else the
+connection is closed, whatever its op; a certificate in REVOKED (beside the process's own ca.pem, read at
+every connection, on every machine) is refused at once. A worker and a nanny answer every operation as
+plain data (`plainly`), so that the scheduler and the workers that read them refuse nothing of theirs.
+Every connection the server accepts is also read through the role its
 peer's certificate names (trust.py: an OU of its subject; the end of the common name of a certificate made
 before roles): only the coordinator's may act as a Dask client. Every side is an allowlist, so that an
 operation a later Dask adds, or one nobody thought of, is refused: at the scheduler a worker's certificate
 may ask only what distributed's Worker and Nanny ask (WORKER_OPS: join, heartbeats, who has a key, its
 batched stream's reports), and retire or unregister only workers it registered itself; at a worker another
 worker's certificate may only fetch a task's data (`get_data`, how the bots travel between machines); at a
-nanny only its own worker may ask it to close. A
-certificate whose machine or serial is in the scheduler's REVOKED list (beside its ca.pem) is refused at
-once. An operation refused closes the connection, with one line in the server's log naming the peer.
+nanny only its own worker may ask it to close. An operation refused closes the connection, with one
+line in the server's log naming the peer.
 
 At the scheduler, every worker that registers is told which machine it is (`certified`, in its Dask
 `extra`, which replaces whatever the worker sent there): the machine its certificate names, else the IP it
@@ -38,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.lab import background
+from arena.lab import background, wire
 from arena.lab.trust import MACHINE_EXTRA, MACHINE_UNIT, REVOKED
 from arena.lab.trust import ROLES as CERT_ROLES
 
@@ -50,6 +56,7 @@ WORKER_OPS = frozenset({
     "register-worker", "register_nanny",  # a worker and its nanny join (the first message of a connection)
     "heartbeat_worker", "who_has", "log_event",  # a worker's and a nanny's rpc to the scheduler
     "unregister", "retire_workers",  # a nanny's worker gone, a worker closing: only its own (OWN_ADDRESSES)
+    # (a heartbeat too: a machine keeps alive, and reports the metrics of, only workers it registered)
     # the worker's batched stream (Scheduler's worker_handlers, the stealing extension's reply)
     "task-finished", "task-erred", "release-worker-data", "add-keys", "long-running", "reschedule",
     "keep-alive", "log-event", "worker-status-change", "request-refresh-who-has", "steal-response",
@@ -57,7 +64,7 @@ WORKER_OPS = frozenset({
 })  # fmt: skip
 # The operations of WORKER_OPS that name workers, and the argument that names them: a certificate may name
 # only workers it registered itself (with the class's shared worker.pem: any machine's)
-OWN_ADDRESSES = {"unregister": "address", "retire_workers": "workers"}
+OWN_ADDRESSES = {"unregister": "address", "retire_workers": "workers", "heartbeat_worker": "address"}
 PEER_WORKER_OPS = frozenset({"get_data"})  # what a worker asks of another worker
 OWN_WORKER_OPS = frozenset({"close_gracefully"})  # what a worker asks of its own nanny
 
@@ -241,6 +248,37 @@ def stamp(msg: object, machine: str) -> None:
             one["extra"] = {MACHINE_EXTRA: machine}
 
 
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """Where a guarded server's ca.pem is (its REVOKED beside it, read at every connection), and which
+    server it is, for its messages."""
+
+    ca_file: str | None = None
+    kind: str = "process"  # the server this process runs: scheduler, worker, nanny
+
+
+def judge(authority: Authority) -> wire.Judge:
+    """How this lab process reads a connection's peer (wire.py): a revoked certificate refused, the
+    scheduler's and the coordinator's trusted, any other's read as plain data only."""
+
+    def verdict(cert: dict[str, Any] | None) -> str | None:
+        them = peer(cert)
+        gone = revoked(authority.ca_file)
+        if them.serial in gone or (them.machine and them.machine.lower() in gone):
+            return f"{them} is revoked (read by the {authority.kind})"
+        return wire.TRUSTED if them.role in ("scheduler", "coordinator") else None
+
+    return verdict
+
+
+def plainly(msg: object) -> None:
+    """A worker's or a nanny's answer to `msg` (one operation asked of it, not a stream's list) written
+    as plain data, whoever asked (Dask's msgpack serializer): the scheduler reads nothing else from it
+    (wire.py), and all arena keeps in Dask is plain (results, shipments, what Client.run returns)."""
+    if isinstance(msg, dict) and "op" in msg:
+        msg["serializers"] = sorted(wire.SERIALIZERS)
+
+
 def dask_setup(server: Any) -> None:
     """Dask's hook, as the server starts (its listeners made): every connection it accepts guarded."""
     from distributed import Nanny, Scheduler, Worker
@@ -256,6 +294,14 @@ def dask_setup(server: Any) -> None:
     if kind is None or server.security is None or not server.security.require_encryption:
         return
     security = server.security
+    # Before this server connects anywhere (Dask starts a preload after its listeners, before it
+    # registers): what it reads of its peers (wire.py), connections it accepted before now closed
+    authority = Authority(security.tls_ca_file or _config_ca(), kind)
+    wire.install(judge(authority), server.listeners)
+    for listener in server.listeners:
+        listener.abort_handshaking_comms()
+    for comm in list(getattr(server, "_comms", {})):
+        comm.abort()
     me = own(security.tls_scheduler_cert if kind == "scheduler" else security.tls_worker_cert)
     joined: dict[str, Peer] = {}  # this server's, for as long as it lives
     for listener in server.listeners:
@@ -269,13 +315,13 @@ def _guarded(
 
     async def handle(comm: Any) -> None:
         them = peer(comm.extra_info.get("peercert"))
-        gone = revoked(ca_file) if kind == "scheduler" else set()
+        gone = revoked(ca_file)
         if them.serial in gone or (them.machine and them.machine.lower() in gone):
             log.warning(f"arena: {kind} refused {comm.peer_address}: {them} is revoked")
             comm.abort()
             return
         may = allowed(kind, me, them)
-        if may is not None or kind == "scheduler":
+        if True:  # every connection: the scheduler stamps, a worker and a nanny answer plainly
             read = comm.read
             machine = certified(them, comm.peer_address)
 
@@ -288,12 +334,21 @@ def _guarded(
                     raise CommClosedError(f"arena: {them} may not ask {op!r} of a {kind}")
                 if kind == "scheduler":
                     stamp(msg, machine)
+                if kind != "scheduler":
+                    plainly(msg)
                 return msg
 
             comm.read = guarded_read
         await handler(comm)
 
     return handle
+
+
+def _config_ca() -> str | None:
+    import dask
+
+    found = dask.config.get("distributed.comm.tls.ca-file", default=None)
+    return str(found) if found else None
 
 
 def _check() -> None:

@@ -138,6 +138,8 @@ class Intake:
         members = self.members
         found = dataclasses.replace(found, certified=members.certified.get(address, ""))
         mine, shown = members.machine(address, found), members.shown(address, found)
+        if found.identity != found.host:  # its games are the certified machine's, whatever it calls itself
+            records = [(k, dataclasses.replace(r, worker=found.identity)) for k, r in records]
         if found.address not in ctx.machines:
             ctx.machines[found.address] = found
             if ctx.on_machine:

@@ -82,6 +82,29 @@ class Shipment:
     entry: str
     files: tuple[tuple[str, int, bytes], ...]
 
+    def plain(self) -> Plain:
+        """As it travels between the coordinator and the workers and between workers: plain data, which a
+        worker reads from another without unpickling (arena/lab/wire.py refuses anything else)."""
+        return (self.name, self.digest, self.entry, self.files)
+
+    @classmethod
+    def of(cls, plain: object) -> Shipment:
+        """The shipment of `plain` as it arrived (a tuple, the lists of msgpack's reading too); ValueError
+        for anything else (what a hostile machine served)."""
+        if not isinstance(plain, (tuple, list)) or len(plain) != 4:
+            raise ValueError("not a bot's shipment")
+        words, files = plain[:3], plain[3]
+        try:
+            rows = tuple((str(r), int(m), bytes(d)) for r, m, d in files)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"not a bot's shipment ({e})") from None
+        if not all(isinstance(x, str) for x in words):
+            raise ValueError("not a bot's shipment")
+        return cls(str(words[0]), str(words[1]), str(words[2]), rows)
+
+
+Plain = tuple[str, str, str, tuple[tuple[str, int, bytes], ...]]  # a Shipment as plain data
+
 
 def pack(bot: Bot) -> Shipment:
     """The files of `bot`, read now without following a link (arena.match.bots.bot_files: a link in its
@@ -268,13 +291,14 @@ class Arena(WorkerPlugin):
         """Play `games` one after the other on one game slot (the plugin's own thread)."""
         return self.threads.submit(self._games, bots, games).result()
 
-    def answer(self, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
+    def answer(self, bots: dict[str, Plain], games: Sequence[Game]) -> str:
         """`play`, its outcome as JSON text: plain data the coordinator reads without running any code
         of this machine's (it rebuilds and checks every record), a refusal as its message."""
         start = time.monotonic()
         bot = None
         try:
-            played, machine, seconds = self.play(bots, games)
+            ships = {digest: Shipment.of(plain) for digest, plain in bots.items()}
+            played, machine, seconds = self.play(ships, games)
         except Unready as e:
             played, machine, seconds, refused, error, bot = (
                 [],
@@ -385,7 +409,7 @@ async def leave(plugin: str, dask_worker: Any) -> None:
         await dask_worker.plugin_remove(plugin)
 
 
-def play_task(plugin: str, bots: dict[str, Shipment], games: Sequence[Game]) -> str:
+def play_task(plugin: str, bots: dict[str, Plain], games: Sequence[Game]) -> str:
     """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
     every bot they need, by digest. Its answer is JSON text (`Arena.answer`); a worker that does not have
     the run set up (one started again at the same address) says so, to be greeted again."""

@@ -72,6 +72,9 @@ class GameRecord:
     # Positions a KGP agent gave no legal move for by `stop` (or `yield`), each played by a random legal move
     # as the course server plays them (arena/match/referee.py), per agent; {} for every other game.
     random_moves: dict[str, int] = field(default_factory=dict)
+    # The answer an illegal-move forfeit was for (a pit number or "swap", as the referee read it), so that
+    # a replay checks it is illegal where the game stopped; "" for any other game.
+    illegal: str = ""
 
     @property
     def swapped(self) -> bool:

@@ -320,6 +320,7 @@ def play_game(
     moves_made = {south.name: 0, north.name: 0}
     random_moves: dict[str, int] = {}
     forfeit: _Forfeit | None = None
+    illegal = ""  # the answer the rules refused, if one was
     try:
         for side, player in enumerate((south, north)):
             with _charged_to(player):
@@ -343,6 +344,7 @@ def play_game(
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
+                    illegal = str(move)
                     if isinstance(move, int) and not 1 <= move <= rules.pits:  # a number it chose: its words
                         out = f"played a pit out of range 1..{rules.pits}{_PITS}"
                         raise Fault(Reason.ILLEGAL, out, f"its move: {move}") from None
@@ -399,6 +401,7 @@ def play_game(
         faulty=faulty,
         detail=detail,
         said=said,
+        illegal=illegal if reason == Reason.ILLEGAL else "",
         move_ms=tuple(move_ms),
         think_ms={name: round(ms, 2) for name, ms in think_ms.items()},
         moves_made=moves_made,

@@ -319,7 +319,7 @@ class Store:
 
     def workers(self) -> dict[str, Machine]:
         """Every cluster worker that ever played a game of the tournament (or was dropped from a run), by
-        its machine's name."""
+        its machine (Machine.identity: as the lab's scheduler certified it)."""
         known = json.loads(self._meta("workers") or "{}")
         names = {f.name for f in dataclasses.fields(Machine)}
         return {
@@ -331,7 +331,7 @@ class Store:
         """Add these workers to those known (each with its one-line summary, as the page shows it)."""
         known = json.loads(self._meta("workers") or "{}")
         for m in machines:
-            known[m.host] = {**asdict(m), "summary": m.summary()}
+            known[m.identity] = {**asdict(m), "summary": m.summary()}
         self.set_meta("workers", json.dumps(known))
 
     # --- bots -----------------------------------------------------------------------------------------

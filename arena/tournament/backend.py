@@ -36,7 +36,7 @@ class Machine:
     """A cluster worker that played games, and what its machine could enforce."""
 
     address: str  # its Dask address, which changes when it restarts
-    host: str  # its machine's name, as the games it played record it (GameRecord.worker)
+    host: str  # its machine's name, as it gives it (ARENA_MACHINE, its host name): words, not who it is
     cores: int
     slots: int  # games it plays at once (its Dask resource `games`)
     sandbox: bool
@@ -47,6 +47,12 @@ class Machine:
     # The machine the lab's scheduler says it is ('certified NAME': its certificate's; 'from IP': where it
     # connected from, with the class's shared certificate), which `host` may not be; "": not known
     certified: str = ""
+
+    @property
+    def identity(self) -> str:
+        """The machine as the run tells it apart, and as its games' records and the store's list of
+        workers name it: what the scheduler certified, else (no guard) the name it gave."""
+        return self.certified or self.host
 
     def named(self) -> str:
         """The worker in words: its name, its address, and the machine the scheduler certified."""
