@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--against", default="main", help="the revision to compare with (default: main)")
-    parser.add_argument("--seeds", type=int, default=18, help="seeds in play of the same-work comparison")
+    parser.add_argument("--seeds", type=int, default=22, help="seeds in play of the same-work comparison")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
