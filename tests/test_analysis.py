@@ -258,8 +258,8 @@ def test_the_turning_point_is_the_last_move_that_changed_the_result() -> None:
                         Mark.DRAW_TO_LOSS: ("drawn", "lost")}[turn.mark]  # fmt: skip
             side = ("south", "north")[turn.side]
             assert words == (
-                f"turning point: move {turn.ply}, {side}: {round(turn.cost)} seed{'s' * (turn.cost != 1)} "
-                f"lost, the game was {was} before it and {now} after"
+                f"turning point: move {turn.ply - 2}, {side}: {round(turn.cost)} "
+                f"seed{'s' * (turn.cost != 1)} lost, the game was {was} before it and {now} after"
             )
             named += 1
         elif turn is not None:

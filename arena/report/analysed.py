@@ -32,12 +32,11 @@ def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool
     width = max([len(record.south), len(record.north), 3])
     for m in analysis.moves:
         bot = mover(record, m.ply, m.side)
-        note = "  (opening)" if m.opening else ""
         value = analysis.values[m.ply - 1].words()
         best = "-" if m.best_move is None else str(m.best_move)
         lines.append(
-            f"{m.ply:4d}. {SIDE_NAMES[m.side]:5} {bot:{width}} played {str(m.move):>4}  best {best:>4}  "
-            f"value {value:28} {m.words()}{note}"
+            f"{m.label():>10}  {SIDE_NAMES[m.side]:5} {bot:{width}} played {str(m.move):>4}  best {best:>4}  "
+            f"value {value:28} {m.words()}"
         )
 
     def who(m: MoveCost) -> str:
