@@ -317,7 +317,10 @@ def test_arena_analyse_a_replay_file_then_a_stored_game(tmp_path: Path) -> None:
                    "--no-sandbox", cwd=tmp_path)  # fmt: skip
     assert played.returncode == 0, played.stderr
     (tmp_path / "games.jsonl").write_text(played.stdout)
-    shown = arena("analyse", "games.jsonl", "--time-per-game", "20", cwd=tmp_path)
+    # budgets roomy enough for Kalah(4,3) to solve from the start on a loaded machine
+    shown = arena(
+        "analyse", "games.jsonl", "--time-per-position", "60", "--time-per-game", "600", cwd=tmp_path
+    )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.count("game: greedy (south) vs random (north)") == 1
     assert shown.stdout.count("turning point: ") + shown.stdout.count("no move ") == 2

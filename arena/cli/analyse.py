@@ -103,6 +103,17 @@ def analyse_cmd(game, name, out, per_position, per_game, depth, again, as_json):
             echo(json.dumps({"game": ident, **analysis.to_dict()}))
         else:
             echo(analysis_text(record, analysis, title, kept))
+    if game.isdigit():
+        _onto_the_page(folder)
+
+
+def _onto_the_page(folder: Path) -> None:
+    """The report's replay shows the marks on its next load (games/analyses.js beside the page)."""
+    from arena.api import Tournament
+    from arena.report.marked import write_analyses
+
+    with Tournament.open(folder) as cup:
+        write_analyses(cup.store, folder)
 
 
 def _stored(folder: Path, game: int, name: str) -> dict[str, Any]:

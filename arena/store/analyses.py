@@ -75,6 +75,11 @@ class Analyses:
             (key, game, json.dumps(analysis.to_dict())),
         )
 
+    def games(self) -> list[int]:
+        """The stored games' ids that have an analysis kept."""
+        rows = self.db.execute("SELECT DISTINCT game FROM analyses WHERE game IS NOT NULL ORDER BY game")
+        return [game for (game,) in rows]
+
     def of_games(self, games: Iterable[tuple[int, str]]) -> dict[int, Analysis]:
         """The kept analyses of stored games, given as (game id, game_key): those analysed, by id."""
         wanted = dict(games)
