@@ -39,8 +39,14 @@ def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool
             f"value {value:28} {m.words()}"
         )
 
+    lines.append(turning_words(record, analysis))
+    return "\n".join(lines)
+
+
+def turning_words(record: GameRecord, analysis: Analysis) -> str:
+    """The turning point in a sentence, naming the bot that made the move."""
+
     def who(m: MoveCost) -> str:
         return mover(record, m.ply, m.side)
 
-    lines.append(analysis.turning_words(who))
-    return "\n".join(lines)
+    return analysis.turning_words(who)

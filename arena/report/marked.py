@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.game.analysis import Analysis, MoveCost, positions
+from arena.game.analysis import Analysis, positions
 from arena.game.rules import SWAP, parse_rules
 from arena.match.record import GameRecord
-from arena.report.analysed import mover
+from arena.report.analysed import turning_words
 from arena.store import queries
 from arena.store.analyses import game_key, read_only
 from arena.store.writer import Store
@@ -39,16 +39,13 @@ def encode(record: GameRecord, analysis: Analysis) -> dict[str, Any]:
         first.append(round(value.seeds if mine else -value.seeds, 2))
     turn = analysis.turning_point()
 
-    def who(m: MoveCost) -> str:
-        return mover(record, m.ply, m.side)
-
     return {
         "g": first,
         "x": [int(v.exact) for v in analysis.values],
         "d": [v.depth for v in analysis.values],
         "b": ["" if v.best is None else str(v.best) for v in analysis.values],
         "m": [[m.mark.name, round(m.cost, 1), m.words()] for m in analysis.moves],
-        "t": [-1 if turn is None else turn.ply - 1, analysis.turning_words(who)],
+        "t": [-1 if turn is None else turn.ply - 1, turning_words(record, analysis)],
     }
 
 
