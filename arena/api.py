@@ -347,7 +347,14 @@ class Tournament:
         check_rules(field, self.settings.game_rules())
         schedule = self.schedule(field, rounds, hero, settle, max_games, keep=True)
         self.store.set_stopping(None if rounds is not None else _rule_dict(settle))
-        return self._play(entered, schedule, dataclasses.replace(options or RunOptions(), **how))
+        result = self._play(entered, schedule, dataclasses.replace(options or RunOptions(), **how))
+        if rounds is None and not result.interrupted:  # an adaptive run: why it stopped
+            from arena.tournament.adaptive import Adaptive
+
+            assert isinstance(schedule, Adaptive)
+            why = schedule.stopped(self.store.results(current_only=True))
+            result = dataclasses.replace(result, stopped=why)
+        return result
 
     def match(
         self,
@@ -536,6 +543,7 @@ class Tournament:
                 "mu": _plain(r.mu),
                 "sigma": _plain(r.sigma),
                 "games": int(r.games),
+                "distinct": int(r.distinct),  # of `games`, not an exact repeat: what wins-draws-losses count
                 "wins": int(r.wins),
                 "draws": int(r.draws),
                 "losses": int(r.losses),
@@ -573,8 +581,8 @@ class Tournament:
 
 
 STANDINGS_FIELDS = [
-    "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games", "wins",
-    "draws", "losses", "score_pct", "forfeits", "digest", "author", "against",
+    "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games",
+    "distinct", "wins", "draws", "losses", "score_pct", "forfeits", "digest", "author", "against",
 ]  # fmt: skip
 
 

@@ -234,7 +234,7 @@ def reference_errors(elo: np.ndarray, judged: settle.Verdict, ref: int, resoluti
         gap = elo[b] - elo[ref]
         word = next(iter(verdicts.values())).word
         wrong += (word == "better" and gap < -resolution) or (word == "worse" and gap > resolution)
-        wrong += word == "within" and abs(gap) > 2 * resolution  # shared: not reversed beyond the resolution
+        wrong += word == "within" and abs(gap) > resolution  # within on both sides (settle._status)
     return wrong
 
 

@@ -91,7 +91,9 @@ PACKAGE_FILES = {
     "test_redteam_sandbox.py", "test_report.py", "test_sandbox_calls.py", "test_server_e2e.py",
     "test_user_memory.py",
 }  # fmt: skip
-PACKAGE_WORDS = re.compile(r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b")
+PACKAGE_WORDS = re.compile(
+    r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b"
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -151,6 +153,15 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("certs")
     make(folder)
     return folder
+
+
+@pytest.fixture
+def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty class with Django set up on it in this process (tests/server_kit.py); skips without the
+    server's extra."""
+    from tests.server_kit import empty_class
+
+    return empty_class(tmp_path_factory)
 
 
 @pytest.fixture

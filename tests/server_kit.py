@@ -57,6 +57,27 @@ def setup_django(class_dir: Path, db: str | None = None) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
+def empty_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A class folder with Django set up on it in this process and its database emptied: where every test
+    of the server through Django's test client starts (the `django_class` fixture of tests/conftest.py)."""
+    need_extra()
+    setup_django(tmp_path_factory.mktemp("server") / "class")
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+    return Path(settings.ARENA_CLASS_DIR)
+
+
+def signed_in(user: object) -> object:
+    """Django's test client, signed in as `user` (a member's `.user`)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)  # type: ignore[arg-type]
+    return client
+
+
 class Server:
     """`arena serve CLASS_DIR` on 127.0.0.1 at a free port, in its own process group; `args` are more of
     its options (--cluster)."""

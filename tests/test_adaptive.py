@@ -126,3 +126,37 @@ def test_the_same_seed_plays_the_same_games_and_a_restart_continues_them() -> No
     for batch in played[:4]:
         partial = partial.add(*play(elo, batch, rng))
     assert plan(partial, Rule(), names(5), 9, 5, batch_size(5)) == played[5]
+
+
+def test_a_pair_that_can_only_repeat_its_games_is_not_asked_again() -> None:
+    """Every game from the start position (no book) and a pair whose second pairing replayed its first
+    exactly: the two are deterministic against each other, so every further game of theirs would repeat.
+    The planner asked them again (two such bots played 26 games with 2 distinct); now the pair is done, the
+    other pairs are still played, and once every pair that could help is done the run stops saying why."""
+    from pathlib import Path
+
+    from arena.match.bots import Bot
+    from arena.tournament.adaptive import Adaptive
+    from arena.tournament.schedule import Result
+
+    bots = tuple(Bot(n, ("true",), Path("/nowhere"), Path(f"/nowhere/{n}.py"), f"{n}-1") for n in names(4))
+    v = [(b.name, b.digest) for b in bots]
+    schedule = Adaptive(bots, Rule(), seed=7)
+    # bot0 and bot1 played two pairings, the second a replay of the first; every other pair one pairing
+    results = [Result(1, v[0], v[1], "bot0"), Result(1, v[1], v[0], "bot0")]
+    results += [Result(2, v[0], v[1], "bot0", repeat=True), Result(2, v[1], v[0], "bot0", repeat=True)]
+    for a in range(4):
+        for b in range(4):
+            if a != b and {a, b} != {0, 1}:
+                results.append(Result(1, v[a], v[b], f"bot{min(a, b)}"))
+    assert schedule.exhausted(results) == {(0, 1)}
+    asked = {frozenset((s.south.name, s.north.name)) for s in schedule.next(results)}
+    assert asked and frozenset(("bot0", "bot1")) not in asked
+    # every pair replayed: nothing is asked, and the reason says so (not a cap, not "no more games")
+    for a in range(4):
+        for b in range(4):
+            if a != b and {a, b} != {0, 1}:
+                results.append(Result(2, v[a], v[b], f"bot{min(a, b)}", repeat=True))
+    assert len(schedule.exhausted(results)) == 6
+    assert schedule.next(results) == []
+    assert "can only repeat earlier ones: 6 pairs" in schedule.stopped(results)

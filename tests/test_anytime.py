@@ -126,6 +126,7 @@ def test_an_illegal_answer_written_last_does_not_replace_the_last_legal_one(tmp_
     assert record.faulty is None, record.detail
 
 
+@pytest.mark.slow
 def test_only_illegal_answers_forfeit_as_illegal_naming_the_last(tmp_path):
     bot = folder_bot(tmp_path, "bad", answers_then("print(98, flush=True); print(99, flush=True)"))
     record = play(tmp_path, bot)
@@ -133,6 +134,7 @@ def test_only_illegal_answers_forfeit_as_illegal_naming_the_last(tmp_path):
     assert "its move: 99" in record.said  # the bot's own number: its author's to read
 
 
+@pytest.mark.slow
 def test_no_answer_is_a_timeout(tmp_path):
     bot = folder_bot(tmp_path, "mute", answers_then("pass"))
     record = play(tmp_path, bot)

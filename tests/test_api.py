@@ -1,5 +1,5 @@
-"""The library API under the CLI: the README's script, Tournament and Match, the record's one definition,
-the schema-1 migration, and the CLI's lean start-up.
+"""The library API under the CLI: docs/cli.md's script (From Python), Tournament and Match, the record's one
+definition, the schema-1 migration, and the CLI's lean start-up.
 
 Real bots, real processes, real SQLite files in tmp_path; small boards keep it to seconds.
 """
@@ -45,17 +45,18 @@ def bots_folder(base: Path, *names: str) -> Path:
     return folder
 
 
-# --- the README's script -----------------------------------------------------------------------------
+# --- docs/cli.md's script ------------------------------------------------------------------------------
 
 
 def readme_script() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = text[text.index("## From Python") :]
     found = re.search(r"```python\n(.*?)```", section, re.S)
-    assert found, "README's 'From Python' section has no python block"
+    assert found, "docs/cli.md's 'From Python' section has no python block"
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_the_readmes_five_line_script_runs_a_confined_tournament_and_writes_its_page(tmp_path: Path) -> None:
     script = readme_script()
     assert len([line for line in script.splitlines() if line.strip()]) <= 6
@@ -283,6 +284,7 @@ def test_the_cli_imports_no_heavy_module_for_help_play_or_solve() -> None:
 # --- a tournament that knows its field -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_the_page(
     tmp_path: Path,
 ) -> None:
@@ -335,6 +337,7 @@ def test_a_continued_tournament_says_what_changed_and_keeps_withdrawn_bots_on_th
 # --- one writer, and folders it cannot use ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_second_run_of_a_tournament_stops_at_once_naming_the_first(tmp_path: Path) -> None:
     folder = tmp_path / "reports" / "cup"
     holder = subprocess.Popen(
@@ -387,6 +390,7 @@ def run_into(bots: Path, out: Path) -> str:
     return line
 
 
+@pytest.mark.slow
 def test_an_output_folder_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     bots = bots_folder(tmp_path, "greedy", "random")
     (tmp_path / "afile").write_text("not a folder", encoding="utf-8")

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from botsrc import first_legal_after
 
 from arena.game.rules import parse_rules
@@ -67,6 +68,7 @@ if os.path.exists({flag!r}):
 """)
 
 
+@pytest.mark.slow
 def test_a_bot_that_hangs_at_start_is_benched_and_tried_again_next_run(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     bots.mkdir()

@@ -68,6 +68,7 @@ def moves_by_bot(record: GameRecord) -> list[tuple[str, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_search_bots_keep_their_clock_beside_a_busy_neighbour() -> None:
     bots = [load_bot(BOTS / f"{name}.py") for name in SEARCH_BOTS]
     with on_one_cpu_with_a_busy_neighbour() as spinner:

@@ -402,6 +402,7 @@ ALPHABETA_LOG = re.compile(r"move (\d+|SWAP) depth \d+ value -?\d+ nodes \d+")
 SOLVER_LOG = re.compile(r"move (\d+|SWAP) value [+-]?[\d.e+-]+ (exact|depth \d+) nodes \d+ ms \d+")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["kalah", "kalah,pie", "mankalah"])
 def test_bundled_search_bots_play_clean_games_through_the_referee(spec: str) -> None:
     rules = parse_rules(spec)

@@ -22,6 +22,8 @@ from arena.match.record import GameRecord
 from arena.store import queries
 from arena.store.writer import Store
 
+pytestmark = pytest.mark.slow  # every test drives headless Chromium
+
 ROOT = Path(__file__).resolve().parent.parent
 RULES = "kalah,pits=4,seeds=3,pie"
 

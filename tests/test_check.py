@@ -106,6 +106,7 @@ def variant(on_newgame: str = "pass", on_move: str = "pass", on_quit: str = "bre
 # --- the games it picks -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["kalah", "kalah,pits=4,seeds=3", "kalah,pie", "relay", "mankalah"])
 def test_the_openings_offer_what_their_games_exercise(spec):
     rules = parse_rules(spec)
@@ -138,6 +139,7 @@ def test_the_pie_game_is_played_under_the_pie_rule(tmp_path):
 # --- good bots ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_bundled_bots_pass_and_the_checklist_reads_without_colour():
     run = arena_check("greedy", "--move-time", "100")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -185,6 +187,7 @@ def test_the_figures_see_the_bots_memory_and_processes(tmp_path):
 # --- bad bots: the right item fails, and its reproduce lines bring the fault back ---------------------------
 
 
+@pytest.mark.slow
 def test_a_bot_that_times_out_only_as_north(tmp_path):
     late = bot(tmp_path, "late", variant(on_move='if side == "north": time.sleep(3)'))
     report = checked(late, status=1)
@@ -214,6 +217,7 @@ def test_a_bot_that_answers_swap_when_it_is_not_allowed(tmp_path):
     assert out.split()[-1] == "SWAP"
 
 
+@pytest.mark.slow
 def test_a_bot_that_crashes_on_the_pie_rule_warns_under_kalah_and_fails_under_pie(tmp_path):
     pie = variant(on_move='if side == "north" and "pie" in spec: raise SystemExit("what is SWAP? " + spec)')
     crasher = bot(tmp_path, "nopie", pie)
@@ -255,6 +259,7 @@ def test_a_bot_that_dies_at_start_fails_every_game_and_says_what_went_untested(t
     assert item(report, "startup")["status"] == item(report, "think time")["status"] == "skip"
 
 
+@pytest.mark.slow
 def test_a_bot_that_ignores_quit(tmp_path):
     stays = bot(tmp_path, "stays", variant(on_quit="continue"))
     report = checked(stays, status=1)
@@ -268,6 +273,7 @@ def test_a_bot_that_ignores_quit(tmp_path):
     assert "exit status 0" in fine
 
 
+@pytest.mark.slow
 def test_a_bot_that_logs_on_stdout(tmp_path):
     chatty = bot(tmp_path, "chatty", variant(on_move='print("thinking about", move)'))
     run = arena_check(str(chatty), "--move-time", "100")
@@ -297,6 +303,7 @@ def test_a_bot_that_plays_an_empty_pit_after_its_extra_turn(tmp_path):
     assert f"played {answers[-1]}" in failed["problem"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_arena_new_then_check_builds_the_bot_and_a_broken_build_is_the_failed_item(tmp_path):
     made = subprocess.run(
@@ -395,6 +402,7 @@ def test_a_forfeit_after_one_move_says_one_move(tmp_path):
     assert failed["summary"] == "forfeits after 1 move", failed
 
 
+@pytest.mark.slow
 def test_an_anytime_bot_is_checked_with_its_answers_per_move(tmp_path):
     """bot.toml `anytime = true`: the check plays it so (several answers per MOVE are no fault), says how
     many it wrote, and warns a bot that writes one only (anytime then costs every MOVE its whole time)."""

@@ -18,6 +18,8 @@ from arena.stats import ratings
 from arena.store import queries
 from arena.store.writer import Store
 
+pytestmark = pytest.mark.slow  # every test drives headless Chromium over a 30-bot class
+
 
 @pytest.fixture(scope="module")
 def klass(tmp_path_factory: pytest.TempPathFactory) -> Path:

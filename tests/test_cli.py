@@ -43,6 +43,7 @@ def test_play_json_records_replay_and_alternate_sides():
     assert records[0]["opening"] and records[0]["opening"] == records[1]["opening"]
 
 
+@pytest.mark.slow
 def test_play_openings_only_for_a_series_unless_asked(tmp_path: Path) -> None:
     """Two deterministic bots: without openings every pair of games is the same pair; with them, a series
     plays different games. A single game starts at the start, and --openings 0 turns them off."""
@@ -96,6 +97,7 @@ def test_play_a_bot_given_by_path(tmp_path):
     assert [json.loads(x)["reason"] for x in run.stdout.splitlines()] == ["normal", "normal"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -129,6 +131,7 @@ def test_broken_bot_is_a_forfeit_not_an_error(tmp_path):
     assert "broken 0 - 2 random" in run.stdout
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_play_prints_the_score_so_far():
     argv = [sys.executable, "-m", "arena", "play", "greedy", "random", "--games", "1000"]
     play = subprocess.Popen([*argv, "--rules", "kalah,pits=4,seeds=3"], cwd=ROOT, stdout=subprocess.PIPE,
@@ -146,6 +149,7 @@ def test_ctrl_c_in_play_prints_the_score_so_far():
     assert int(found[1]) in (games, games + 1) and float(found[2]) + float(found[3]) == int(found[1])
 
 
+@pytest.mark.slow
 def test_run_without_a_terminal_says_its_progress_in_plain_lines(tmp_path: Path):
     run = arena(
         "run",
@@ -183,6 +187,7 @@ def _drain(leader: int) -> bytes:
     return seen
 
 
+@pytest.mark.slow
 def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
     import pty
 
@@ -206,6 +211,7 @@ def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
     assert b"report: " in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("terminal", [False, True])
 def test_run_quiet_prints_only_the_reports_path(tmp_path: Path, terminal: bool):
     import pty

@@ -146,6 +146,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return games(base)
 
 
+@pytest.mark.slow
 def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(
     tmp_path: Path, reference, certs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -206,6 +207,7 @@ def test_a_cluster_stores_the_same_games_and_ratings_as_this_machine(
         assert board.to_dict("records") == cup.leaderboard()[list(board.columns)].to_dict("records")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_game_loses_nothing_and_no_game_is_stored_twice(
     tmp_path: Path, reference, certs
 ) -> None:
@@ -248,6 +250,7 @@ def test_a_worker_killed_mid_game_loses_nothing_and_no_game_is_stored_twice(
         assert again["worker"] != names[victim] or again["id"] <= killed_at, (key, again["worker"])
 
 
+@pytest.mark.slow
 def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
     tmp_path: Path, reference, certs
 ) -> None:
@@ -286,6 +289,7 @@ def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
         workers.Cache(tmp_path / "fresh", where).bot(workers.pack(changing))
 
 
+@pytest.mark.slow
 def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(
     tmp_path: Path, reference, certs
 ) -> None:
@@ -337,6 +341,7 @@ def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(
     assert {r["worker"] for r in records(base)} <= {"lab-0", "lab-1"}
 
 
+@pytest.mark.slow
 def test_without_a_reachable_cluster_or_dask_it_is_one_line(tmp_path: Path, certs) -> None:
     bots = field(tmp_path / "bots")
     tls = ("--cluster", "tls://127.0.0.1:9", "--cluster-certs", certs)
@@ -376,6 +381,7 @@ def test_the_command_and_the_library_do_not_import_dask_until_a_cluster_is_used(
     assert Cluster("tcp://127.0.0.1:9").remote  # a back end object is made without Dask too
 
 
+@pytest.mark.slow
 def test_a_plain_tcp_cluster_is_refused_unless_asked_for(tmp_path: Path) -> None:
     bots = field(tmp_path / "bots")
     out = tournament(tmp_path, bots, *STEADY, "--cluster", "tcp://127.0.0.1:9")
@@ -399,6 +405,7 @@ def test_a_plain_tcp_cluster_is_refused_unless_asked_for(tmp_path: Path) -> None
     assert out.stderr.splitlines()[-1].startswith("arena: error: cannot reach the Dask scheduler at tcp://")
 
 
+@pytest.mark.slow
 def test_a_cluster_whose_workers_offer_no_game_slots_is_one_line(tmp_path: Path) -> None:
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
         # a back end object, as a script may pass it, on a plain tcp:// cluster, as asked for
@@ -444,6 +451,7 @@ def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path:
     assert left_after(str(tmp_path / "cache")) == []
 
 
+@pytest.mark.slow
 def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path: Path, certs) -> None:
     bots = write_bots(tmp_path / "bots", mute=MUTE, first=first_legal(), greedy=GREEDY)
     with local_cluster(tmp_path / "cache", certs) as cluster:
@@ -700,6 +708,7 @@ def shipments(monkeypatch: pytest.MonkeyPatch, cluster: Any, certs: Path) -> Ite
         watcher.join(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("preload", "why"),
     [
@@ -784,6 +793,7 @@ def failing_run(cluster: Any, base: Path, bots: Path, back: Cluster, seconds: fl
     return outcome[0]
 
 
+@pytest.mark.slow
 def test_a_run_whose_every_worker_is_dropped_stops_in_one_line(tmp_path: Path, certs) -> None:
     """Its one worker runs another arena: the run waits `workers_s` for another, then says so."""
     script = tmp_path / "outdated.py"
@@ -819,6 +829,7 @@ def dask_setup(worker):
 """
 
 
+@pytest.mark.slow
 def test_a_game_that_fails_on_as_many_workers_as_its_tries_ends_the_run(tmp_path: Path, certs) -> None:
     """It is tried on another worker each time, and stops the run in one line when it has failed `tries`
     times; a failure that follows a game from machine to machine drops neither (tests/test_cluster_faults.py
@@ -870,6 +881,7 @@ def dask_setup(worker):
 """
 
 
+@pytest.mark.slow
 def test_a_task_that_never_answers_is_sent_again_to_another_worker(
     tmp_path: Path, reference, certs, caplog
 ) -> None:
@@ -894,6 +906,7 @@ def test_a_task_that_never_answers_is_sent_again_to_another_worker(
     assert {r["worker"] for r in records(base)} == {"lab-1"}
 
 
+@pytest.mark.slow
 def test_a_run_whose_games_never_come_back_stops_at_its_deadline(tmp_path: Path, certs) -> None:
     script = tmp_path / "hangs.py"
     script.write_text(HANGS, encoding="utf-8")
@@ -937,6 +950,7 @@ def test_a_cluster_that_takes_no_work_is_one_line_after_its_deadline() -> None:
     assert back._patiently(client, later) == "taken"
 
 
+@pytest.mark.slow
 def test_a_run_on_a_plain_tcp_cluster_says_so_on_the_terminal_and_the_page(tmp_path: Path) -> None:
     names = tmp_path / "machines.py"
     names.write_text(MACHINES, encoding="utf-8")
@@ -958,6 +972,7 @@ def test_a_run_on_a_plain_tcp_cluster_says_so_on_the_terminal_and_the_page(tmp_p
     assert {r["worker"] for r in records(tmp_path)} == {"lab-0"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not capabilities(Confinement(sandbox=True), True)[1].sandbox, reason="no sandbox here")
 def test_each_game_records_whether_it_was_sandboxed_and_the_page_counts_the_tournaments_games(
     tmp_path: Path, certs

@@ -59,6 +59,7 @@ def deep_bot(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_bot_with_a_path_longer_than_path_max_plays_on_a_cluster_as_locally(tmp_path: Path, certs) -> None:
     """Its files are cached on the workers through folder descriptors, as the coordinator read them: every
     game is played, no worker is dropped, and the games are those of a local run (without that, each
@@ -101,6 +102,7 @@ def dask_setup(worker):
 """
 
 
+@pytest.mark.slow
 def test_a_failure_that_follows_a_bot_to_a_second_machine_is_the_bots(tmp_path: Path, certs) -> None:
     """Its games are forfeited by it, with the failure and both machines named; no machine is dropped and
     the other games are played."""
@@ -162,6 +164,7 @@ def dask_setup(worker):
 """
 
 
+@pytest.mark.slow
 def test_a_forged_forfeit_is_played_again_elsewhere_and_its_machine_dropped(
     tmp_path: Path, reference, certs, caplog
 ) -> None:
@@ -184,6 +187,7 @@ def test_a_forged_forfeit_is_played_again_elsewhere_and_its_machine_dropped(
     assert "lab-0" in back.dropped and "were not confirmed by other machines" in back.dropped["lab-0"]
 
 
+@pytest.mark.slow
 def test_an_honest_labs_forfeits_are_confirmed_and_the_share_played_twice_is_measured(
     tmp_path: Path, certs, capsys
 ) -> None:

@@ -1,6 +1,6 @@
-"""A lab's `dask worker` or `dask scheduler` started without the class's certificates (the README's command
+"""A lab's `dask worker` or `dask scheduler` started without the class's certificates (docs/lab.md's command
 with `--preload arena.lab.guard`) says so in one line, naming the flags it lacks, and exits before
-Dask's start-up would end in a traceback; one started as the README says is let through (the end-to-end
+Dask's start-up would end in a traceback; one started as docs/lab.md says is let through (the end-to-end
 tests of tests/test_cluster_lab.py start every process with the guard)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
 SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "lacks"),
     [
@@ -53,6 +54,7 @@ def test_only_a_tls_process_of_the_lab_is_checked() -> None:
     assert guard.lacking([*dask_worker, "tls://h:1", "--tls-cert=w.pem"], {"ca-file": "c"}) == ["--tls-key"]
 
 
+@pytest.mark.slow
 def test_the_guard_sets_arenas_dask_settings_but_not_over_the_labs_own() -> None:
     """Importing the preload quiets Dask's background work (background.SETTINGS); a setting the lab gave
     itself (a DASK_* variable) stays, even one equal to Dask's default."""

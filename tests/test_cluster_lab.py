@@ -1,4 +1,4 @@
-"""A lab of machines as the README starts it: real `dask scheduler` and `dask worker` processes over TLS with
+"""A lab of machines as docs/lab.md starts it: real `dask scheduler` and `dask worker` processes over TLS with
 the class's certificates on 127.0.0.1, and `arena run --cluster tls://...` (marked slow: each starts
 processes and plays a tournament; kept few, on the 2 shared cores).
 
@@ -48,7 +48,7 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
 WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
-GUARD = ["--preload", "arena.lab.guard"]  # as the README starts them
+GUARD = ["--preload", "arena.lab.guard"]  # as docs/lab.md starts them
 
 
 def tls(certs: Path, role: str) -> list[str]:
@@ -76,7 +76,7 @@ def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> It
 
 
 def scheduler_args(certs: Path, port: int) -> list[str]:
-    """As the README starts it, on 127.0.0.1 (the dashboard on a free port: tests run side by side)."""
+    """As docs/lab.md starts it, on 127.0.0.1 (the dashboard on a free port: tests run side by side)."""
     return [*DASK, "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
             "--dashboard-address", "127.0.0.1:0", *GUARD, *tls(certs, "scheduler")]  # fmt: skip
 
@@ -301,7 +301,7 @@ def test_a_scheduler_killed_and_started_again_then_the_same_command_completes(
             assert lines[0].startswith(f"arena: error: the Dask scheduler at {address} is gone"), err
             stored = count_games(db_file(base))
             assert stored < 12
-            worker.wait(timeout=120)  # as the README says: a worker leaves with its scheduler
+            worker.wait(timeout=120)  # as docs/lab.md says: a worker leaves with its scheduler
     with (
         process(scheduler_args(certs, port), tmp_path / "scheduler2.log"),
         process(lab_a, tmp_path / "a2.log", env),

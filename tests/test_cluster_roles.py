@@ -1,5 +1,5 @@
 """Roles in the certificates, on real `dask scheduler` and `dask worker` processes over TLS on 127.0.0.1
-started as the README says (with arena.lab.guard): a worker's certificate used as a Dask client can
+started as docs/lab.md says (with arena.lab.guard): a worker's certificate used as a Dask client can
 neither run code on the workers (Client.run) nor on the scheduler (run_on_scheduler), nor ask a worker
 directly; the coordinator's can. A machine's own certificate (`arena cluster-certs DIR --machine NAME`)
 joins, and once its name is in the scheduler's `revoked` list it no longer does. An address is the machine's

@@ -300,6 +300,7 @@ public class Bot {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandbox"])
 def test_a_jvm_plays_under_the_memory_limit(bots, jailer: Jailer, tmp_path: Path, sandbox: bool) -> None:
     if shutil.which("javac") is None or shutil.which("java") is None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 ARENA = str(Path(sys.executable).parent / "arena")
 # A person who types the pits in turn: a wrong entry (an empty pit) is asked again, so every game ends.
@@ -26,6 +28,7 @@ def readme_steps() -> list[list[str]]:
     return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_the_readmes_first_bot_steps_run_as_written(tmp_path: Path) -> None:
     bots = tmp_path / "bots"
     bots.mkdir()

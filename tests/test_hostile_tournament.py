@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import markupsafe
+import pytest
 from procs import cmdline, processes_mentioning
 
 from arena.game.rules import parse_rules
@@ -339,6 +340,7 @@ def arena(*args: object, timeout: float) -> subprocess.CompletedProcess[str]:
 # --- the tournament ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_tournament_of_hostile_bots(tmp_path: Path) -> None:
     cgroups = has_cgroups()
     sandboxed = sandbox_problem() is None  # `arena run` uses the sandbox where it works

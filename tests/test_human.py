@@ -152,6 +152,7 @@ def test_the_board_marks_the_last_move_captures_and_extra_turns():
     assert drawn.count("x") == 2 and drawn.count("(") == 1
 
 
+@pytest.mark.slow
 def test_the_end_of_the_input_or_q_ends_the_session_cleanly():
     run = play("human", "random", "--rules", "kalah,pits=3,seeds=2", script="1\n")
     assert run.returncode == 0

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.game.rules import NORTH, SOUTH, parse_rules
-from arena.match.kgp import LINE_LIMIT, Board, Command, KgpError, parse
-from arena.match.kgp_wire import CONNECTED, Kgp
+from arena.kgp.grammar import LINE_LIMIT, Board, Command, KgpError, parse
+from arena.kgp.wire import CONNECTED, Kgp
 from arena.match.process import Fault
 
 # The freeplay example of spec/021, both parties' lines: (line, id, ref, name, args).

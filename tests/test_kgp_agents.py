@@ -31,13 +31,20 @@ CONF, _ = capabilities(Confinement(), want_sandbox=True)
 needs_sandbox = pytest.mark.skipif(not CONF.sandbox, reason="a KGP agent's private loopback is the sandbox's")
 
 
+COURSE = ROOT / "tests" / "kgp_course_client.py"
+
+
 def agent_folder(bots: Path, name: str, style: str = "greedy", extra: str = "") -> Path:
+    """An agent's folder: the spec agent in `style`, or (style "course", "course --race") the client that
+    behaves as the course's Python library (tests/kgp_course_client.py)."""
     folder = bots / name
     folder.mkdir(parents=True)
     shutil.copy(AGENT, folder / "kgp_agent.py")
-    (folder / "bot.toml").write_text(
-        f'command = "python3 kgp_agent.py localhost 2671 --style {style}"\nprotocol = "kgp"\n{extra}'
-    )
+    shutil.copy(COURSE, folder / "kgp_course_client.py")
+    command = f"python3 kgp_agent.py localhost 2671 --style {style}"
+    if style.startswith("course"):
+        command = f"python3 kgp_course_client.py localhost 2671{style.removeprefix('course')}"
+    (folder / "bot.toml").write_text(f'command = "{command}"\nprotocol = "kgp"\n{extra}')
     return folder
 
 
@@ -47,13 +54,13 @@ def first_legal(bots: Path) -> Path:
     return bots / "first.py"
 
 
-def play(tmp_path: Path, jailer, style: str, south: bool = True, rules=RULES):
+def play(tmp_path: Path, jailer, style: str, south: bool = True, rules=RULES, extra: str = "", seed: int = 0):
     bots = tmp_path / "bots"
     warden = jailer.warden(CONF)
-    agent = jailer.player(load_bot(agent_folder(bots, "agent", style)), warden)
+    agent = jailer.player(load_bot(agent_folder(bots, "agent", style, extra)), warden)
     other = jailer.player(load_bot(first_legal(bots)), warden)
     pair = (agent, other) if south else (other, agent)
-    record = play_game(rules, *pair, LIMITS)
+    record = play_game(rules, *pair, LIMITS, seed=seed)
     return record, agent
 
 
@@ -94,11 +101,61 @@ def test_a_late_move_after_stop_is_ignored(tmp_path, jailer):
     assert record.faulty is None, record.detail
 
 
+@pytest.mark.slow
 @needs_sandbox
-def test_an_agent_that_never_moves_forfeits_on_time(tmp_path, jailer):
-    record, _ = play(tmp_path, jailer, "silent")
+def test_an_agent_that_never_moves_forfeits_on_time_where_its_bot_toml_says_so(tmp_path, jailer):
+    record, _ = play(tmp_path, jailer, "silent", extra='no_move = "forfeit"\n')
     assert (record.faulty, record.reason) == ("agent", "timeout")
     assert "the last legal `move` before `stop` counts" in record.detail
+    assert record.random_moves == {}
+
+
+def positions_asked(record, rules=RULES, mine=SOUTH) -> int:
+    """The agent's positions with more than one legal move: those a KGP agent is sent a `state` for."""
+    pos, asked = rules.initial(), 0
+    for ply in record.plies:
+        asked += pos.to_move == mine and len(rules.legal_moves(pos)) > 1
+        pos = rules.play(pos, ply)
+    return asked
+
+
+@needs_sandbox
+def test_an_agent_that_never_moves_gets_a_random_legal_move_for_every_position_as_on_the_course_server(
+    tmp_path, jailer
+):
+    """The spec: with no `move` by `stop`, the server MUST make a random decision for the client. The game
+    ends normally, every such move counted on the record, and the same seed draws the same moves."""
+    record, _ = play(tmp_path, jailer, "silent")
+    assert record.faulty is None, record.detail
+    assert record.random_moves == {"agent": positions_asked(record)} and positions_asked(record) > 0
+    again, _ = play(tmp_path / "again", jailer, "silent")
+    assert again.moves == record.moves
+
+
+@needs_sandbox
+def test_a_client_that_loses_an_answer_to_the_yield_stop_race_plays_on_with_one_random_move(tmp_path, jailer):
+    """The course's Python library loses its answer after a `stop` meets its `yield`: one random legal move
+    stands in (the course server's), the game goes on to its normal end; `no_move = "forfeit"` loses it."""
+    record, _ = play(tmp_path, jailer, "course --race")
+    assert record.faulty is None, record.detail
+    assert record.random_moves == {"agent": 1}
+    strict, _ = play(tmp_path / "strict", jailer, "course --race", extra='no_move = "forfeit"\n')
+    assert (strict.faulty, strict.reason) == ("agent", "timeout")
+
+
+@needs_sandbox
+def test_a_position_with_one_legal_move_is_played_without_asking_the_agent(tmp_path, jailer):
+    """go-kgp's auto-move: the agent is sent no `state` with a single legal pit (the client writes `one legal
+    move` to stderr if it is), and such positions came up in the game (else the test shows nothing)."""
+    rules = parse_rules("kalah,pits=4,seeds=2")
+    record, _ = play(tmp_path, jailer, "course", rules=rules)
+    assert record.faulty is None, record.detail
+    pos, single = rules.initial(), 0
+    for ply in record.plies:
+        single += pos.to_move == SOUTH and len(rules.legal_moves(pos)) == 1
+        pos = rules.play(pos, ply)
+    assert single > 0
+    assert "one legal move" not in record.stderr["agent"]
 
 
 @needs_sandbox
@@ -110,6 +167,7 @@ def test_an_agent_of_nothing_but_lines_that_are_not_kgp_forfeits_as_garbled(tmp_
     assert "KGP!" in record.said and "KGP!" not in record.detail
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_agent_that_never_connects_is_told_so(tmp_path, jailer):
     record, _ = play(tmp_path, jailer, "elsewhere")
@@ -121,7 +179,7 @@ def test_an_agent_that_never_connects_is_told_so(tmp_path, jailer):
 def test_lines_that_are_not_kgp_are_answered_with_error_and_counted(tmp_path, jailer):
     record, agent = play(tmp_path, jailer, "noisy")
     assert record.faulty is None, record.detail
-    assert agent.wire().errors == record.moves_made["agent"]  # type: ignore[attr-defined]
+    assert agent.wire().errors == positions_asked(record)  # type: ignore[attr-defined]
 
 
 def test_kgp_agents_play_standard_kalah_only(tmp_path):
@@ -137,6 +195,8 @@ def test_kgp_agents_play_standard_kalah_only(tmp_path):
         ('command = "python3 a.py"\nprotocol = "kgp"\nport = 0\n', "'port' is the port"),
         ('command = "python3 a.py"\nport = 2671\n', "'port' is the port"),
         ('command = "python3 a.py"\nprotocol = "kgp"\nanytime = true\n', "anytime by its protocol"),
+        ('command = "python3 a.py"\nprotocol = "kgp"\nno_move = "pass"\n', "'no_move' is what"),
+        ('command = "python3 a.py"\nno_move = "forfeit"\n', 'with protocol = "kgp"'),
     ],
 )
 def test_bad_kgp_settings_say_what_is_wrong(tmp_path, toml, words):
@@ -147,6 +207,7 @@ def test_bad_kgp_settings_say_what_is_wrong(tmp_path, toml, words):
         load_bot(tmp_path / "b")
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
     bots = tmp_path / "bots"
@@ -163,6 +224,40 @@ def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
     games = [json.loads(line) for line in export.stdout.splitlines()]
     assert len(games) == 2 and {g["south"] for g in games} == {"agent", "random"}
     assert all(g["faulty"] is None for g in games), games
+
+
+@needs_sandbox
+def test_arena_run_draws_an_agents_random_moves_from_its_seed_and_its_pages_count_them(tmp_path):
+    """A live agent that never moves: every position it is asked gets a random legal move (as the course
+    server's), the same --seed draws the same, and the report's bot page counts them in words."""
+    bots = tmp_path / "bots"
+    agent_folder(bots, "agent", "silent")
+    first_legal(bots)
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"reports{k}"
+        argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rounds", "1"]
+        argv += ["--rules", "kalah,pits=4,seeds=3", "--move-time", "100", "--openings", "0", "--quiet"]
+        run = subprocess.run([*argv, "--seed", "5"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+        export = subprocess.run(
+            [sys.executable, "-m", "arena", "export", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        runs.append(
+            sorted(
+                (g["south"], g["moves"], g["random_moves"])
+                for g in map(json.loads, export.stdout.splitlines())
+            )
+        )
+    assert runs[0] == runs[1]
+    games = runs[0]
+    assert all(randoms.get("agent", 0) > 0 for _, _, randoms in games), games
+    total = sum(randoms["agent"] for _, _, randoms in games)
+    page = " ".join(p.read_text() for p in (tmp_path / "reports0").rglob("*.html"))
+    assert f"no move by stop: a random legal move was played, {total} times in" in page
 
 
 @needs_sandbox

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from arena.server.kgp_lobby import Lobby, Waiting
+from arena.kgp.server.lobby import Lobby, Waiting
 
 
 def waiting(slug: str, gone: bool = False) -> Waiting:

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from arena.game.rules import parse_rules
+from arena.kgp.server.port import SocketLines
+from arena.kgp.server.ranked import Desk, bots, connected, port_on
 from arena.match.bots import Bot, load_bot
 from arena.match.clock import Limits
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
-from arena.server.kgp import SocketLines
-from arena.server.kgp_ranked import Desk, bots, connected, port_on
 from arena.store.writer import STORE_FILE, Store
 from arena.tournament.schedule import Slot
 
@@ -100,7 +100,11 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     for record in records:
         assert record.faulty is None and record.reason in (Reason.NORMAL, Reason.EARLY), record.detail
     slow.set()  # no startup allowance: the agent ran before its game, unlike a bot's new process
-    seat, other = Player(agent), Player(greedy)
+    [strict] = bots(where, no_move="forfeit")  # the teacher's choice (Classroom.kgp_no_move)
+    seat, other = (
+        Player(strict),
+        Player(greedy),
+    )  # the teacher's choice
     try:
         late = play_game(rules, seat, other, Limits(move_ms=200, startup_ms=5000))
     finally:

@@ -1,4 +1,4 @@
-"""The package's imports run down its layers and never in a circle, as the README's layout table says.
+"""The package's imports run down its layers and never in a circle, as CONTRIBUTING.md's layout table says.
 
 Every import is read from the source (ast), those inside functions and under TYPE_CHECKING too: an import
 put off until a function runs still ties the two modules together.
@@ -19,6 +19,7 @@ LAYERS = {
     "arena.game": 0,
     "arena.match": 1,
     "arena.botkit": 1,
+    "arena.kgp": 1,  # KWARC's Kalah Game Protocol: grammar, wire and relay beside the match that plays them
     "arena.stops": 0,  # how a process stops on a signal: the CLI, the game workers, the server's workers
     "arena.sandbox": 1,  # confining a bot's process: beside the match, whose processes it confines
     "arena.tournament": 2,
@@ -31,6 +32,7 @@ LAYERS = {
     "arena.cli": 5,
     "arena.server": 5,  # `arena serve`: on top of the API, beside the CLI (whose serve command starts it)
     "arena.__main__": 5,
+    "arena.kgp.server": 5,  # the class server's KGP port, lobby and ranked desk, which arena.server imports
     "arena": 0,  # arena/__init__.py imports nothing when loaded (names on first use): any module may
 }
 

@@ -466,6 +466,7 @@ def arena(cwd: Path, *args: object) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     folder = tmp_path / "bots"
     folder.mkdir()
@@ -520,6 +521,7 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
         assert {name} <= {r["south"] for r in records} and {name} <= {r["north"] for r in records}
 
 
+@pytest.mark.slow
 def test_commands_refuse_agents_under_other_rules(tmp_path: Path) -> None:
     folder = tmp_path / "bots"
     py_agent(folder, "mk_first")

@@ -117,6 +117,7 @@ def test_a_bots_own_allowance_is_what_its_runtime_sees(shared: Path) -> None:
 # --- course agents under the defaults ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Path, jailer: Jailer) -> None:
     """900 MiB of live objects (a search's table; a course JVM agent peaks at 1.08 GB), sandbox on, arena's
     default memory and Manchester clock: whole games, both sides. (Under the old default of 1 GiB its heap,
@@ -144,6 +145,7 @@ def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Pa
 # --- running out of memory is charged as such -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("java", "memory_mb", "seen", "said"),
     [
@@ -197,6 +199,7 @@ def answer(board, moves):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cgroups", [False, True], ids=["rlimit-only", "warden"])
 def test_a_search_thread_dying_of_memory_then_a_hang_is_memory_not_timeout(
     bots, jailer: Jailer, cgroups: bool

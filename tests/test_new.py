@@ -51,6 +51,7 @@ def games(run: subprocess.CompletedProcess[str]) -> list[dict]:
     return [json.loads(line) for line in run.stdout.splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_new_bot_plays_clean_games_and_beats_random(lang: str, bots: Path):
     needs(lang)
@@ -114,6 +115,7 @@ def test_starters_speak_the_protocol_by_hand(tmp_path: Path):
     assert "hand: game over: loss 1 2 normal" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_tournament_of_new_bots_beside_their_sources_and_notes(bots: Path, tmp_path: Path):
     """The issue's end: a bots folder with a student's compiled bot (sources, build outputs) and notes."""
     needs("c")
@@ -132,6 +134,7 @@ def test_a_tournament_of_new_bots_beside_their_sources_and_notes(bots: Path, tmp
     assert [r["faulty"] for r in records] == [None] * 6, [r["detail"] for r in records]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -180,6 +183,7 @@ def test_every_starter_ships_with_the_package():
         assert len(source.read_text().splitlines()) <= 150, source
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_new_bot_passes_arena_check_as_written(lang: str, bots: Path):
     needs(lang)
@@ -189,6 +193,7 @@ def test_a_new_bot_passes_arena_check_as_written(lang: str, bots: Path):
     assert run.stdout.splitlines()[-1] == "fresh: ready to play: nothing the referee would hold against it"
 
 
+@pytest.mark.slow
 def test_a_new_kgp_agent_connects_and_passes_arena_check(bots: Path):
     """`arena new --protocol kgp`: an agent that connects to the relay on localhost:2671 from its sandbox,
     plays clean games against greedy and passes the check as written."""

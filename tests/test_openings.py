@@ -38,6 +38,7 @@ SMALL = "kalah,pits=4,seeds=3"
 # --- the generated book ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["kalah", SMALL, "relay", "kalah,pits=5,seeds=4,early"])
 def test_a_generated_book_is_legal_distinct_balanced_and_seeded(spec: str) -> None:
     rules = parse_rules(spec)
@@ -149,6 +150,7 @@ def stored(base: Path, name: str) -> list[dict]:
         return list(store.records())
 
 
+@pytest.mark.slow
 def test_deterministic_bots_play_a_distinct_game_for_every_opening_and_side(tmp_path: Path) -> None:
     bots = deterministic_bots(tmp_path)
     out = arena_run(tmp_path, "--rounds", 10, "--openings", 10, "--name", "varied")
@@ -185,6 +187,7 @@ def test_deterministic_bots_play_a_distinct_game_for_every_opening_and_side(tmp_
     assert bots.is_dir()
 
 
+@pytest.mark.slow
 def test_a_book_file_fixes_the_openings_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
     deterministic_bots(tmp_path)
     (tmp_path / "course.txt").write_text("# two openings\n1 2\n3 1 4\n", encoding="utf-8")

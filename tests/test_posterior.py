@@ -28,6 +28,7 @@ def random_pairs(elo: np.ndarray, pairings: int, seed: int, draws: float = 0.06)
     return Pairs.empty(len(elo)).add(a, b, half[0] + half[1])
 
 
+@pytest.mark.slow
 def test_the_95_percent_interval_of_a_difference_covers_the_truth_about_95_percent_of_the_time() -> None:
     elo = np.array([0.0, 40.0, 90.0, -60.0, 10.0])
     covered = []
@@ -124,6 +125,7 @@ def test_two_groups_far_apart_keep_their_gap_and_intervals_that_cover_it() -> No
     assert sorted(post.order()[:6]) == list(range(6))  # the working bots above the broken ones
 
 
+@pytest.mark.slow
 def test_a_tight_clusters_intervals_cover_its_bots_where_an_adaptive_run_stops() -> None:
     """Twelve near-equal bots (Elo SD 30) played through the real schedule until settled: the schedule stops
     playing pairs that look apart, so chance gaps stay and the estimates come out more spread than their

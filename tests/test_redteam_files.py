@@ -73,6 +73,7 @@ def not_entered(stderr: str) -> dict[str, str]:
 # --- 4. links, fifos and unreadable files in a bot's folder ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_link_a_fifo_or_an_unreadable_file_in_a_bot_leaves_that_bot_out_and_the_run_goes_on(
     mode: str, workdir: Path
 ) -> None:
@@ -124,6 +125,7 @@ def test_a_link_a_fifo_or_an_unreadable_file_in_a_bot_leaves_that_bot_out_and_th
 # --- 3. a cluster ships a bot's files, never what a link in them points to ------------------------------
 
 
+@pytest.mark.slow
 def test_a_cluster_never_ships_what_a_link_in_a_bot_points_to(mode: str, workdir: Path) -> None:
     """`workers.pack` followed links: a link loot.txt -> /etc/shadow in a bot's folder sent the coordinator's
     /etc/shadow (here: a secret of the user running arena, mode 0600) to every worker's cache, mode 0644,
@@ -168,6 +170,7 @@ exec cc -O2 -o bot bot.c
 """
 
 
+@pytest.mark.slow
 def test_a_build_cannot_rewrite_its_bot_toml_or_sources(mode: str, workdir: Path) -> None:
     """A build rewrote bot.toml (paths = ["/"], memory = 100000) and its source, and the stamp then listed
     both as the build's outputs: copied back, and left out of the bot's version, so that an edited bot
@@ -206,6 +209,7 @@ def version_of(folder: Path, *files: str) -> str:
     return h.hexdigest()[:16]
 
 
+@pytest.mark.slow
 def test_a_stamp_the_student_edits_keeps_no_source_out_of_the_version(mode: str, workdir: Path) -> None:
     """The build stamp in the student's folder names the files the build made, which are left out of the
     bot's version. A student listed bot.c there (with the version bot.toml alone gives): from then on an
@@ -261,6 +265,7 @@ def test_a_stamp_the_student_edits_keeps_no_source_out_of_the_version(mode: str,
 # --- 10. names that look alike ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_names_that_mix_scripts_or_look_alike_are_refused_and_one_script_names_play(
     mode: str, workdir: Path
 ) -> None:
@@ -303,6 +308,7 @@ exit 1
 """
 
 
+@pytest.mark.slow
 def test_control_characters_from_a_bot_never_reach_the_terminal(mode: str, workdir: Path) -> None:
     """A crash's last stderr line, a build's errors and a bot's file names reached the teacher's terminal
     raw through `arena play`, `run`, `replay` and `check`: a window title, the clipboard (OSC 52), a cleared

@@ -106,6 +106,7 @@ def attack():
 """
 
 
+@pytest.mark.slow
 def test_only_documented_variables_reach_a_bot(mode: str, workdir: Path) -> None:
     """A token the teacher keeps in an ARENA_* variable (or arena's own ARENA_CLUSTER) stays with arena; the
     variables protocol.md lists for bots (ARENA_SEED, ARENA_DEPTH, ARENA_MEMORY_MB) reach them."""
@@ -132,6 +133,7 @@ def attack():
 """
 
 
+@pytest.mark.slow
 def test_mountinfo_names_no_host_folder_of_the_bot(mode: str, workdir: Path) -> None:
     """A bot's /proc/self/mountinfo listed its own file or folder at its host path, target and root (and
     bubblewrap's arguments, /proc/1/cmdline, named it too): the bots folder, the course's folder names, the
@@ -173,6 +175,7 @@ def attack():
 """
 
 
+@pytest.mark.slow
 def test_a_bots_memory_request_is_capped_by_the_teacher(mode: str, workdir: Path) -> None:
     """bot.toml `memory = 1000000` under `--memory 256`: the bot gets 256 MiB (and its /tmp half of that), not
     what it asked; holding more is an out-of-memory forfeit that names the cap, and the page says so."""
@@ -213,6 +216,7 @@ def homes() -> set[str]:
     return {e.pw_dir for e in pwd.getpwall() if e.pw_dir.startswith("/") and os.path.isdir(e.pw_dir)}
 
 
+@pytest.mark.slow
 def test_only_the_teacher_grants_read_only_paths(mode: str, workdir: Path) -> None:
     """bot.toml `paths = ["/"]` no longer shows a bot the machine: it is a request, and a bot whose request
     the teacher did not grant (--read-only) is not entered, the reason naming the flag. The teacher cannot
@@ -280,7 +284,10 @@ def test_the_granted_paths_lie_under_the_private_mounts() -> None:
     warden = Warden(Confinement(sandbox=True, read_only=("/usr/share",)))
     jail = warden.jail(ROOT / "bots" / "random.py")
     try:
-        argv = jail.command(["true"], ROOT, (0, 1, 2))
+        command = jail.command(["true"], ROOT, (0, 1, 2))
+        # bubblewrap's options come on a descriptor (--args), so that /proc/1/cmdline shows none of them
+        assert command[:2] == ["bwrap", "--args"], command
+        argv = os.pread(int(command[2]), 1 << 20, 0).decode().split("\0")
     finally:
         jail.close_passed()
         jail.release()
@@ -377,6 +384,7 @@ os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
 """
 
 
+@pytest.mark.slow
 def test_no_bot_reaches_a_keyring_or_the_kernels_escape_hatches(mode: str, workdir: Path) -> None:
     """A bot cannot read a key in arena's session keyring, nor leave a key for another bot, nor make a user
     namespace (unshare, clone) or join one (setns), set up io_uring or userfaultfd, open perf events, load
@@ -558,6 +566,7 @@ if key > 0:
 """
 
 
+@pytest.mark.slow
 def test_without_the_sandbox_the_users_shared_keyring_is_said(mode: str, workdir: Path) -> None:
     """Without the sandbox an ordinary user's bots are that user: a fresh session keyring each, but one
     user keyring (@u), where a key one bot leaves another reads; nothing arena calls can part them, so the
@@ -652,6 +661,7 @@ def read(path: Path) -> str:
         return "gone"
 
 
+@pytest.mark.slow
 def test_a_bot_spinning_on_every_core_gets_one_cpu(mode: str, workdir: Path) -> None:
     """A bot whose children leave its session and spin: every process of it is in a cgroup held to one CPU
     with the weight of every other bot, so the game on the other core keeps its core; victims in both
@@ -704,6 +714,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_threads_of_another_process_of_the_user_keep_no_bot_from_starting(mode: str, workdir: Path) -> None:
     """Another process of uid 65534 holds 100 threads (a bot holding threads, or a desktop session's
     tasks): arena as that user still starts every bot. In the sandbox on Linux 5.14 on, RLIMIT_NPROC is set

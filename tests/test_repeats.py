@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_settled_run import LOOSE, four
-from test_tournament import GREEDY, RULES, arena, db_file, first_legal, records, write_bots
+from test_settled_run import LOOSE, STEADY, four
+from test_tournament import GREEDY, RULES, arena, db_file, first_legal, records, tournament, write_bots
 
 from arena.api import Tournament
 from arena.game.openings import Book, generate, load_book, position_after, sequel
@@ -94,6 +95,44 @@ def test_repeated_games_count_once_and_a_run_that_can_learn_nothing_new_stops(tm
     assert sum(r.repeat for r in results) == len(stored) - len(kept)
 
 
+@pytest.mark.slow
+def test_a_run_stopped_by_repeats_says_so_not_the_cap_and_counts_its_distinct_games(tmp_path: Path) -> None:
+    """`--openings 0 --max-games 800`, four deterministic bots: every pairing from the start position can
+    only replay its first pair of games. The run stopped at 160 games, 85 of them repeats, and printed "not
+    settled (the cap of --max-games)", never said how many games repeated, and its W-D-L counted each replay
+    again. Now the reason is the true one, the terminal, the page and the standings export say how many games
+    were distinct, and W-D-L counts them as the Elo does; and no pair is asked again once it has replayed
+    (a deterministic pair whose openings are used up is done), so far fewer games are spent."""
+    import json
+
+    bots = four(tmp_path / "bots")
+    out = tournament(tmp_path, bots, *STEADY, "--openings", 0, "--max-games", 800)
+    assert out.returncode == 0, out.stderr
+    stored, kept = records(tmp_path), distinct(tmp_path)
+    assert len(stored) < 800 and len(kept) < len(stored)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("not settled"))
+    assert "--max-games" not in line, line
+    assert line.startswith(f"not settled after {len(stored)} games, {len(kept)} distinct ("), line
+    assert re.search(r"repeat(ed)? (an )?earlier (game|ones)", line) and "--openings N" in line, line
+    repeated = len(stored) - len(kept)
+    assert f"{repeated} of {len(stored)} games repeated an earlier game exactly" in out.stderr, out.stderr
+    # the planner leaves a pair alone once it replayed a whole pairing: before, 160 games, 85 of them repeats
+    assert len(stored) <= 48, (len(stored), repeated)
+    # the standings export and the page count as the Elo does: W-D-L of the distinct games
+    exported = arena(tmp_path, "export", "--out", tmp_path / "reports", "--name", "t", "--standings")
+    rows = [json.loads(x) for x in exported.stdout.splitlines()]
+    mine = Counter(b for r in kept for b in (r["south"], r["north"]))
+    assert {r["bot"]: r["distinct"] for r in rows} == dict(mine)
+    assert all(r["wins"] + r["draws"] + r["losses"] == r["distinct"] for r in rows)
+    assert sum(r["games"] for r in rows) == 2 * len(stored)
+    page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
+    assert f"{len(stored)} games between the current bots ({len(kept)} distinct" in page
+    assert "look surer than they are" not in page and "count each distinct game once" in page
+    table = out.stdout.split("not settled")[0]
+    assert re.search(r"\b\d+ \(\d+ distinct\)", table), table
+
+
+@pytest.mark.slow
 def test_past_the_book_come_new_distinct_openings_the_same_from_the_seed_and_a_given_book_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -134,6 +173,7 @@ def test_under_the_pie_rule_the_openings_end_and_then_repeat_saying_so(
 SPRT_ARGS = ["--rules", RULES, "--move-time", "2000", "--openings", "0", "--jobs", "2"]
 
 
+@pytest.mark.slow
 def test_sprt_counts_a_repeated_pair_once_stops_when_nothing_is_new_and_warns(tmp_path: Path) -> None:
     """Two deterministic bots from the start position play one pair of games for ever: before, the test
     counted 20 copies of it and decided; now it counts it once, stops after a batch of repeats, and says

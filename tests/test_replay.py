@@ -244,6 +244,7 @@ def _oops_tournament(tmp_path: Path, kind: str) -> Path:
 ARENA = [sys.executable, "-m", "arena"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "runs", "own"),
     [("file", "| python3 -P bots/oops.py", "oops.py"), ("folder", "| python3 bot.py)", "/oops/bot.py")],

@@ -70,7 +70,8 @@ def store(tmp_path: Path):
                     continue
                 rnd += 1
                 better = south if order[south.name] < order[north.name] else north
-                s.add_game(Slot(rnd, "x", south, north), record(south, north, better))
+                # a last ply of the round: every game distinct, as real bots from distinct openings play
+                s.add_game(Slot(rnd, "x", south, north), record(south, north, better, moves=(1, 2, rnd)))
     tail = f"thinking...\n{ATTACK}\nTraceback (most recent call last):\nValueError: <b>bad</b> & worse\n"
     s.add_game(
         Slot(rnd + 1, "x", DELTA, ALPHA),
@@ -242,6 +243,7 @@ def _png_size_and_rows(path: Path) -> tuple[int, int, int]:
     return width, height, len(rows)
 
 
+@pytest.mark.slow
 def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     page = report.write_report(store, tmp_path / "out")
     dom = _browse(page, tmp_path, "--dump-dom").stdout
@@ -274,6 +276,7 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert shot.stat().st_size > 20_000 and distinct > 100  # a page with content, not a blank canvas
 
 
+@pytest.mark.slow
 def test_a_big_tournaments_page_comes_before_its_replays_and_workers_write_the_same_replays(
     tmp_path, monkeypatch
 ):

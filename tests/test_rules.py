@@ -823,6 +823,7 @@ OPTIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "standard")
 @pytest.mark.parametrize(("pits", "seeds"), TINY)
 def test_tiny_boards_solved_twice(pits: int, seeds: int, options: dict[str, object]) -> None:

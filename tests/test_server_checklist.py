@@ -21,19 +21,6 @@ CRASHES = (
 )
 
 
-@pytest.fixture
-def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.server_kit import need_extra, setup_django
-
-    need_extra()
-    setup_django(tmp_path_factory.mktemp("checklist") / "class")
-    from django.conf import settings
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    return Path(settings.ARENA_CLASS_DIR)
-
-
 def _zipped(top: str, *files: tuple[str, bytes]) -> bytes:
     packed = io.BytesIO()
     with zipfile.ZipFile(packed, "w") as z:
@@ -66,6 +53,7 @@ def where(django_class: Path) -> ClassDir:
     return made
 
 
+@pytest.mark.slow
 def test_a_zipped_folders_reproduce_lines_run_in_the_students_folder(where: ClassDir) -> None:
     """Fails without the folder's name: the lines read (cd .../class/submissions/carol/1/carol && ...)."""
     data = _zipped("mybot", ("bot.toml", b'command = "python3 bot.py"\n'), ("bot.py", CRASHES))
@@ -76,11 +64,21 @@ def test_a_zipped_folders_reproduce_lines_run_in_the_students_folder(where: Clas
         assert "| python3 bot.py" in line and "submissions" not in line, line
 
 
+def test_the_reproduce_lines_name_the_folder_the_zip_held_not_the_zips_name(where: ClassDir) -> None:
+    """bob uploaded a zip of crashbot/ under another name: the lines read `(cd bob && ...)`, the student's
+    name (the server's copy) where the folder he has is crashbot."""
+    data = _zipped("crashbot", ("bot.toml", b'command = "python3 bot.py"\n'), ("bot.py", CRASHES))
+    commands = _checked(where, "bob.zip", data)["commands"]
+    assert commands
+    for line in commands:
+        assert line.startswith("(cd crashbot && "), line
+
+
 def test_a_single_files_reproduce_lines_run_where_the_file_is(where: ClassDir) -> None:
     commands = _checked(where, "crasher.py", CRASHES)["commands"]
     assert commands
     for line in commands:
-        assert line.startswith("printf ") and line.endswith("| python3 crasher.py"), line
+        assert line.startswith("printf ") and line.endswith("| python3 -P -u crasher.py"), line
         assert "submissions" not in line and "cd " not in line, line
 
 
@@ -145,7 +143,7 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
     assert commands["carol"].startswith("(cd mybot && printf 'NEWGAME "), commands
     assert commands["carol"].endswith("| python3 bot.py)"), commands
     assert commands["dave"].startswith("printf 'NEWGAME ") and commands["dave"].endswith(
-        "| python3 crasher.py"
+        "| python3 -P -u crasher.py"
     )
     for line in commands.values():
         assert "MOVE 2000 " in line and "bots/" not in line and "submissions" not in line, line

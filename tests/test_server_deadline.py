@@ -8,11 +8,12 @@ import html
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.server_kit import need_extra, setup_django
+from tests.server_kit import need_extra, signed_in
 
 need_extra()
 
@@ -20,21 +21,15 @@ PASSWORD = "kalah seeds 6 6"
 
 
 @pytest.fixture
-def teacher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from django.core.management import call_command
-    from django.test import Client, override_settings
+def teacher(django_class: Path) -> Iterator[Any]:
+    from django.test import override_settings
 
-    setup_django(tmp_path_factory.mktemp("deadline") / "class")
-    call_command("flush", interactive=False, verbosity=0)
     from arena.server.models import Classroom, Role
     from arena.server.people import members as accounts
 
     Classroom.objects.create(name="Deadline")
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
-        member = accounts.add_member("teach", PASSWORD, Role.TEACHER)
-        client = Client()
-        client.force_login(member.user)
-        yield client
+        yield signed_in(accounts.add_member("teach", PASSWORD, Role.TEACHER).user)
 
 
 def classroom() -> Any:
@@ -113,6 +108,7 @@ def test_a_removed_student_is_not_in_the_gradebook(teacher: Any) -> None:
     assert [r["student"] for r in frozen] == ["ann", "bea"], "removed after the deadline: still graded"
 
 
+@pytest.mark.slow
 def test_the_students_page_shows_the_deadline(teacher: Any) -> None:
     from django.test import Client
 

@@ -263,6 +263,10 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     driver.delete_all_cookies()
     driver.get(link)
     fill(driver, name="AI 101", username="teach", password=PASSWORD, password2=PASSWORD)
+    for name in ("greedy", "random"):  # ticked for a new class; this one's ladder is its students' alone
+        box = driver.find_element(_by().ID, f"setup-ref-{name}")
+        assert box.is_selected(), name
+        box.click()
     click(driver, "create")
     join = text(driver, "join-link")
     assert join.startswith(server.url + "/join/")
@@ -372,7 +376,7 @@ def test_a_whole_class_in_the_browser(browser: Any, server: Server, tmp_path: Pa
     cmd = until(
         "the fault box", lambda: driver.find_element(_by().ID, "fx-cmd").get_attribute("textContent"), 30
     )
-    assert cmd.startswith("printf 'NEWGAME ") and cmd.endswith("| python3 alice.py"), cmd
+    assert cmd.startswith("printf 'NEWGAME ") and cmd.endswith("| python3 -P -u alice.py"), cmd
     assert "MOVE 100 " in cmd and "bots/" not in cmd and "submissions" not in cmd, cmd
     driver.get(alice_page)
     page = driver.find_element(_by().TAG_NAME, "html")

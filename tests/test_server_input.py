@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.server_kit import need_extra, setup_django
+from tests.server_kit import need_extra, signed_in
 
 need_extra()
 
@@ -24,25 +24,17 @@ PASSWORD = "kalah seeds 6 6"
 
 
 @pytest.fixture
-def student(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from django.core.management import call_command
-    from django.test import Client
-
-    setup_django(tmp_path_factory.mktemp("input") / "class")
-    call_command("flush", interactive=False, verbosity=0)
-    from django.conf import settings
-
+def student(django_class: Path) -> Iterator[Any]:
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom
     from arena.server.people import members as accounts
 
-    where = ClassDir(Path(settings.ARENA_CLASS_DIR))
+    where = ClassDir(django_class)
     shutil.rmtree(where.submissions, ignore_errors=True)
     where.make()
     Classroom.objects.create(name="Input", upload_kib=64, per_day=3)
     member = accounts.add_member("dana", PASSWORD)
-    client = Client()
-    client.force_login(member.user)
+    client = signed_in(member.user)
     client.member = member  # type: ignore[attr-defined]
     yield client
 
@@ -80,6 +72,7 @@ def zipped(*entries: tuple[str, bytes]) -> bytes:
 PLAYS = b"import sys\nfor line in sys.stdin:\n    pass\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "data", "words"),
     [
@@ -130,6 +123,7 @@ def test_the_days_count_is_a_limit(student: Any) -> None:
     assert versions(student) == 3
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_one_message_and_the_throttle_follows(student: Any) -> None:
     from django.test import Client
 
@@ -174,6 +168,7 @@ def test_a_wrong_join_code_is_one_message(student: Any) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("username", "words"),
     [("greedy", "taken"), ("Dana", "taken"), ("rnybot", None), ("a b", "a username is"), ("dana2", None)],

@@ -12,19 +12,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.server_kit import need_extra, setup_django
-
-    need_extra()
-    setup_django(tmp_path_factory.mktemp("kept") / "class")
-    from django.conf import settings
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    return Path(settings.ARENA_CLASS_DIR)
-
-
 def test_uploads_beyond_the_count_remove_the_oldest_but_the_active_and_the_queued(django_class: Path) -> None:
     """Fails without the cap: all six versions and their folders stay."""
     from arena.server.classdir import ClassDir

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.game.rules import parse_rules
+from arena.kgp.server.port import practice_games
 from arena.server.classdir import ClassDir
-from arena.server.kgp import practice_games
 from tests.server_kit import ROOT, Server, free_port, need_extra
 
 need_extra()
@@ -57,9 +57,14 @@ class Kit:
 class Client:
     """A hand-driven KGP connection."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+    def __init__(self, port: int, source: str = "") -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(source, 0))
         self.file = self.sock.makefile("rb")
+
+    @classmethod
+    def at(cls, port: int, source: str) -> Client:
+        """A connection from another loopback address (127.0.0.2: another machine, as the port sees it)."""
+        return cls(port, source)
 
     def send(self, text: str | bytes) -> None:
         self.sock.sendall(text if isinstance(text, bytes) else text.encode() + b"\r\n")
@@ -179,14 +184,15 @@ def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
     from websockets.sync.client import connect
 
     with connect(f"ws://127.0.0.1:{kit.ws_port}/socket") as ws:
-        assert ws.recv(timeout=20) == "kgp 1 0 1"
+        assert ws.recv(timeout=20) == "kgp 1 0 1\r\n"  # a line, as go-kgp writes each frame
         ws.send('1 set info:name "ws agent"')
         ws.send(f'3 set auth:token "{kit.token}"')
         ws.send("5 mode freeplay")
         ident = 7
         while not any(g["agent"] == "ws agent" and g["faulty"] is None for g in kit.games()):
             message = str(ws.recv(timeout=20))
-            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>", message)
+            assert message.endswith("\r\n"), message
+            found = re.fullmatch(r"([0-9]+) state <([0-9,]+)>\r\n", message)
             if found:  # the first legal pit, then yield
                 n, _, _, *pits = map(int, found.group(2).split(","))
                 pit = next(k + 1 for k in range(n) if pits[k])
@@ -195,6 +201,35 @@ def test_an_agent_plays_over_a_websocket_at_slash_socket(kit: Kit) -> None:
                 ident += 4
     with pytest.raises(Exception, match="404"):
         connect(f"ws://127.0.0.1:{kit.ws_port}/elsewhere")
+
+
+COURSE = ROOT / "tests" / "kgp_course_client.py"
+
+
+@pytest.mark.parametrize("websocket", [False, True])
+def test_a_client_as_the_course_library_reads_every_stop_and_plays_its_games_to_their_end(
+    kit: Kit, websocket: bool
+) -> None:
+    """The course's Python library drops `stop` and `goodbye` without a line end (every WebSocket frame
+    arena wrote), and loses an answer when a `stop` meets its `yield`: over both transports it reads every
+    `stop`, and its games end normally, the lost answer's position played by a random legal move."""
+    before = len(kit.games())
+    port = kit.ws_port if websocket else kit.port
+    argv = [sys.executable, str(COURSE), "127.0.0.1", str(port), "--token", kit.token, "--race"]
+    client = subprocess.Popen(
+        [*argv, *(["--websocket"] if websocket else [])], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        mine = lambda: [g for g in kit.games()[before:] if g["agent"] == "course-like"]  # noqa: E731
+        until("two games of the course-like client", lambda: len(mine()) >= 2, 180)
+    finally:
+        client.terminate()
+        _, err = client.communicate(timeout=30)
+    games = mine()[:2]
+    assert all(g["faulty"] is None for g in games), [g["detail"] for g in games]
+    assert sum(g["random_moves"].get("tom (KGP)", 0) for g in games) == 1, games  # type: ignore[attr-defined]
+    stops, states, dropped = map(int, re.findall(r"stops (\d+) states (\d+) dropped (\d+)", err)[-1])
+    assert dropped == 0 and stops >= states - 1 > 0, err
 
 
 def test_garbage_and_an_over_long_line_are_answered_error_and_a_dropped_connection_forfeits(kit: Kit) -> None:
@@ -224,6 +259,7 @@ def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_conne
     silent.close()
     lost = until("the timeout", lambda: kit.since(before, "timeout"), 30)
     assert lost["faulty"] == "tom (KGP)" and "no move within" in str(lost["detail"]), lost
+    assert "no `pong` to arena's `ping`" in str(lost["detail"]), lost  # a live agent gets a random move
     held = [Client(kit.port), Client(kit.port)]
     for client in held:
         client.enter(kit.token)
@@ -237,12 +273,38 @@ def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_conne
     until("tom's two connections given back", lambda: _enters(kit), 30)  # none left held for the next test
 
 
+def test_one_address_holds_a_handful_of_connections_without_a_token_and_cannot_lock_the_class_out(
+    kit: Kit,
+) -> None:
+    """Idle connections from one address (the issue's 64 locked the port for everyone): the next one from
+    it is refused at once, saying why, while a classmate's from another address enters; one that sends its
+    token no longer counts against its address."""
+    idle = [Client(kit.port) for _ in range(4)]
+    for client in idle:
+        assert client.line() == "kgp 1 0 1"
+    fifth = Client(kit.port)
+    assert "from your address wait for their token" in fifth.until("error")
+    fifth.close()
+    classmate = Client.at(kit.port, "127.0.0.2")
+    classmate.enter(kit.token_of("ann"))
+    classmate.close()
+    idle[0].send(f'1 set auth:token "{kit.token}"')
+    idle[0].send("3 mode freeplay")
+    idle[0].until("ok")
+    sixth = Client(kit.port)  # the place the token freed
+    assert sixth.line() == "kgp 1 0 1"
+    for client in (*idle, sixth):
+        client.close()
+    until("tom's connection given back", lambda: _enters(kit), 30)
+
+
 def _enters(kit: Kit) -> bool:
     """Whether tom's token enters now (the server may hold a closed connection until it notices: mid-game
     until its next read, in the lobby until its next look)."""
     client = Client(kit.port)
     try:
-        assert client.line() == "kgp 1 0 1"
+        if client.line() != "kgp 1 0 1":  # refused: the address's closed idle connections not yet noticed
+            return False
         client.send(f'1 set auth:token "{kit.token}"')
         client.send("3 mode freeplay")
         while True:
@@ -329,9 +391,9 @@ def test_two_students_agents_play_each_other_and_both_keep_the_games(kit: Kit) -
 def test_the_readmes_three_lines_connect_a_new_agent_with_the_token_in_the_environment(
     kit: Kit, tmp_path: Path
 ) -> None:
-    """README: `arena new myagent --protocol kgp`, ARENA_TOKEN, `python3 bots/myagent/agent.py HOST PORT`."""
-    readme = (ROOT / "README.md").read_text()
-    assert "arena new myagent --protocol kgp" in readme and "python3 bots/myagent/agent.py" in readme
+    """docs/kgp.md: arena new myagent --protocol kgp, ARENA_TOKEN, python3 bots/myagent/agent.py HOST PORT."""
+    guide = (ROOT / "docs" / "kgp.md").read_text()
+    assert "arena new myagent --protocol kgp" in guide and "python3 bots/myagent/agent.py" in guide
     made = subprocess.run(
         [sys.executable, "-m", "arena", "new", "myagent", "--protocol", "kgp"],
         cwd=tmp_path,
@@ -421,7 +483,15 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
     _two_games(kit)  # played with the switch as it is by default
     assert not ranked(), "off by default"
     assert b"tom.kgp" not in (ladder / "arena.sqlite").read_bytes(), "an agent is not on the ranked ladder"
+    teach.post(
+        "/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on", "kgp_forfeit": "on"}, page="/teacher"
+    )
+    forfeits = teach.http.get(url + "/teacher", timeout=30).text
+    assert 'id="kgp_forfeit" checked' in forfeits, (
+        "the teacher chose forfeits for ranked positions without a move"
+    )
     teach.post("/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on"}, page="/teacher")
+    assert 'id="kgp_forfeit" checked' not in teach.http.get(url + "/teacher", timeout=30).text
     agent = subprocess.Popen(
         [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token],
         stdout=subprocess.DEVNULL,

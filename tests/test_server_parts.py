@@ -22,6 +22,7 @@ import pytest
 from tests.server_kit import ROOT
 
 
+@pytest.mark.slow
 def test_arena_run_does_not_load_the_server() -> None:
     code = (
         "import sys, arena.cli, arena.api, arena.report.page, arena.student.check; "
@@ -65,19 +66,6 @@ def test_the_server_answers_to_its_bind_address() -> None:
     assert allowed_hosts("127.0.0.1") == ["127.0.0.1", "[::1]", "localhost"]
     assert allowed_hosts("10.1.2.3") == ["10.1.2.3"]
     assert allowed_hosts("0.0.0.0") == ["*"]
-
-
-@pytest.fixture
-def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.server_kit import need_extra, setup_django
-
-    need_extra()
-    setup_django(tmp_path_factory.mktemp("parts") / "class")
-    from django.conf import settings
-    from django.core.management import call_command
-
-    call_command("flush", interactive=False, verbosity=0)
-    return Path(settings.ARENA_CLASS_DIR)
 
 
 def test_the_field_is_the_active_versions_and_the_references(django_class: Path) -> None:
@@ -227,6 +215,7 @@ def test_the_web_server_weighs_more_than_the_games() -> None:
         assert group.remove(), "the group is removed once its processes are gone"
 
 
+@pytest.mark.slow
 def test_a_pbkdf2_password_still_signs_in_and_is_upgraded_to_argon2id(django_class: Path) -> None:
     from django.contrib.auth import authenticate
     from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
@@ -302,6 +291,7 @@ def test_before_the_class_exists_every_page_that_needs_it_says_so_alike(django_c
     assert Client().post("/api/submit").json() == {"error": NO_CLASS}
 
 
+@pytest.mark.slow
 def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> None:
     """The bot pages' rating history is a pass over every game: a playing ladder's snapshot, rewritten every
     few seconds, draws them again only every PAGES_S, or at once for a bot that has none; settled, always.
@@ -335,6 +325,7 @@ def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> No
         assert pages.stat().st_ino != drawn, "a settled ladder's pages are drawn at once"
 
 
+@pytest.mark.slow
 def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A snapshot's TrueSkill (its standings and its bot pages' history, from one pass) is the kept state
     (rated.json) advanced by the games since, equal to a full pass float for float: after games stored out

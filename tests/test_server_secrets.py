@@ -84,8 +84,16 @@ def test_a_loose_class_folder_is_the_servers_alone(shared: Path) -> None:
         server.stop()
 
 
-def test_a_password_in_db_is_refused_in_one_line(tmp_path: Path) -> None:
-    url = "postgresql://arena:hunter2-secret@127.0.0.1:5/arena"
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://arena:hunter2-secret@127.0.0.1:5/arena",
+        "postgresql://arena@127.0.0.1:5/arena?password=hunter2-secret",
+        "postgresql://127.0.0.1:5/arena?user=arena&password=hunter2-secret",
+    ],
+)
+def test_a_password_in_db_is_refused_in_one_line(tmp_path: Path, url: str) -> None:
+    """Before the host or in the query (libpq reads both): either sits in `ps` for every user."""
     args = [sys.executable, "-m", "arena", "serve", str(tmp_path / "class"), "--db", url]
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 1

@@ -66,7 +66,7 @@ def test_a_zip_of_the_files_themselves_works_too(tmp_path: Path) -> None:
 def test_a_single_python_file_gets_its_bot_toml(tmp_path: Path) -> None:
     target = attempt(tmp_path, "my_bot.py", PLAYS)
     assert (target / "my_bot.py").read_bytes() == PLAYS
-    assert "python3 my_bot.py" in (target / "bot.toml").read_text()
+    assert "python3 -P -u my_bot.py" in (target / "bot.toml").read_text()
 
 
 def test_a_single_c_file_gets_a_build(tmp_path: Path) -> None:
@@ -150,3 +150,40 @@ def test_an_executable_bit_is_kept_and_the_build_stamp_is_not(tmp_path: Path) ->
     target = attempt(tmp_path, "b.zip", zipped(("bot.toml", b'command = "./run.sh"'), infos=infos))
     assert stat.S_IMODE((target / "run.sh").stat().st_mode) == 0o755
     assert not (target / ".arena-build.json").exists()
+
+
+SHADOWS = b"""\
+import random
+import sys
+
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "MOVE":
+        b = [int(x) for x in w[2:]]
+        print(random.choice([p for p in range(1, len(b) // 2) if b[p - 1]]))
+    elif w and w[0] == "QUIT":
+        break
+"""
+
+
+def test_a_single_file_named_like_a_stdlib_module_plays_as_arena_run_plays_it(tmp_path: Path) -> None:
+    """random.py that imports random passed in `arena run` (python3 -P) and failed its check on the server,
+    which ran `python3 random.py` (the file imported itself); and it prints without flushing, which arena
+    run's line-buffered Python sends at once. The server's copy must play as the file does."""
+    from arena.match.bots import load_bot
+    from arena.student.check import check
+    from arena.tournament.settings import Settings
+
+    alone = tmp_path / "mine" / "random.py"
+    alone.parent.mkdir()
+    alone.write_bytes(SHADOWS)
+    settings = Settings(move_ms=2000, openings=0)
+    verdicts = {}
+    for where, bot in (
+        ("arena run", load_bot(alone)),
+        ("server", load_bot(attempt(tmp_path, "random.py", SHADOWS))),
+    ):
+        report = check(bot, settings)
+        verdicts[where] = [(item.name, item.status) for item in report.items]
+        assert not report.fails, (where, report.to_dict())
+    assert verdicts["arena run"] == verdicts["server"]

@@ -115,7 +115,7 @@ def test_a_settled_ranking_from_real_fits_of_clearly_different_bots() -> None:
 def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_each() -> None:
     """`--reference cat` without `--settle top K`: no neighbour order is claimed, only every bot against cat,
     and each bot's verdict reads better, worse, within the resolution, or open."""
-    post = known([1760, 1700, 1510, 1500, 1460, 1300], 12)
+    post = known([1760, 1700, 1510, 1500, 1460, 1300], 8)  # cat - dan: 10 ± 11.3, P(|d| <= 30) = 96%
     post.cov[0, 0] = post.cov[1, 1] = 60.0**2  # ann and bob: far above dan, not yet told apart
     names = [*NAMES, "fay"]
     v = verdict(post, Rule(references=("dan",)), names)
@@ -130,6 +130,40 @@ def test_reference_bots_alone_settle_only_each_bot_against_them_with_a_verdict_e
     unsure = verdict(known([1700, 1500, 1460], 30), Rule(references=("bob",)), names[:3])
     assert unsure.against()["cat"]["bob"].word == "open" and not unsure.settled
     assert "still open (how sure each is better): cat (17%)" in unsure.describe_against()[0]
+
+
+def test_within_the_resolution_of_a_reference_holds_on_both_sides_or_the_verdict_is_open() -> None:
+    """A bot 54 ± 70 Elo (95%) over the reference: a reversal by 30 is unlikely (1%) and it is not 95% sure
+    to be the better, but it is as likely as not to be more than 30 above, so it is not "within 30 Elo":
+    the verdict is open and the run not settled until it is better or within on both sides."""
+    sd = 70 / 1.959964 / 2**0.5  # each bot's; their difference's is 70 / 1.96
+    post = known([1554, 1500, 1200], sd)
+    v = verdict(post, Rule(references=("bob",)), NAMES[:3])
+    ann = v.against()["ann"]["bob"]
+    assert ann.word == "open" and 0.9 < ann.p < 0.95
+    assert not v.settled and v.games_left() > 0
+    assert "still open (how sure each is better): ann (93%)" in v.describe_against()[0]
+    # the same bot 10 ± 20 over the reference is within on both sides: P(|d| <= 30) = 97%
+    close = verdict(known([1510, 1500, 1200], 20 / 1.959964 / 2**0.5), Rule(references=("bob",)), NAMES[:3])
+    assert close.against()["ann"]["bob"].word == "within" and close.settled
+    # and 40 ± 20 over it is better, not within
+    far = verdict(known([1540, 1500, 1200], 20 / 1.959964 / 2**0.5), Rule(references=("bob",)), NAMES[:3])
+    assert far.against()["ann"]["bob"].word == "better" and far.settled
+
+
+def test_within_a_reference_is_judged_over_many_posteriors_at_its_confidence() -> None:
+    """Over seeded posteriors of a bot at every margin from the reference, a "within 30 Elo" verdict is
+    one whose posterior puts at least 95% on |difference| <= 30, never one that is 30 away on one side."""
+    rng = np.random.default_rng(42)
+    for _ in range(200):
+        margin, sd = float(rng.uniform(-80, 80)), float(rng.uniform(5, 60))
+        v = verdict(known([1500 + margin, 1500, 1000], sd / 2**0.5), Rule(references=("bob",)), NAMES[:3])
+        a = v.against()["ann"]["bob"]
+        if a.word == "within":
+            from statistics import NormalDist
+
+            inside = NormalDist(margin, sd).cdf(30) - NormalDist(margin, sd).cdf(-30)
+            assert inside >= 0.95, (margin, sd)
 
 
 def test_a_settled_runs_rough_cost_follows_the_measured_shares_by_field_size() -> None:
@@ -153,6 +187,7 @@ def test_the_games_left_shrink_as_the_evidence_grows() -> None:
     assert verdict(known([1600, 1520, 1500, 1300], 12), Rule(), NAMES[:4]).describe_left() == "settled"
 
 
+@pytest.mark.slow
 def test_the_games_left_are_right_in_order_of_magnitude_on_a_simulated_field() -> None:
     """Virtual bots of known Elo played batch by batch through the real plan, posterior and verdict, as
     `arena run` plays them: the estimate a tenth, a quarter and half of the way through is within a factor

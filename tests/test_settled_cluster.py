@@ -23,6 +23,7 @@ def settled_run(base: Path, cluster: Cluster | None = None):  # type: ignore[no-
         return result, cup.verdict()
 
 
+@pytest.mark.slow
 def test_an_adaptive_run_on_a_cluster_plays_the_games_of_a_local_one(tmp_path: Path, certs: Path) -> None:
     local, settled = settled_run(tmp_path / "local")
     assert settled.settled and local.played > 0

@@ -48,6 +48,7 @@ def library_run(base: Path, bots: Path, jobs: int = 2, progress=None):  # type: 
         return cup.run(bots, None, settle=LOOSE, jobs=jobs, progress=progress)
 
 
+@pytest.mark.slow
 def test_an_adaptive_run_stops_by_itself_settled_and_a_rerun_plays_nothing(tmp_path: Path) -> None:
     bots = four(tmp_path / "bots")
     out = tournament(tmp_path, bots, *STEADY, "--resolution", 100)
@@ -76,6 +77,7 @@ def test_an_adaptive_run_stops_by_itself_settled_and_a_rerun_plays_nothing(tmp_p
     assert records(tmp_path) == stored
 
 
+@pytest.mark.slow
 def test_the_same_seed_plays_the_same_adaptive_games_whatever_the_jobs(tmp_path: Path) -> None:
     played = []
     for jobs in (1, 2):
@@ -86,6 +88,7 @@ def test_the_same_seed_plays_the_same_adaptive_games_whatever_the_jobs(tmp_path:
     assert played[0] == played[1]
 
 
+@pytest.mark.slow
 def test_an_interrupted_adaptive_run_resumes_to_the_games_of_an_uninterrupted_one(tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     library_run(reference, four(reference / "bots"))
@@ -105,17 +108,20 @@ def test_an_interrupted_adaptive_run_resumes_to_the_games_of_an_uninterrupted_on
     assert games(base) == expected
 
 
+@pytest.mark.slow
 def test_a_cap_stops_the_run_and_says_what_is_still_open(tmp_path: Path) -> None:
     bots = four(tmp_path / "bots")
     out = tournament(tmp_path, bots, *STEADY, "--resolution", 5, "--max-games", 16)
     assert out.returncode == 0, out.stderr
     assert len(records(tmp_path)) == 16
     line = next(x for x in out.stdout.splitlines() if x.startswith("not settled"))
-    assert line.startswith("not settled (the cap of --max-games): still open, ")
+    assert line.startswith("not settled after 16 games (the cap of --max-games: 16 games played, at most 16)")
+    assert "): still open, " in line
     assert " vs " in line and "sure of the order" in line
     assert re.search(r"; about [\d,]+ more games to settle it \(a rough estimate\)$", line), line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -136,6 +142,7 @@ def test_bad_adaptive_flags_are_one_line_and_write_nothing(tmp_path: Path, flags
     assert not db_file(tmp_path).exists()
 
 
+@pytest.mark.slow
 def test_a_reference_alone_settles_each_bot_against_it_and_says_so_everywhere(tmp_path: Path) -> None:
     """`--reference greedy` without --settle: the run settles every bot against greedy, and each bot's
     verdict (better, worse, within the resolution) is on the terminal, the page and the standings export."""
@@ -162,6 +169,7 @@ def test_a_reference_alone_settles_each_bot_against_it_and_says_so_everywhere(tm
     assert {bot: rows[bot]["greedy"] for bot in said} == {bot: words[w] for bot, w in said.items()}
 
 
+@pytest.mark.slow
 def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
     """An adaptive run plays batch after batch; its workers, and so its bots' processes, live through the
     run: each bot runs in at most one process per worker, however many batches (they once were all ended
@@ -188,6 +196,7 @@ def test_bot_processes_live_from_batch_to_batch(tmp_path: Path) -> None:
         assert 1 <= len(pids) <= 2, (name, pids)
 
 
+@pytest.mark.slow
 def test_the_progress_judges_what_is_left_at_its_own_pace_not_after_every_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

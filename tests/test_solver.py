@@ -94,6 +94,7 @@ MIDGAME = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", MIDGAME)
 def test_solver_agrees_with_minimax_later_in_random_games(spec: str) -> None:
     """One Solver for all positions of a rules object, as a bot keeps it: its table entries (shared across
@@ -117,6 +118,7 @@ def test_solver_agrees_with_minimax_later_in_random_games(spec: str) -> None:
     assert checked >= 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec", ["kalah,pits=3,seeds=2", "kalah,pits=3,seeds=2,early", "relay,pits=3,seeds=2"]
 )
@@ -142,6 +144,7 @@ def test_positions_with_other_stores(spec: str) -> None:
     assert checked >= 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec", ["kalah,pits=3,seeds=2,pie", "kalah,pits=3,seeds=2,no-first-extra", "relay,pits=3,seeds=2,pie"]
 )

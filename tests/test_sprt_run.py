@@ -30,6 +30,7 @@ def stored(base: Path) -> list[tuple]:
         return [(r["round"], r["south"], r["north"], r["winner"], r["moves"]) for r in store.records()]
 
 
+@pytest.mark.slow
 def test_a_clearly_better_version_is_accepted_and_the_test_is_printed_as_it_goes(tmp_path: Path) -> None:
     field(tmp_path / "bots")
     out = sprt(tmp_path, "alphabeta", "first", *ARGS)
@@ -49,6 +50,7 @@ def test_a_clearly_better_version_is_accepted_and_the_test_is_printed_as_it_goes
     assert "H1 accepted: the new version is better" in page
 
 
+@pytest.mark.slow
 def test_new_and_base_may_be_paths_two_versions_of_one_bot(tmp_path: Path) -> None:
     """As `arena play` takes them: v2/player.py against v1/player.py, one name, two versions."""
     write_bots(tmp_path / "v1", player=first_legal())
@@ -63,6 +65,7 @@ def test_new_and_base_may_be_paths_two_versions_of_one_bot(tmp_path: Path) -> No
     assert same.returncode == 2 and "are the same code" in same.stderr
 
 
+@pytest.mark.slow
 def test_a_capped_test_resumed_plays_the_games_of_an_uncapped_one(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     field(whole / "bots")

@@ -122,6 +122,7 @@ print(os.waitpid(pid, 0)[1], flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("process", sorted(PROCESSES))
 @pytest.mark.parametrize("sent", ["SIGTERM", "SIGHUP"])
 def test_a_child_forked_after_the_stop_still_dies_of_its_signal(process: str, sent: str) -> None:

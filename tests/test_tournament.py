@@ -315,6 +315,7 @@ def jsonl(played) -> list[dict]:  # type: ignore[no-untyped-def]
     return exported(played[0])
 
 
+@pytest.mark.slow
 def test_run_prints_the_leaderboard_and_stores_every_game(played):
     base, bots, out = played
     assert out.returncode == 0, out.stderr
@@ -330,6 +331,7 @@ def test_run_prints_the_leaderboard_and_stores_every_game(played):
     assert count_games(db_file(base)) == 3 * 2 * 2
 
 
+@pytest.mark.slow
 def test_export_jsonl_is_every_game_in_schedule_order_and_replays(played, jsonl):
     _, bots, _ = played
     recs = jsonl
@@ -352,6 +354,7 @@ def test_export_records_hold_every_field_of_a_game_record(jsonl):
     assert {f.name for f in dataclasses.fields(GameRecord)} <= set(record)
 
 
+@pytest.mark.slow
 def test_export_csv_parses_to_the_same_games(played, jsonl):
     out = export(played[0], "csv")
     assert out.returncode == 0, out.stderr
@@ -368,6 +371,7 @@ def test_export_csv_parses_to_the_same_games(played, jsonl):
         assert (int(row["south_store"]), int(row["north_store"])) == (rec["south_store"], rec["north_store"])
 
 
+@pytest.mark.slow
 def test_report_writes_the_page_again(played):
     base, _, _ = played
     page = base / "reports" / NAME / "index.html"
@@ -382,6 +386,7 @@ def test_report_writes_the_page_again(played):
 # --- 3. resume -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_resume_plays_only_what_is_missing(tmp_path):
     bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal(), last=first_legal(pick="last"))
     out = tournament(tmp_path, bots, "--rounds", 1, *QUICK)
@@ -415,6 +420,7 @@ def test_resume_plays_only_what_is_missing(tmp_path):
     assert [r for r in four_bots if r["id"] in {x["id"] for x in two_rounds}] == two_rounds
 
 
+@pytest.mark.slow
 def test_a_changed_bot_is_a_new_version_and_its_old_games_leave_the_leaderboard(tmp_path):
     bots = write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal(), last=first_legal(pick="last"))
     out = tournament(tmp_path, bots, "--rounds", 2, *QUICK)
@@ -451,6 +457,7 @@ def slow_field(folder: Path) -> Path:
     return write_bots(folder, greedy=GREEDY, first=first_legal(delay=0.02), alphabeta=ALPHABETA_2)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path):
     bots = slow_field(tmp_path / "bots")
     args = ("--rounds", 3, "--jobs", 2, *STEADY)
@@ -481,6 +488,7 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path):
     assert [r for r in done if r["id"] in {k["id"] for k in kept}] == kept
 
 
+@pytest.mark.slow
 def test_kill_9_leaves_no_process_and_a_rerun_gives_the_uninterrupted_results(tmp_path):
     args = ("--rounds", 3, "--jobs", 2, "--seed", 11, *STEADY)
     scheduled = 3 * 3 * 2
@@ -523,6 +531,7 @@ def test_kill_9_leaves_no_process_and_a_rerun_gives_the_uninterrupted_results(tm
 # --- 5. determinism --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_games_and_ratings_whatever_the_jobs(tmp_path):
     noise = {"id", "finished_at", "move_ms", "think_ms", "stderr"}  # timings vary
     outcome = []
@@ -654,6 +663,7 @@ def case_export_missing(base):  # type: ignore[no-untyped-def]
     return ["export", "--out", base / "reports", "--name", NAME], ["no tournament store"], no_store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -688,6 +698,7 @@ def test_bad_input_is_one_clear_line_and_harms_no_store(tmp_path, case):
 # --- 7. broken bots --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("source", "reason", "detail"),
     [
@@ -722,6 +733,7 @@ def test_a_broken_bot_forfeits_its_games_and_the_tournament_goes_on(tmp_path, so
     assert str(markupsafe.escape(detail)) in page
 
 
+@pytest.mark.slow
 def test_bots_that_cannot_play_are_listed_with_their_fix_and_the_tournament_goes_on(tmp_path: Path) -> None:
     bots = two_bots(tmp_path)
     (bots / "x.py").write_text(first_legal(), encoding="utf-8")

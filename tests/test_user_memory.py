@@ -90,6 +90,7 @@ def wrote(log: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_a_bot_writes_no_more_than_its_share_anywhere(mode: str, workdir: Path) -> None:
     """Twice the memory limit written to every place a bot might write: the root, /bot's parent and /dev
     refuse it (read-only: EROFS as the user, whose tmpfs it was; root's bot, a uid of its own, never could),
@@ -106,6 +107,7 @@ def test_a_bot_writes_no_more_than_its_share_anywhere(mode: str, workdir: Path) 
     assert 0 < found["/dev/shm"][0] <= MEMORY_MB // 4 and found["/dev/shm"][1] == 28, found
 
 
+@pytest.mark.slow
 def test_a_users_bot_holds_no_shared_memory_past_its_limit(workdir: Path, mode: str) -> None:
     """As the user (no cgroups: RLIMIT_DATA counts private memory only), a bot holding twice its limit in an
     anonymous shared mapping, a memfd and a SysV segment is refused each (ENOMEM); and the start of the run
@@ -149,6 +151,7 @@ for command in sys.argv[2:]:
 """
 
 
+@pytest.mark.slow
 def test_a_jvm_and_node_start_where_no_cgroup_counts_memory(mode: str, workdir: Path) -> None:
     """The filter for a bot without a cgroup (no memfd, SysV or anonymous shared memory) and the read-only
     root leave the runtimes alone: a JVM and node start in the sandbox and see their share of the limit."""
@@ -190,6 +193,7 @@ def attack():
 """
 
 
+@pytest.mark.slow
 def test_a_users_bot_is_held_to_its_processes(mode: str, workdir: Path) -> None:
     """As the user (no pids cgroup, no uid of its own), a bot forking 200 children gets --max-procs
     processes in all: RLIMIT_NPROC, set inside the sandbox, counts the processes of its own user namespace

@@ -238,6 +238,8 @@ def run(  # type: ignore[no-untyped-def]
             echo(f"arena: not settled yet: {settled.describe_left()}", err=True)
         echo(f"report so far: {page}", err=True)
         sys.exit(130)
+    games = result.before + result.played
+    distinct = games - int((standings.board["games"] - standings.board["distinct"]).sum()) // 2
     if not quiet:
         from arena.report import terminal
 
@@ -246,12 +248,19 @@ def run(  # type: ignore[no-untyped-def]
         echo(terminal.format_table(standings.board))
         for line in settled.describe_against() if settled is not None else ():
             echo(line)
+    if distinct < games:  # said even when quiet: the run spent games that taught nothing
+        echo(
+            f"arena: {games - distinct} of {games} games repeated an earlier game exactly (the same bots on "
+            f"the same sides, opening and moves): {distinct} distinct games, each counted once",
+            err=True,
+        )
+    counted = f"{games} games" + (f", {distinct} distinct" if distinct < games else "")
     if settled is not None and settled.settled and not quiet:
-        echo(f"settled after {result.before + result.played} games. {settled.rule.describe()}")
+        echo(f"settled after {counted}. {settled.rule.describe()}")
     elif settled is not None and not settled.settled:  # a warning even when quiet: the ranking is open
-        why = "the cap of --max-games" if max_games is not None else "no more games could be played"
-        say = f"arena: warning: not settled ({why})" if quiet else f"not settled ({why})"
-        echo(f"{say}: {settled.describe_left()}", err=quiet)
+        why = result.stopped or "no more games could be played"
+        say = f"arena: warning: not settled after {counted}" if quiet else f"not settled after {counted}"
+        echo(f"{say} ({why}): {settled.describe_left()}", err=quiet)
     echo(f"report: {page}")
 
 

@@ -162,8 +162,9 @@ class Cluster:
         except Exception as e:  # OSError, TimeoutError, ValueError for a bad address: all one line
             raise ClusterError(
                 f"cannot reach the Dask scheduler at {self.address} within {self.connect_s:g} s "
-                f"({type(e).__name__}: {line(str(e))}); start it there with 'dask scheduler' (see the "
-                "README, 'A lab of machines'), or check its address and certificates"
+                f"({type(e).__name__}: {line(str(e))}); start it there with 'dask scheduler' (see "
+                "docs/lab.md, 'Starting the scheduler and the workers'), or check its address and "
+                "certificates"
             ) from None
 
     def _alive(self, client: Any) -> None:

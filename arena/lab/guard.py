@@ -1,5 +1,5 @@
 """A Dask preload for a lab's own `dask worker` and `dask scheduler` (`--preload arena.lab.guard`, as
-the README starts them): a process of the lab that would speak TLS without the class's certificates says so
+docs/lab.md starts them): a process of the lab that would speak TLS without the class's certificates says so
 in one line, with the flags it lacks, instead of dying in Dask's traceback.
 
 Dask imports a preload as it builds the process's server (the nanny of `dask worker`, the scheduler), before
@@ -108,7 +108,7 @@ def _value(args: list[str], flag: str) -> str | None:
 
 
 def refusal(argv: Sequence[str], missing: list[str]) -> str:
-    """The one line a lab process without its certificates prints: the README's command, with its flags."""
+    """The one line a lab process without its certificates prints: docs/lab.md's command, with its flags."""
     which = role(argv) or "worker"
     files = {
         "--tls-ca-file": "certs/ca.pem",
@@ -118,8 +118,8 @@ def refusal(argv: Sequence[str], missing: list[str]) -> str:
     wanted = " ".join(f"{flag} {files[flag]}" for flag in missing)
     return (
         f"arena: this dask {which} speaks TLS but has no {', '.join(missing)}: the lab's machines show the "
-        f"class's certificates ('arena cluster-certs DIR' makes them); start it as the README's 'A lab of "
-        f"machines' says, adding {wanted}"
+        f"class's certificates ('arena cluster-certs DIR' makes them); start it as docs/lab.md's "
+        f"'Starting the scheduler and the workers' says, adding {wanted}"
     )
 
 

@@ -342,8 +342,9 @@ class Arena(WorkerPlugin):
                 for digest in (south, north):
                     players.append(self._player(bots[digest]))
                 record = play_game(
-                    self.rules, players[0], players[1], self.conditions.limits, opening=opening
-                )
+                    self.rules, players[0], players[1], self.conditions.limits, opening=opening,
+                    seed=self.conditions.seed,
+                )  # fmt: skip
                 kept = not self.conditions.fresh
             finally:
                 for player in players:

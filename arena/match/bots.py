@@ -33,6 +33,7 @@ MANIFEST = "bot.toml"
 STAMP = ".arena-build.json"
 # bot.toml `protocol`: arena's own (protocol.md), Manchester agents', KGP agents' (Kalah Game Protocol)
 PROTOCOLS = ("v1", "mankalah", "kgp")
+NO_MOVE = ("random", "forfeit")  # bot.toml `no_move` of a KGP agent: its default first
 # A bot's name: what a file system and a Python module name accept (letters of any script, digits, _), and
 # . + - inside; no spaces, no slashes.
 _NAME = re.compile(r"[^\W_][\w.+-]{0,63}")
@@ -156,6 +157,10 @@ class Bot:
     # An agent connected to the class server (arena/server/kgp_ranked.py): `argv` is arena's own bridge to it,
     # run outside the sandbox (the agent computes elsewhere); made by the server only, never from a bot.toml.
     remote: bool = False
+    # bot.toml `no_move` (KGP agents): what a position the agent gave no legal move for costs it. "random": a
+    # random legal move is played for it, as the course server does (its spec: the server MUST); "forfeit":
+    # the game is lost on time. A position with one legal move is played without asking either way.
+    no_move: str = "random"
 
 
 class BuildError(BotError):
@@ -382,11 +387,21 @@ def _from_folder(path: Path) -> Bot:
         data = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BotError(f"{manifest}: not valid TOML: {e}") from None
-    unknown = set(data) - {"command", "author", "protocol", "paths", "memory", "build", "anytime", "port"}
+    unknown = set(data) - {
+        "command",
+        "author",
+        "protocol",
+        "paths",
+        "memory",
+        "build",
+        "anytime",
+        "port",
+        "no_move",
+    }
     if unknown:
         raise BotError(
             f"{manifest}: unknown key {sorted(unknown)[0]!r}; "
-            "known: command, build, author, protocol, paths, memory, anytime, port"
+            "known: command, build, author, protocol, paths, memory, anytime, port, no_move"
         )
     memory = data.get("memory")
     if memory is not None and (not isinstance(memory, int) or isinstance(memory, bool) or memory < 16):
@@ -433,13 +448,20 @@ def _from_folder(path: Path) -> Bot:
         raise BotError(
             f"{manifest}: 'port' is the port a KGP agent connects to, 1..65535, with protocol = \"kgp\""
         )
+    no_move = data.get("no_move", NO_MOVE[0])
+    if no_move not in NO_MOVE or ("no_move" in data and protocol != "kgp"):
+        raise BotError(
+            f"{manifest}: 'no_move' is what a KGP agent's position without a move costs it, "
+            f'"random" (a random legal move, as the course server plays) or "forfeit", with protocol = "kgp"'
+        )
     # A program the build makes is looked for once it has run (check_command), the others now.
     argv[0] = _program(manifest, "command", argv[0], path, present=not build)
     name = check_name(path.name, path)
     digest = _digest(path, built=bool(build))
     return Bot(
-        name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build, anytime, port
-    )
+        name, tuple(argv), path, path, digest, author, protocol, tuple(paths), memory, build, anytime, port,
+        no_move=no_move,
+    )  # fmt: skip
 
 
 def _split(manifest: Path, key: str, line: str) -> list[str]:

@@ -3,9 +3,11 @@ when its sources change.
 
 The build is the student's code running, so it is confined as the bot is (the sandbox with no network,
 memory and process limits, an unprivileged uid when arena is root, a clean environment), with a time limit,
-and it may write its own folder only: it runs in a copy of the folder that its uid owns (on a tmpfs, so what
-it writes counts against its memory), shown at the folder's own path in the sandbox, and the files it made
-are copied back. The files that were there before it (but the last build's outputs) are the bot's sources,
+and it may write its own folder only: it runs in a copy of the folder, at /bot in a tmpfs of the build's own
+namespace whose size is the build's cap (BUILD_BYTES: no host filesystem, no shared /dev/shm, holds what it
+writes, and its blocks are what the cap counts), and the files it made are copied back, at most BUILD_FILES
+files and folders, none named with a control character (a terminal would obey it).
+The files that were there before it (but the last build's outputs) are the bot's sources,
 bot.toml among them: a build that changes one fails, so that no build rewrites its own manifest (to widen
 its limits) or turns a source into an output (out of the bot's version). A stamp in the folder
 (bots.STAMP) records the digest of the sources and a hash of every file the build made; whether a build is
@@ -50,18 +52,19 @@ from arena.match.bots import (
     load_bot,
     open_regular,
 )
-from arena.sandbox import Confinement, Jail, Warden
+from arena.match.carry import Carry, Use, control_name, too_many
+from arena.match.printable import printable
+from arena.sandbox import Confinement, Jail, Warden, seccomp
+from arena.sandbox.stage import INSIDE
 
 BUILD_SECONDS = 120.0  # a bot's whole build, all its commands, at most
 # A bot's folder after its build, and the build's copy of it while it runs, at most: a build that writes
 # without end is stopped and its files dropped, so that nothing big stays in a class's folder.
 BUILD_BYTES = 256 * 1024 * 1024
-_LOOK = 0.1  # seconds between two looks at the size of a running build's folder
-# Where a build's copy of the folder lives: a tmpfs, whose pages are charged to the memory cgroup of the
-# process that writes them, so the build's memory limit also bounds the files it writes (on the host's disk
-# a build writing without end would fill it, and the tournament's store with it).
-_SCRATCH = Path("/dev/shm")
-_SCRATCH_SPARE = 512 * 1024 * 1024  # room the scratch tmpfs must have beyond the copy, for what a build makes
+# Files and folders a build's folder may hold: each is memory in its tmpfs, and a file copied back into the
+# bot's folder (266,000 empty files kept `arena check` copying for minutes).
+BUILD_FILES = 10_000
+_LOOK = 0.1  # seconds between two looks at the use of a running build's folder
 _TAIL_LINES = 40  # of the build's output, kept for the student
 _TAIL_BYTES = 4000
 _HEAD_BYTES = 65536  # where the first error line is looked for
@@ -77,12 +80,13 @@ def ensure_built(
     seconds: float = BUILD_SECONDS,
     max_bytes: int | None = None,
     say: Callable[[str], None] | None = None,
+    max_files: int = BUILD_FILES,
 ) -> Bot:
     """The bot, built if its bot.toml has a `build` and its stamp says the sources or outputs changed since
     the last build, re-loaded (its command checked, its digest that of its sources); BuildError, one line
     with the compiler's output in `.output`, when the build fails or does not make the command's program.
     `say` hears of a build before it runs; `max_bytes` (default BUILD_BYTES) bounds the folder during and
-    after the build."""
+    after the build, `max_files` its files and folders."""
     if not bot.build:
         return bot
     with _locked(bot.path):
@@ -90,7 +94,7 @@ def ensure_built(
         if needed(built):
             if say is not None:
                 say(f"building {bot.name}: {'; '.join(shlex.join(argv) for argv in built.build)}")
-            _build(built, conf, seconds, BUILD_BYTES if max_bytes is None else max_bytes)
+            _build(built, conf, seconds, BUILD_BYTES if max_bytes is None else max_bytes, max_files)
             built = load_bot(bot.path)
             _write_stamp(bot.path, built, built_outputs(bot.path))
     try:
@@ -156,27 +160,19 @@ def _copy_in(folder: Path, copy: Path, left_out: Collection[str]) -> None:
         os.utime(target, ns=(file.mtime_ns, file.mtime_ns))
 
 
-def _scratch(folder: Path) -> Path | None:
-    """The tmpfs for the build's copy if it has room for the folder and a build's outputs besides (a
-    container's /dev/shm may have 64 MiB), else None: the system's temporary folder, on disk."""
-    try:
-        room = os.statvfs(_SCRATCH)
-    except OSError:
-        return None
-    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
-    free = room.f_bavail * room.f_frsize
-    return _SCRATCH if os.access(_SCRATCH, os.W_OK) and free > 2 * size + _SCRATCH_SPARE else None
-
-
-def _bytes(folder: Path) -> int:
-    """The bytes of the files under `folder` (their sizes, so a sparse file counts as what copying it writes),
-    as it is at this moment: a running build adds and removes files while this looks."""
-    total = 0
-    for top, _, names in os.walk(folder):
+def _use(folder: Path) -> tuple[int, int]:
+    """The bytes of the files under `folder` (their sizes, or their blocks where more: a sparse file counts
+    as what copying it writes, a file allocated past its end as what it holds) and its files and folders, as
+    it is at this moment: a running build adds and removes files while this looks."""
+    total, count = 0, 0
+    for top, folders, names in os.walk(folder):
+        count += len(folders)
         for name in names:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(top, name)).st_size
-    return total
+                info = os.lstat(os.path.join(top, name))
+                total += max(info.st_size, info.st_blocks * 512)
+                count += 1
+    return total, count
 
 
 def shown_bytes(size: int) -> str:
@@ -184,21 +180,26 @@ def shown_bytes(size: int) -> str:
     return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
 
 
-def _build(bot: Bot, conf: Confinement, seconds: float, max_bytes: int = BUILD_BYTES) -> None:
+def _build(
+    bot: Bot, conf: Confinement, seconds: float, max_bytes: int = BUILD_BYTES, max_files: int = BUILD_FILES
+) -> None:
     """Run the build in a copy of the bot's folder and copy what it made back, recording it in the stamp."""
     folder = bot.path
     manifest = folder / MANIFEST
     warden = Warden(conf)
     jail = warden.jail(folder, bot.memory_mb)
+    jail.nofile = seccomp.BUILD_NOFILE
     try:
-        with tempfile.TemporaryDirectory(prefix="arena-build-", dir=_scratch(folder)) as tmp:
+        # The system's temporary folder, never /dev/shm: the build writes in its own tmpfs, and what comes
+        # back here is at most its cap.
+        with tempfile.TemporaryDirectory(prefix="arena-build-") as tmp:
             copy = Path(tmp) / folder.name
             # What a stamp arena did not write says a build made is left out: the build makes it again,
             # or it was never made (a source listed there) and the build goes without it.
             claimed = sorted(claimed_outputs(folder))
             _copy_in(folder, copy, claimed)
             before = _files(copy)
-            if jail.uid is not None:  # the build's own uid may write the copy, and only the copy
+            if jail.uid is not None and not conf.sandbox:  # its own uid may write the copy, and only it
                 os.chmod(tmp, 0o711)
                 for top, dirs, names in os.walk(copy):
                     for name in [top, *(os.path.join(top, n) for n in dirs + names)]:
@@ -207,14 +208,17 @@ def _build(bot: Bot, conf: Confinement, seconds: float, max_bytes: int = BUILD_B
             deadline = time.monotonic() + seconds
             for argv in bot.build:
                 try:
-                    _step(jail, argv, copy, log, deadline, seconds, manifest, max_bytes)
+                    copy = _step(jail, argv, copy, log, deadline, seconds, manifest, max_bytes, max_files)
                 except BuildError as e:
                     raise _with_claims(e, claimed) from None
-            if (size := _bytes(copy)) > max_bytes:
+            size, count = _use(copy)
+            if size > max_bytes:
                 raise BuildError(
                     f"{manifest}: build failed: the folder held {shown_bytes(size)} after it, more than the "
                     f"{shown_bytes(max_bytes)} a bot's folder may (keep only what the bot needs to run)"
                 )
+            if count > max_files:
+                raise BuildError(f"{manifest}: build failed: {too_many(count, max_files)}")
             after = _files(copy)
             # The files that were there before the build are the bot's sources (bot.toml always), but for
             # the last build's outputs: the build may not change them, and only new files are copied back.
@@ -233,6 +237,8 @@ def _build(bot: Bot, conf: Confinement, seconds: float, max_bytes: int = BUILD_B
                 for rel, v in after.items()
                 if rel not in sources and rel != STAMP and before.get(rel) != v
             }
+            if named := next((rel for rel in sorted(made) if printable(rel) != rel), None):
+                raise BuildError(f"{manifest}: build failed: {control_name(named)}")
             # Outputs of the last build that this one left as they were are outputs still.
             for rel, sha in last.items():
                 if rel not in made and rel in after and after[rel][2] == sha:
@@ -258,9 +264,11 @@ def _step(
     seconds: float,
     manifest: Path,
     max_bytes: int = BUILD_BYTES,
-) -> None:
-    """Run one build command; BuildError if it cannot start, fails, runs past the build's time limit, or
-    writes more than `max_bytes` into its folder (looked at while it runs; no one file may be larger)."""
+    max_files: int = BUILD_FILES,
+) -> Path:
+    """Run one build command; the copy of the folder after it (sandboxed, a new one: what came back from
+    its tmpfs). BuildError if it cannot start, fails, runs past the build's time limit, or fills its folder
+    past `max_bytes` or `max_files` (looked at while it runs; no one file may be larger)."""
 
     def limited() -> None:
         jail.preexec()
@@ -268,25 +276,31 @@ def _step(
 
     shown = shlex.join(argv)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    carry = Carry(copy, max_bytes, max_files, INSIDE) if jail.conf.sandbox else None
     with log.open("wb") as out:
         try:
             popen = subprocess.Popen(
-                jail.build_command(_expanded(argv, copy), copy),
+                jail.build_command(_expanded(argv, copy), max_bytes, carry.fds if carry else (-1, -1, -1)),
                 cwd=copy,
                 env=jail.environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=jail.passed,  # its seccomp filter, for bubblewrap
+                pass_fds=[*jail.passed, *(carry.fds if carry else ())],  # its seccomp filter, its files
+                executable=jail.program if carry else None,  # bwrap's path (the command names it "bwrap")
                 preexec_fn=limited,
             )
         except (OSError, subprocess.SubprocessError) as e:
+            if carry is not None:
+                carry.abandon()
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise BuildError(f"{manifest}: build {shown!r} could not be started: {reason}") from None
         finally:
             jail.close_passed()
-        code, over = None, 0
+        if carry is not None:
+            carry.start()
+        code, over = None, None
         try:
             while True:
                 try:
@@ -295,8 +309,9 @@ def _step(
                 except subprocess.TimeoutExpired:
                     if time.monotonic() >= deadline:
                         break
-                    if (size := _bytes(copy)) > max_bytes:
-                        over = size
+                    use = carry.watch() if carry is not None else Use(*_use(copy), False)
+                    if use is not None and (use.full or use.size > max_bytes or use.entries > max_files):
+                        over = use
                         break
         finally:
             with contextlib.suppress(OSError):
@@ -304,16 +319,31 @@ def _step(
             if jail.cgroups is not None:
                 jail.cgroups.kill()  # and in its cgroups, where there are some
             popen.wait()
+            if carry is not None:
+                carry.finish()
     head, output = _said(log)
     too_big = f"more than the {shown_bytes(max_bytes)} a build may write into its folder: stopped"
-    if over:
-        raise BuildError(f"{manifest}: build {shown!r} wrote {shown_bytes(over)}, {too_big}", output)
+    if over is None and carry is not None and carry.use is not None:
+        over = carry.use if carry.use.full or carry.use.entries > max_files else None
+    if over is not None and over.entries > max_files:
+        raise BuildError(f"{manifest}: build {shown!r}: {too_many(over.entries, max_files)}: stopped", output)
+    if over is not None and over.full:  # its tmpfs refused the rest
+        filled = f"filled its folder: it tried to write {too_big}"
+        raise BuildError(f"{manifest}: build {shown!r} {filled}", output)
+    if over is not None:
+        raise BuildError(f"{manifest}: build {shown!r} wrote {shown_bytes(over.size)}, {too_big}", output)
     if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):  # bwrap says a death by signal N as 128+N
         raise BuildError(f"{manifest}: build {shown!r} wrote a file of {too_big}", output)
     if code is None:
         raise BuildError(f"{manifest}: build {shown!r} did not finish in {seconds:g} s: stopped", output)
+    if code == 0 and carry is not None and not carry.complete:
+        problem = carry.problem or "its files did not come back from its sandbox"
+        raise BuildError(f"{manifest}: build failed: {shown!r}: {problem}", output)
     if code == 0:
-        return
+        if carry is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+            carry.fresh.rename(copy)
+        return copy
     if why := jail.breach():
         ended = why
     elif code < 0:

@@ -150,6 +150,7 @@ class BotProcess:
                 stdout=subprocess.DEVNULL if sandboxed else stdout_w,
                 stderr=stderr_w,
                 pass_fds=(*theirs, *jail.passed) if jail is not None and sandboxed else (),
+                executable=jail.program if jail is not None and sandboxed else None,  # bwrap's path
                 start_new_session=True,
                 preexec_fn=jail.preexec if jail else None,
             )

@@ -69,6 +69,9 @@ class GameRecord:
     # What the faulty bot wrote that its fault quotes (its last stderr line, its answer), apart from
     # `detail`: a class's server shows another student the detail alone, never a byte of their bot's.
     said: str = ""
+    # Positions a KGP agent gave no legal move for by `stop` (or `yield`), each played by a random legal move
+    # as the course server plays them (arena/match/referee.py), per agent; {} for every other game.
+    random_moves: dict[str, int] = field(default_factory=dict)
 
     @property
     def swapped(self) -> bool:

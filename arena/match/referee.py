@@ -11,14 +11,15 @@ terminal (arena/student/human.py) can take a bot's place.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Move, Position, Rules, RulesError
+from arena.kgp.wire import CONNECTED, Kgp, NoMove, relay_argv
 from arena.match.bots import Bot, python_kind
 from arena.match.clock import Clock, Limits
-from arena.match.kgp_wire import CONNECTED, Kgp, relay_argv
 from arena.match.mankalah import Mankalah
 from arena.match.process import BotProcess, Fault
 from arena.match.protocol import V1, Wire
@@ -188,6 +189,11 @@ class Player:
         start = time.monotonic()
         try:
             move = wire.move(pos, side, ms, clock.deadline(start, startup), on_slow, clock.deadline(start))
+        except NoMove as none:  # its time was taken: charged, whether a random move stands in or it forfeits
+            clock.charge((time.monotonic() - start) * 1000, startup)
+            self._fresh = False
+            none.took = (time.monotonic() - start) * 1000
+            raise
         except Fault as fault:
             if fault.reason == Reason.TIMEOUT and banked:
                 fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"
@@ -244,6 +250,11 @@ class Player:
             self.close(limits.quit_grace_ms)
 
 
+def _kgp(seat: Seat) -> bool:
+    """Whether the seat is a KGP agent, played as the course server plays one."""
+    return seat.bot is not None and seat.bot.protocol == "kgp"
+
+
 def _other(side: int) -> int:
     return NORTH if side == SOUTH else SOUTH
 
@@ -281,10 +292,16 @@ def play_game(
     limits: Limits = Limits(),
     on_move: Callable[[Position, Move, S], None] | None = None,
     opening: tuple[Move, ...] = (),
+    seed: int = 0,
 ) -> GameRecord:
     """Play one game from the position after `opening` (legal plies from the start, no SWAP) and return
     its record. Never raises for anything a bot does; what a seat raises beyond a Fault (a person who
-    quits, Ctrl-C) goes through, and the game has no record."""
+    quits, Ctrl-C) goes through, and the game has no record.
+
+    A KGP agent is played as the course server plays it: a position with one legal move is played for it
+    without asking, and one it gave no move for gets a random legal move (drawn from `seed`, the run's, and
+    the plies so far: the same run plays the same), counted in `random_moves`, unless its bot.toml says
+    `no_move = "forfeit"`."""
     if south.name == north.name:
         raise ValueError(f"both players are named {south.name!r}; give one another name")
     bots = [seat.bot for seat in (south, north) if seat.bot is not None]
@@ -301,6 +318,7 @@ def play_game(
     move_ms: list[float] = []
     think_ms = {south.name: 0.0, north.name: 0.0}
     moves_made = {south.name: 0, north.name: 0}
+    random_moves: dict[str, int] = {}
     forfeit: _Forfeit | None = None
     try:
         for side, player in enumerate((south, north)):
@@ -310,7 +328,18 @@ def play_game(
             side = pos.to_move
             mover = by_side[side]
             with _charged_to(mover):
-                move, took = mover.move(pos, side, limits, by_side[1 - side])
+                legal = rules.legal_moves(pos) if _kgp(mover) else ()
+                if len(legal) == 1:  # go-kgp's "[Auto-move]": an agent is not asked for its one move
+                    move, took = legal[0], 0.0
+                else:
+                    try:
+                        move, took = mover.move(pos, side, limits, by_side[1 - side])
+                    except NoMove as none:
+                        if cast(Bot, mover.bot).no_move == "forfeit":
+                            raise
+                        plies = (*opening, *moves)
+                        move, took = random.Random(f"{seed} {rules.spec} {plies}").choice(legal), none.took
+                        random_moves[mover.name] = random_moves.get(mover.name, 0) + 1
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
@@ -375,4 +404,5 @@ def play_game(
         moves_made=moves_made,
         stderr={p.name: p.stderr_tail() for p in (south, north)},
         opening=tuple(opening),
+        random_moves=random_moves,
     )

@@ -70,8 +70,10 @@ class BotPage:
     score: str
     wdl: str
     games: int
+    distinct: int  # of `games`, those not an exact repeat of an earlier one: what W-D-L counts
     opponents: tuple[Opponent, ...]
     faults: tuple[FaultKind, ...]
+    random_moves: str  # a KGP agent's positions played by a random legal move, in words; "" if none
     think: Markup
     think_facts: str
     margins: Markup
@@ -135,6 +137,12 @@ def _margin_chart(rows: pd.DataFrame, name: str) -> tuple[Markup, str]:
     return charts.bar_chart(bars, f"{name}: final margins"), facts
 
 
+def random_note(randoms: int, moves: int) -> str:
+    """A KGP agent's random stand-in moves as its page counts them."""
+    times = f"{randoms} time{'s' if randoms != 1 else ''}"
+    return f"no move by stop: a random legal move was played, {times} in {moves} moves"
+
+
 def bot_pages(
     store: Store,
     standings: Standings,
@@ -149,6 +157,10 @@ def bot_pages(
     settings = store.settings()
     limit = float((settings or Settings()).move_ms)
     kinds = queries.fault_kinds(store, standings.field)
+    randoms = {
+        int(k.bot): (int(k.randoms), int(k.moves))
+        for k in queries.random_moves(store, standings.field).itertuples()
+    }
     margins = queries.margins(store, standings.field)
     pairs = standings.pairs
     pages = []
@@ -161,7 +173,7 @@ def bot_pages(
                 names.get(int(p.opp), "?"),
                 int(p.games),
                 f"{int(p.wins)}-{int(p.draws)}-{int(p.losses)}",
-                _pct((p.wins + 0.5 * p.draws) / p.games if p.games else math.nan),
+                _pct((p.wins + 0.5 * p.draws) / p.distinct_games if p.distinct_games else math.nan),
                 f"{p.margin_sum / p.games:+.1f}" if p.games else "–",
                 int(p.forfeits),
                 theirs.get(int(p.opp), 0),
@@ -188,8 +200,10 @@ def bot_pages(
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",
                 games=int(r.games),
+                distinct=int(r.distinct),
                 opponents=opponents,
                 faults=faults,
+                random_moves=random_note(*randoms[bot]) if bot in randoms else "",
                 think=chart,
                 think_facts=facts,
                 margins=mchart,

@@ -23,7 +23,7 @@ from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
 from arena.report import charts
 from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
-from arena.report.games import REASON_ORDER, encode
+from arena.report.games import REASON_ORDER, Think, encode
 from arena.report.page import RUN_FROM, bot_href, leaderboard_rows, matrix_rows
 from arena.report.replay import Replay, replay
 from arena.stats import ratings
@@ -44,6 +44,7 @@ class Viewer:
     back: str = "#games"
     back_text: str = "games"
     run_from: str = RUN_FROM  # where a fault's reproduce command is run (a class's: the author's folder)
+    titled: bool = False  # the page around a game's replay gives its title (the viewer's own is hidden)
 
 
 @cache  # one environment, so that its templates are compiled once a process, not once a page
@@ -82,16 +83,19 @@ def standings(
 
 
 def bot_page_data(
-    store: Store, standings: ratings.Standings, history: ratings.History | None = None
+    store: Store,
+    standings: ratings.Standings,
+    history: ratings.History | None = None,
+    think: dict[int, Think] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every bot's page of the report (botpages.py) as plain data, by name, for `bot_page` to draw: made
     where the games are rated (the class server's worker), drawn where a viewer asks. It holds the bots'
-    own words: the viewer's privacy is applied when it is drawn. Without think times, which come from the
-    games' replays that only the report writes. `history`: the ratings' as the caller rated them (a
-    ladder's kept state), else a pass over the field's games."""
+    own words: the viewer's privacy is applied when it is drawn. `history`: the ratings' as the caller
+    rated them (a ladder's kept state), else a pass over the field's games; `think`: each bot version's
+    think times (games.think_times), for its chart (none without)."""
     styles = {int(bot): charts.style(k) for k, bot in enumerate(standings.board["id"])}
     history = history or ratings.rating_history(store, standings.field)
-    pages = bot_pages(store, standings, history, None, styles)
+    pages = bot_pages(store, standings, history, think, styles)
     return {page.name: dataclasses.asdict(page) for page in pages}
 
 
@@ -103,8 +107,10 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
     if not viewer.sees(str(data["name"])):
         faults = tuple(dataclasses.replace(k, said="") for k in faults)
     charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
-    page = BotPage(**{**data, **charts_, "opponents": tuple(Opponent(**o) for o in data["opponents"]),
-                      "faults": faults})  # fmt: skip
+    data = {"random_moves": "", **data}  # a page made before KGP's random moves were counted has none
+    opponents = tuple(Opponent(**o) for o in data["opponents"])
+    # "distinct": a page's data stored before it was counted had no repeats counted apart
+    page = BotPage(**{"distinct": data["games"], **data, **charts_, "opponents": opponents, "faults": faults})
     return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))
 
 
@@ -159,5 +165,5 @@ def game(
         _env()
         .get_template("game.html")
         .render(config=config, listed=listed, block={str(game_id): data}, back=viewer.back,
-                back_text=viewer.back_text, run_from=viewer.run_from)
+                back_text=viewer.back_text, run_from=viewer.run_from, titled=viewer.titled)
     )  # fmt: skip

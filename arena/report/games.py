@@ -143,6 +143,16 @@ def _record(row: dict[str, Any]) -> GameRecord:
     return GameRecord(**fields)
 
 
+def random_moves_note(record: GameRecord) -> str:
+    """What the game page says of a KGP agent's positions played by a random legal move (no move by `stop`,
+    or `yield` without one), as the course server plays them: who, how often, out of its moves."""
+    return "; ".join(
+        f"{bot}: no move by stop: a random legal move was played, {n} time{'s' if n != 1 else ''} "
+        f"in {record.moves_made.get(bot, n)} moves"
+        for bot, n in sorted(record.random_moves.items())
+    )
+
+
 def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
     """One game's replay, compact: moves and flags one character a ply, boards one character a hole."""
     plies = game.plies
@@ -165,6 +175,8 @@ def encode(game: Replay, record: GameRecord) -> dict[str, Any]:
         data["c"] = captures
     if game.error:
         data["e"] = game.error
+    if record.random_moves:
+        data["r"] = random_moves_note(record)
     if game.fault:
         f = game.fault
         data["x"] = {
@@ -251,19 +263,44 @@ def _replayed(
         where = {record.south: places[south], record.north: places[north]}
         game = replay(record, move_ms, bank_ms, rules if record.rules == spec else None, where)
         games[str(row["id"])] = encode(game, record)
-        owners = [south, north]
-        times = iter(record.move_ms)
-        for ply in game.plies:
-            if not ply.opening:
-                ms = next(times, None)
-                if ms is not None:
-                    spent[owners[ply.mover]].append(ms)
-            if ply.swap:
-                owners.reverse()
+        _spent(spent, game, record, south, north)
+    return games, _thought(spent, limit)
+
+
+def think_times(rows: Iterable[dict[str, Any]], settings: Settings | None) -> dict[int, Think]:
+    """Each bot version's think times over a store's `rows`, as the report's replays count them (who moved
+    is the rules' to say: an extra turn, the pie's swap), without drawing the replays: for the class
+    server's bot pages, which the report's files are not written for."""
+    rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
+    move_ms = settings.move_ms if settings else None
+    spent: defaultdict[int, list[float]] = defaultdict(list)
+    for row in rows:
+        record = _record(row)
+        game = replay(record, move_ms, settings.bank_ms if settings else None,
+                      rules if record.rules == rules.spec else None)  # fmt: skip
+        _spent(spent, game, record, int(row["south_id"]), int(row["north_id"]))
+    return _thought(spent, float(move_ms or Settings().move_ms))
+
+
+def _spent(
+    spent: defaultdict[int, list[float]], game: Replay, record: GameRecord, south: int, north: int
+) -> None:
+    owners = [south, north]
+    times = iter(record.move_ms)
+    for ply in game.plies:
+        if not ply.opening:
+            ms = next(times, None)
+            if ms is not None:
+                spent[owners[ply.mover]].append(ms)
+        if ply.swap:
+            owners.reverse()
+
+
+def _thought(spent: dict[int, list[float]], limit: float) -> dict[int, Think]:
     think = {bot: Think() for bot in spent}
     for bot, them in spent.items():
         think[bot].add(them, limit)
-    return games, think
+    return think
 
 
 def _block_file(

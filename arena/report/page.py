@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from arena.match.record import told
 from arena.report import charts
@@ -54,6 +55,7 @@ class Place:
     mu: str
     sigma: str
     games: int
+    distinct: int  # of `games`, those not an exact repeat of an earlier one: what W-D-L and the Elo count
     wdl: str
     score: str
     margin: str
@@ -135,13 +137,16 @@ def _num(x: object, fmt: str) -> str:
 
 
 def _when(iso: object) -> str:
-    """'2026-11-22 01:53 UTC' from a stored ISO time; '–' when there is none."""
+    """A stored ISO time as a <time> that the page's script shows in the reader's zone ('2026-11-22 01:53
+    UTC' without JavaScript, and on hover); '–' when there is none."""
     if not isinstance(iso, str) or not iso:
         return "–"
     try:
-        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M %Z").strip()
+        at = datetime.fromisoformat(iso)
     except ValueError:
         return iso
+    shown = at.strftime("%Y-%m-%d %H:%M %Z").strip()
+    return Markup('<time datetime="{}" class="utc" title="{}">{}</time>').format(at.isoformat(), shown, shown)
 
 
 def _colour(score: float) -> str:
@@ -186,6 +191,7 @@ def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> li
             mu=f"{r.mu:.1f}",
             sigma=f"{r.sigma:.2f}",
             games=int(r.games),
+            distinct=int(r.distinct),
             wdl=f"{r.wins}-{r.draws}-{r.losses}",
             score=_num(r.score_pct, ".1f") + ("%" if r.games else ""),
             margin=_num(r.margin, "+.1f"),
@@ -248,12 +254,11 @@ def matrix_rows(
             elif r is None or not r.games:
                 cells.append(Cell("", "", "transparent", f"{names[a]} has not met {names[b]}", ""))
             else:
-                score = (r.wins + 0.5 * r.draws) / r.games
+                score = (r.wins + 0.5 * r.draws) / max(int(r.distinct_games), 1)
                 wdl = f"{r.wins}-{r.draws}-{r.losses}"
-                title = (
-                    f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {r.games} games ({distinct.get((a, b), 0)} "
-                    f"distinct), score {score:.1%}"
-                )
+                kept = distinct.get((a, b), r.games)
+                games = f"{r.games} games" if kept == r.games else f"{kept} distinct of {r.games} games"
+                title = f"{names[a]} vs {names[b]}: {wdl} (W-D-L) in {games}, score {score:.1%}"
                 href = games_href(names[a], names[b]) if link else ""
                 cells.append(Cell(wdl, f"{100 * score:.0f}", _colour(score), title, href))
         rows.append((places[a], names[a], cells))
@@ -437,6 +442,7 @@ def render(
             for r in retired.itertuples(index=False)
         ],
         games=int(board["games"].sum()) // 2,
+        distinct_games=int(board["distinct"].sum()) // 2,
         elo_chart=charts.elo_chart(
             [
                 charts.Interval(str(r.bot), styles[int(r.id)], float(r.bt_elo), float(r.bt_pm))

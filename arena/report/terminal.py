@@ -305,6 +305,9 @@ def format_table(board: pd.DataFrame) -> str:
     heads = ["place", "bot", "BT Elo ±", "mu-3σ", "mu", "σ", "games", "W-D-L", "score", "margin", "forfeits"]
     heads += ["ms/move"]
     left = {1, 10}  # bot and forfeits read best left-aligned
+    # Where some game repeated an earlier one exactly, the games column says how many were distinct: those
+    # are what W-D-L, the score and the Elo count
+    repeated = bool((board["distinct"] != board["games"]).any())
     rows = [heads]
     for r in board.itertuples(index=False):
         rows.append(
@@ -315,7 +318,7 @@ def format_table(board: pd.DataFrame) -> str:
                 f"{r.conservative:.1f}",
                 f"{r.mu:.1f}",
                 f"{r.sigma:.2f}",
-                str(r.games),
+                f"{r.games} ({r.distinct} distinct)" if repeated else str(r.games),
                 f"{r.wins}-{r.draws}-{r.losses}",
                 _num(r.score_pct, ".1f") + ("%" if r.games else ""),
                 _num(r.margin, "+.1f"),
@@ -332,6 +335,11 @@ def format_table(board: pd.DataFrame) -> str:
     ]
     lines = [line.rstrip() for line in lines]
     lines.append(ORDER_RULE)
+    if repeated:
+        lines.append(
+            "Some games repeated an earlier game exactly (same bots, sides, opening, moves and end): W-D-L, "
+            "the score and the Elo count each distinct game once; TrueSkill takes every game as played."
+        )
     for r in board[board["unranked"] != ""].itertuples(index=False):
         lines.append(f"not ranked: {r.bot}: {r.unranked}")
     return "\n".join(lines)

@@ -33,6 +33,31 @@ def _own_cgroups() -> dict[str, Path]:
     return found
 
 
+def _leaf() -> str:
+    """The cgroup arena moves itself into when it hands its own cgroup's controllers down (_delegate)."""
+    return f"arena-{os.getpid()}-main"
+
+
+def _delegate(own: Path) -> bool:
+    """Where an ordinary user's arena runs in a cgroup (v2) delegated to it (`systemd-run --user --scope -p
+    Delegate=yes arena ...`: its files are the user's) whose children get no memory or pids controller yet:
+    move arena into a leaf of its own and hand the controllers down (a cgroup with processes of its own may
+    not), so that each bot is bounded as under root. False where arena may not (not delegated; another
+    process in the cgroup)."""
+    if not all(os.access(own / name, os.W_OK) for name in ("cgroup.procs", "cgroup.subtree_control")):
+        return False
+    try:
+        leaf = own / _leaf()
+        leaf.mkdir(exist_ok=True)
+        (leaf / "cgroup.procs").write_text(str(os.getpid()))
+        (own / "cgroup.subtree_control").write_text("+memory +pids")
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        (own / "cgroup.subtree_control").write_text("+cpu")
+    return True
+
+
 # Every bot process's share of the CPU: at most one CPU, whatever it starts (a bot whose processes spin in
 # sessions of their own would take the other game's core), and the same weight as every other bot.
 CPU_PERIOD_US = 100_000
@@ -60,9 +85,14 @@ class Cgroups:
         own = _own_cgroups()
         unified = own.get("unified")
         if unified is not None:
+            if unified.name == _leaf():  # arena moved itself there (_delegate): its parent is arena's
+                unified = unified.parent
             enabled = (unified / "cgroup.controllers").read_text().split() if unified.exists() else []
             if {"memory", "pids"} <= set(enabled):
-                return cls._make([unified / tag], v2=True, cpu="cpu" in enabled)
+                made = cls._make([unified / tag], v2=True, cpu="cpu" in enabled)
+                if made is None and os.geteuid() != 0 and _delegate(unified):
+                    made = cls._make([unified / tag], v2=True, cpu="cpu" in enabled)
+                return made
         if "memory" in own and "pids" in own:
             folders = [own[c] / tag for c in ("memory", "pids", "freezer") if c in own]
             made = cls._make(folders, v2=False)

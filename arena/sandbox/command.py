@@ -101,3 +101,18 @@ def shim(stdio: tuple[int, int, int], max_procs: int | None) -> list[str]:
     if max_procs is not None:
         script = f"ulimit -u {max_procs} 2>/dev/null; {script}"  # a lower limit already set holds too
     return [_SHELL, "-c", script, "arena-bot"]
+
+
+# A build step in its own tmpfs: the bot's files in from a tar, the step, then the tmpfs's use (block size,
+# blocks, free blocks, inodes, free inodes) and a tar of what is there out. The step does not hold the
+# descriptors; a step that fails still sends its files (arena reads the tmpfs's use, then drops them).
+_BUILD = (
+    'tar -xpf - -C {inside} <&{0} || exit 125; exec {0}<&-; "$@" </dev/null {1}>&-; code=$?; '
+    'stat -f -c "%S %b %f %c %d" {inside} >&{1}; tar --format=posix -cf - -C {inside} . >&{1}; exit $code'
+)
+
+
+def build_shim(carry: tuple[int, int], inside: str) -> list[str]:
+    """The shell around a build step in its tmpfs at `inside`: files in by descriptor carry[0] (a tar), and
+    out by carry[1] after the step, as `_BUILD` says."""
+    return [_SHELL, "-c", _BUILD.format(*carry, inside=inside), "arena-build"]

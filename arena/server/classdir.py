@@ -31,7 +31,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from arena.student.check import ARENA_BOTS
 
@@ -145,8 +145,11 @@ def _folders(path: Path) -> list[Path]:
 
 
 def password_of(url: str) -> str | None:
-    """The password written in a database URL (None without one)."""
-    return urlsplit(url).password
+    """The password written in a database URL (None without one): before the host (user:pass@), or as the
+    query's `password` (libpq's keyword: ?password=..., ?user=...&password=...)."""
+    parts = urlsplit(url)
+    given = parse_qs(parts.query, keep_blank_values=True).get("password")
+    return parts.password or (given[0] if given else None)
 
 
 def database(url: str | None, where: ClassDir) -> dict[str, Any]:

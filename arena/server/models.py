@@ -6,6 +6,7 @@ class folder, read by ladder.py.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from datetime import datetime, timedelta
 
@@ -13,9 +14,22 @@ from django.contrib.auth.models import User
 from django.db import models
 from django.utils import timezone
 
+CODE_LETTERS = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # none read as another from a projector: no I, L, O, 0, 1
+
 
 def new_code() -> str:
-    return secrets.token_urlsafe(9)
+    """A join code to type from a projector: 12 of CODE_LETTERS (59 bits) in groups of four."""
+    letters = "".join(secrets.choice(CODE_LETTERS) for _ in range(12))
+    return "-".join(letters[k : k + 4] for k in range(0, 12, 4))
+
+
+def same_code(typed: str, code: str) -> bool:
+    """Whether `typed` is the join code `code` as a person types it: any case, spaces or dashes anywhere."""
+
+    def plain(text: str) -> str:
+        return "".join(text.split()).replace("-", "").upper()
+
+    return hmac.compare_digest(plain(typed).encode(), plain(code).encode())
 
 
 def new_token() -> str:
@@ -33,6 +47,10 @@ class Visibility(models.TextChoices):
 
 
 UNDO = timedelta(seconds=60)  # by default a freeze may be undone until the final starts, this long after
+
+
+# The ladder's line in the undo window: the final's start is shown beside it, in the reader's zone.
+STOPPED = "stopped at the deadline: the final starts when the freeze can no longer be undone"
 
 
 class FinalState(models.TextChoices):
@@ -69,6 +87,10 @@ class Classroom(models.Model):
     # Whether students' connected agents play on the ranked ladder too, and in the final's ranking those
     # connected when it begins (arena/server/kgp_ranked.py).
     kgp_ranked = models.BooleanField(default=False)
+    # What a ranked agent's position without a move by `stop` costs it on the ladder and in the final
+    # (bot.toml `no_move`'s words, arena/match/bots.py): "random", a random legal move as the course server
+    # plays, or "forfeit", the game lost on time. Practice games always play the course server's way.
+    kgp_no_move = models.CharField(max_length=8, default="random")
     generation = models.PositiveBigIntegerField(default=0)
     ladder_note = models.TextField(blank=True, default="")  # the ladder worker's last word
     created = models.DateTimeField(default=timezone.now)
@@ -94,6 +116,13 @@ class Classroom(models.Model):
             and (now or timezone.now()) < start
             and self.final_state == FinalState.NONE
         )
+
+    def ladder_line(self) -> str:
+        """The ladder's state as the class page says it: the deadline's word from the moment of the freeze
+        (the worker notices it a few seconds later), else the worker's last word."""
+        if self.undoable():
+            return STOPPED
+        return self.ladder_note or "not started"
 
     def bump(self) -> None:
         """Tell the ladder its field changed."""
@@ -143,6 +172,9 @@ class Submission(models.Model):
     number = models.PositiveIntegerField()
     created = models.DateTimeField(default=timezone.now)
     filename = models.CharField(max_length=200)
+    # The folder a zip held (crashbot/ in bob.zip), for the reproduce lines: the student's own folder's
+    # name, which the zip's file name need not be; '' for a single file or a zip of a folder's contents.
+    folder = models.CharField(max_length=255, blank=True, default="")
     size = models.PositiveIntegerField()
     digest = models.CharField(max_length=32)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)

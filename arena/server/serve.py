@@ -217,6 +217,9 @@ def commands(opts: Options) -> dict[str, list[str]]:
 def _start(argv: list[str], env: dict[str, str], group: Cgroups | None = None) -> subprocess.Popen[bytes]:
     def before() -> None:
         _die_with_parent()
+        # Ctrl-C at the terminal is arena serve's to act on (it stops its children with SIGTERM): a child
+        # that got it too unwound wherever it was, a traceback each in the middle of django.setup().
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if group is not None:
             group.join()
 
@@ -242,6 +245,41 @@ def _ready(opts: Options, web: subprocess.Popen[bytes]) -> None:
     raise ServeError(f"the web server did not answer on {opts.address} within {READY_S:.0f} s")
 
 
+def _listening(port: int) -> bool | None:
+    """Whether a socket of this machine listens on TCP `port` (None: /proc/net cannot say), read from
+    the kernel's table: a probe's connection would reach the KGP port as an agent that says nothing."""
+    seen = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        seen = True
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                return True
+    return False if seen else None
+
+
+def _kgp_ready(opts: Options, kgp: subprocess.Popen[bytes]) -> None:
+    """Wait until the KGP port (and its WebSocket port) listen, so that the line saying where agents
+    connect is true when it is printed: an agent started on reading it was refused."""
+    deadline = time.monotonic() + READY_S
+    ports = [p for p in (opts.kgp_port, opts.kgp_websocket_port) if p]
+    while time.monotonic() < deadline:
+        if kgp.poll() is not None:
+            raise ServeError(f"the KGP worker stopped at its start (status {kgp.returncode}); see above")
+        found = [_listening(p) for p in ports]
+        if None in found:  # no /proc/net here: a little time for the worker's start instead
+            time.sleep(2)
+            return
+        if all(found):
+            return
+        time.sleep(0.1)
+    raise ServeError(f"the KGP port {opts.kgp_port} did not open within {READY_S:.0f} s")
+
+
 def serve(opts: Options, say: Callable[[str], None]) -> None:
     """Run the server until Ctrl-C (or SIGTERM); ServeError if it cannot start or its web server dies."""
     saved = os.umask(PRIVATE)  # before anything is made: what the server and its children make is theirs
@@ -264,6 +302,8 @@ def _serve(opts: Options, say: Callable[[str], None]) -> None:
         _ready(opts, children["web"])
         for role in opts.roles:
             children[role] = _start(argvs[role], env)
+        if opts.kgp_port and "kgp" in children:
+            _kgp_ready(opts, children["kgp"])
         say(f"arena serve: the class in {opts.class_dir} at {opts.address} (Ctrl-C stops it)")
         if opts.kgp_port:
             say(f"arena serve: KGP agents connect to {opts.host}:{opts.kgp_port} with a student's token")

@@ -9,6 +9,11 @@ from django.urls import URLPattern, URLResolver, path
 from arena.server.standings.ladder import BOT_PAGES
 from arena.server.views import accounts, api, common, games, scrimmages, student, teacher
 
+handler400 = common.bad_request
+handler403 = common.refused
+handler404 = common.not_found
+handler500 = common.server_error
+
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", common.home, name="home"),
     path("signin", accounts.signin, name="signin"),

@@ -157,7 +157,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
     from arena.api import Tournament
     from arena.lab import ClusterError
     from arena.match.bots import BotError
-    from arena.server.models import Classroom, FinalState
+    from arena.server.models import STOPPED, Classroom, FinalState
     from arena.server.standings import field, final, ladder
 
     where, settings = class_dir(), settings_here()
@@ -170,8 +170,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 time.sleep(IDLE_S)
                 continue
             if classroom.undoable():  # the ladder stops at the deadline; the final waits for its undo time
-                start = classroom.final_at()
-                _note(classroom, f"submissions are closed; the final starts at {start:%H:%M:%S} UTC")
+                _note(classroom, STOPPED)
                 time.sleep(IDLE_S)
                 continue
             if classroom.frozen():
@@ -192,7 +191,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 continue
             seen = classroom.generation
             field.sync(where.bots, field.wanted(where, classroom))
-            agents = Agents(where, on=classroom.kgp_ranked and not cluster)
+            agents = Agents(where, on=classroom.kgp_ranked and not cluster, no_move=classroom.kgp_no_move)
             try:
                 entered = cup.enter(agents.with_folder(where.bots))
             except BotError as e:
@@ -231,11 +230,11 @@ class Agents:
     kgp_ranked.py; not on a cluster, whose machines cannot reach this server's KGP worker, nor without a
     KGP port)."""
 
-    def __init__(self, where: Any, on: bool) -> None:
-        from arena.server import kgp_ranked
+    def __init__(self, where: Any, on: bool, no_move: str = "random") -> None:
+        from arena.kgp.server import ranked as kgp_ranked
 
         self.where = where
-        self.bots = kgp_ranked.bots(where) if on and kgp_ranked.port_on() else []
+        self.bots = kgp_ranked.bots(where, no_move=no_move) if on and kgp_ranked.port_on() else []
 
     def with_folder(self, folder: Path) -> Any:
         """What the run enters: the bots folder, and the agents beside it."""
@@ -247,7 +246,7 @@ class Agents:
 
     def here(self) -> bool:
         """Whether every agent entered is still connected."""
-        from arena.server import kgp_ranked
+        from arena.kgp.server import ranked as kgp_ranked
 
         now = set(kgp_ranked.connected(self.where))
         return all(bot.author in now for bot in self.bots)
@@ -263,10 +262,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "arena.server.settings")
     stop = stops()
     logging.basicConfig(level=logging.WARNING, format="arena %(name)s: %(levelname)s: %(message)s")
-    django.setup()
     role = argv[0] if argv else ""
-    os.nice(NICE.get(role, 0))
-    try:
+    try:  # a stop from its start on (arena serve's SIGTERM may land inside django.setup) ends it quietly
+        django.setup()
+        os.nice(NICE.get(role, 0))
         if role == "checks":
             checks(stop)
         elif role == "ladder":
@@ -274,7 +273,7 @@ def main(argv: list[str]) -> int:
         elif role == "scrimmages":
             scrimmages(os.environ.get("ARENA_CLUSTER") or None, stop)
         elif role == "kgp":
-            from arena.server.kgp import listen
+            from arena.kgp.server.port import listen
 
             host, port, ws_port = os.environ.get("ARENA_KGP", "").split(" ")
             listen(host, int(port), class_dir(), settings_here(), int(ws_port) if ws_port else None)

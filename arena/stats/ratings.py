@@ -281,11 +281,11 @@ def _reasons(rows: pd.DataFrame) -> str:
 
 
 COLUMNS = [
-    "rank", "place", "bot", "conservative", "mu", "sigma", "games", "wins", "draws", "losses", "score_pct",
-    "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "rank_odds", "close_above",
-    "close_below", "id", "digest", "author", "unranked", "against",
+    "rank", "place", "bot", "conservative", "mu", "sigma", "games", "distinct", "wins", "draws", "losses",
+    "score_pct", "margin", "forfeits", "forfeit_reasons", "ms_per_move", "bt_elo", "bt_pm", "rank_odds",
+    "close_above", "close_below", "id", "digest", "author", "unranked", "against",
 ]  # fmt: skip
-_SUMS = ["games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
+_SUMS = ["games", "distinct_games", "wins", "draws", "losses", "margin_sum", "forfeits", "think_ms", "moves"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,11 +344,15 @@ def standings(store: Store, model: Model | None = None, rated: Rated | None = No
     totals = pairs.astype({c: float for c in _SUMS}).groupby("bot")[_SUMS].sum()
     board = board.join(totals.reindex(board.index, fill_value=0.0))
     board = board.astype({c: int for c in ("games", "wins", "draws", "losses", "forfeits", "moves")})
+    # W-D-L and the score count the distinct games, as the Elo does (a repeat is no new evidence); `games`
+    # is every game played, `distinct` those that were not an exact repeat of an earlier one
+    board["distinct"] = board["distinct_games"].astype(int)
     board["mu"] = [skills[i].mu for i in ids]
     board["sigma"] = [skills[i].sigma for i in ids]
     board["conservative"] = board["mu"] - 3.0 * board["sigma"]
     played = board["games"] > 0
-    board["score_pct"] = (100.0 * (board["wins"] + 0.5 * board["draws"]) / board["games"]).where(played)
+    counted = board["distinct"].where(board["distinct"] > 0)
+    board["score_pct"] = (100.0 * (board["wins"] + 0.5 * board["draws"]) / counted).where(played)
     board["margin"] = (board["margin_sum"] / board["games"]).where(played)
     board["ms_per_move"] = (board["think_ms"] / board["moves"]).where(board["moves"] > 0)
     by_bot = {int(b): _reasons(rows) for b, rows in reasons.groupby("bot")}

@@ -19,7 +19,9 @@ round in 7.5% and 30% of the runs they called settled, where the rule promises a
 `top` settles only the first `top` places: the neighbours among them and the last of them against every bot
 below; `references` (bot names) settle every bot against each reference bot, so a big class gets pass/fail
 against `greedy` without ordering everyone: given alone (no `top`), they are all the rule settles, and each
-bot's verdict against each reference (`Verdict.against`) is better, worse, or within the resolution.
+bot's verdict against each reference (`Verdict.against`) is better, worse, or within the resolution: within on
+both sides at the confidence (P(|difference| <= resolution) >= confidence), not merely not reversed, and
+open until one of the three holds.
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ class Status(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Against:
     """One bot's verdict against one reference bot: "better", "worse", "within" (the resolution: the
-    order not sure, but neither more than the resolution better) or "open" (more games needed), and
-    P(the bot is the better)."""
+    order not sure, but the difference within the resolution on both sides at the rule's confidence) or
+    "open" (more games needed), and P(the bot is the better)."""
 
     word: str
     p: float
@@ -158,14 +160,20 @@ class Claim:
     margin: float = 0.0  # the posterior's mean of upper - lower, Elo
     sd: float = math.inf  # and its standard deviation
     per_game: float = 0.0  # what one more game between the two adds to 1 / sd², in 1 / Elo²
+    within: float = 0.0  # P(|upper - lower| <= the resolution): what "within" a reference must reach
+    two_sided: bool = False  # read as better, worse or within (a reference bot's pair), not a shared place
 
-    def games_needed(self, risk: float, resolution: float) -> float:
+    def games_needed(self, risk: float, resolution: float, confidence: float | None = None) -> float:
         """Rough games between the two until this pair's risk is at most `risk`, its margin taken as it is:
         the risk is Φ(-(margin + resolution) / sd), so sd must fall to (margin + resolution) / z, and each
         game adds `per_game` to 1 / sd² (the Bradley-Terry fit's information, as the posterior counts it)."""
         z = -NormalDist().inv_cdf(min(max(risk, 1e-12), 0.5))
         gap = max(self.margin + resolution, 1.0)  # two bots taken as equal, with no resolution: 1 Elo
         wanted = (gap / z) ** 2
+        if confidence is not None:  # open for "within": the sd at which it is within, or else ordered
+            z = NormalDist().inv_cdf(confidence)
+            either = max(resolution - abs(self.margin), abs(self.margin), 1.0) / z
+            wanted = min(wanted, either**2)
         if self.sd**2 <= wanted or self.per_game <= 0.0:
             return 0.0
         return (1.0 / wanted - 1.0 / self.sd**2) / self.per_game
@@ -260,7 +268,10 @@ class Verdict:
         if not claims:
             return 0
         share = (1.0 - self.rule.confidence) / LOOKS / len(claims)
-        return round(sum(c.games_needed(share, self.rule.resolution) for c in claims))
+        r, conf = self.rule.resolution, self.rule.confidence
+        return round(
+            sum(c.games_needed(share, r, conf if c.two_sided and c.p < conf else None) for c in claims)
+        )
 
     def describe_left(self, most: int = 3) -> str:
         """What is open and about how many games would settle it, in one line: 'settled' when settled."""
@@ -319,6 +330,9 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
                 seen.add((a, c))
                 pairs.append((a, c, True))
     odds = risks(post, [(a, b) for a, b, _ in pairs], rule.resolution)
+    # A pair with a reference bot is read as better, worse or within the resolution (`Verdict.against`),
+    # a neighbour pair that includes one too: "within" must hold on both sides, so those are judged so.
+    two_sided = [ref or a in refs or b in refs for a, b, ref in pairs]
     # The riskiest claims are open until the others' risks sum to at most 1 - confidence: then, by the
     # union bound, no claim is the wrong way round by more than the resolution at `confidence`.
     budget = (1.0 - rule.confidence) / LOOKS
@@ -329,27 +343,39 @@ def verdict(post: Posterior, rule: Rule, names: Sequence[str]) -> Verdict:
     cut = next(rank for rank in range(len(pairs) + 1) if tail[rank] <= budget)
     is_open = {by_risk[rank] for rank in range(cut)}
     mean, sd = _differences(post, [(a, b) for a, b, _ in pairs]) if pairs else (np.zeros(0), np.zeros(0))
+    inside = [
+        normal_cdf((rule.resolution - m) / s) - normal_cdf((-rule.resolution - m) / s)
+        for m, s in zip(mean.tolist(), sd.tolist(), strict=True)
+    ]
     claims = tuple(
         Claim(
             a,
             b,
-            _status(odds[k][0], k in is_open, rule),
+            _status(odds[k][0], k in is_open, rule, inside[k] if two_sided[k] else None),
             odds[k][0],
             odds[k][1],
             ref,
             float(mean[k]),
             float(sd[k]),
             _per_game(float(mean[k]), post.dispersion),
+            inside[k],
+            two_sided[k],
         )
         for k, (a, b, ref) in enumerate(pairs)
     )
     return Verdict(rule, tuple(names), tuple(order), _places(post, order, rule.confidence), claims)
 
 
-def _status(p: float, is_open: bool, rule: Rule) -> Status:
+def _status(p: float, is_open: bool, rule: Rule, within: float | None = None) -> Status:
+    """Ordered when the upper is the better at the rule's confidence; else shared, except that a pair read
+    as "within the resolution" (`within`: P(|difference| <= resolution), given for a pair with a reference
+    bot) is within only when that is at the rule's confidence, and open until then: one side is not enough
+    (54 ± 70 Elo over the reference is not "within 30 Elo", however unlikely it is to be 30 below)."""
     if is_open:
         return Status.OPEN
-    return Status.ORDERED if p >= rule.confidence else Status.SHARED
+    if p >= rule.confidence:
+        return Status.ORDERED
+    return Status.SHARED if within is None or within >= rule.confidence else Status.OPEN
 
 
 def _places(post: Posterior, order: Sequence[int], confidence: float) -> tuple[str, ...]:

@@ -95,22 +95,28 @@ def field_bots(store: Store, field: Iterable[int]) -> pd.DataFrame:
 
 
 def pair_totals(store: Store, field: Iterable[int]) -> pd.DataFrame:
-    """One row per (bot, opponent) that met in the field: games, wins, draws, losses, summed store margin,
-    forfeits, thinking ms and moves. Each game counts once from each side, with the seeds that bot ended
-    with (`south_score`/`north_score` are per starting bot, the swap already applied by the record)."""
+    """One row per (bot, opponent) that met in the field: games, distinct games (those that are not an exact
+    repeat of an earlier one, `store.REPEAT`), wins, draws and losses of the distinct games (as the Elo and
+    the stopping rule count them: a repeat is no new evidence), and over every game played the summed store
+    margin, forfeits, thinking ms and moves. Each game counts once from each side, with the seeds that bot
+    ended with (`south_score`/`north_score` are per starting bot, the swap already applied by the record)."""
     sides = (
         "SELECT south_id AS bot, north_id AS opp, winner_id, faulty_id, south_score AS own, north_score AS "
-        f"their, south_think_ms AS think_ms, south_moves AS moves FROM games WHERE {_IN_FIELD} "
+        "their, south_think_ms AS think_ms, south_moves AS moves, repeat FROM g "
         "UNION ALL "
         "SELECT north_id, south_id, winner_id, faulty_id, north_score, south_score, north_think_ms, "
-        f"north_moves FROM games WHERE {_IN_FIELD}"
+        "north_moves, repeat FROM g"
+    )
+    played = (
+        "SELECT south_id, north_id, winner_id, faulty_id, south_score, north_score, south_think_ms, "
+        f"north_think_ms, south_moves, north_moves, {REPEAT} AS repeat FROM games WHERE {_IN_FIELD}"
     )
     query = (
-        f"WITH {_FIELD}, sides AS ({sides}) "
-        "SELECT bot, opp, count(*) AS games, "
-        "sum(CASE WHEN winner_id = bot THEN 1 ELSE 0 END) AS wins, "
-        "sum(CASE WHEN winner_id IS NULL THEN 1 ELSE 0 END) AS draws, "
-        "sum(CASE WHEN winner_id = opp THEN 1 ELSE 0 END) AS losses, "
+        f"WITH {_FIELD}, g AS ({played}), sides AS ({sides}) "
+        "SELECT bot, opp, count(*) AS games, sum(NOT repeat) AS distinct_games, "
+        "sum(CASE WHEN winner_id = bot AND NOT repeat THEN 1 ELSE 0 END) AS wins, "
+        "sum(CASE WHEN winner_id IS NULL AND NOT repeat THEN 1 ELSE 0 END) AS draws, "
+        "sum(CASE WHEN winner_id = opp AND NOT repeat THEN 1 ELSE 0 END) AS losses, "
         "sum(own - their) AS margin_sum, "
         "sum(CASE WHEN faulty_id = bot THEN 1 ELSE 0 END) AS forfeits, "
         "total(think_ms) AS think_ms, sum(moves) AS moves "
@@ -177,14 +183,16 @@ def game_facts(store: Store, field: Iterable[int]) -> pd.DataFrame:
 
 
 def pair_variety(store: Store, field: Iterable[int]) -> pd.DataFrame:
-    """One row per pair of the field that met (a < b): games, distinct games (by starting sides, opening and
-    moves) and games that began at the start position. Deterministic bots that meet again in the same
-    position play the same game again: fewer distinct games than games means the pairing repeated itself."""
+    """One row per pair of the field that met (a < b): games, distinct games (those not an exact repeat of an
+    earlier one, `store.REPEAT`, as the ratings count them) and games that began at the start position.
+    Deterministic bots that meet again in the same position play the same game again: fewer distinct games
+    than games means the pairing repeated itself."""
     query = (
-        f"WITH {_FIELD} SELECT min(south_id, north_id) AS a, max(south_id, north_id) AS b, "
-        "count(*) AS games, count(DISTINCT south_id || '|' || opening || '|' || moves) AS distinct_games, "
+        f"WITH {_FIELD}, g AS (SELECT south_id, north_id, opening, {REPEAT} AS repeat FROM games "
+        f"WHERE {_IN_FIELD}) SELECT min(south_id, north_id) AS a, max(south_id, north_id) AS b, "
+        "count(*) AS games, sum(NOT repeat) AS distinct_games, "
         "sum(CASE WHEN opening = '[]' THEN 1 ELSE 0 END) AS from_start "
-        f"FROM games WHERE {_IN_FIELD} GROUP BY a, b ORDER BY a, b"
+        "FROM g GROUP BY a, b ORDER BY a, b"
     )
     return _table(store, query, {"field": _field(field)})
 
@@ -268,6 +276,23 @@ def fault_kinds(store: Store, field: Iterable[int]) -> pd.DataFrame:
         "FROM ranked r JOIN games g ON g.id = r.id "
         "JOIN bots o ON o.id = CASE WHEN g.south_id = r.faulty_id THEN g.north_id ELSE g.south_id END "
         "WHERE r.nth = 1 ORDER BY r.faulty_id, r.count DESC, r.reason"
+    )
+    return _table(store, query, {"field": _field(field)})
+
+
+def random_moves(store: Store, field: Iterable[int]) -> pd.DataFrame:
+    """Per bot of the field that had any: its positions played by a random legal move (a KGP agent's with
+    no move by `stop`, GameRecord.random_moves), and its moves in all, over the field's games."""
+    mine = "'$.\"' || b.name || '\"'"  # the bot's own entry of a record's per-bot JSON
+    side = (
+        f"SELECT g.{{me}}_id AS bot, coalesce(json_extract(g.random_moves, {mine}), 0) AS randoms, "
+        f"coalesce(json_extract(g.moves_made, {mine}), 0) AS moves "
+        f"FROM games g JOIN bots b ON b.id = g.{{me}}_id WHERE {_IN_FIELD}"
+    )
+    query = (
+        f"WITH {_FIELD}, sides AS ({side.format(me='south')} UNION ALL {side.format(me='north')}) "
+        "SELECT bot, sum(randoms) AS randoms, sum(moves) AS moves FROM sides GROUP BY bot "
+        "HAVING sum(randoms) > 0 ORDER BY bot"
     )
     return _table(store, query, {"field": _field(field)})
 

@@ -11,12 +11,14 @@ A batch holds, in this order:
   has open (`settle`), each weighted by its own variance, so that relative progress counts: a pairing's
   effect on that variance is exact for the normal posterior (a rank-one update of the covariance), and
   each pick is taken into account before the next, so a batch spreads over the open pairs.
-A settled pair is left alone: a bot that joins, changes or is withdrawn reopens only the pairs near it.
+A settled pair is left alone: a bot that joins, changes or is withdrawn reopens only the pairs near it. So
+is a pair that can only repeat its games (`Adaptive.exhausted`: deterministic bots whose next opening they
+have played already), which would cost games and teach nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +27,7 @@ import numpy as np
 from arena.game.openings import Book
 from arena.match.bots import Bot
 from arena.stats.posterior import ELO_PER_NAT, Pairs, Posterior, from_games, posterior
-from arena.stats.settle import Rule, Verdict, verdict
+from arena.stats.settle import Rule, Status, Verdict, verdict
 from arena.tournament.schedule import Result, Slot, game, key
 
 if TYPE_CHECKING:
@@ -52,23 +54,32 @@ def plan(
     index: int,
     size: int,
     post: Posterior | None = None,
+    done: Collection[tuple[int, int]] = (),
 ) -> tuple[tuple[int, int], ...]:
-    """The pairings (a, b), a < b, of batch `index`: none when `pairs` already settle the ranking."""
+    """The pairings (a, b), a < b, of batch `index`: none when `pairs` already settle the ranking, or when
+    every pairing that could help is one of `done` (pairs (a, b), a < b, that can only repeat their games)."""
     post = post or posterior(pairs)
     judged = verdict(post, rule, names)
     if judged.settled or pairs.n < 2:
         return ()
+    done = frozenset(done)
     rng = np.random.default_rng([seed, index])
-    picks = _placement(pairs, judged, rng, size)
+    picks = _placement(pairs, judged, rng, size, done)
     explore = min(size - len(picks), int(EXPLORE * size + rng.random()))  # a tenth, rounded at random
-    picks += _explore(judged, rng, explore)
-    picks += _informative(post, judged, size - len(picks))
+    picks += _explore(judged, rng, explore, done)
+    picks += _informative(post, judged, size - len(picks), done)
     return tuple((min(a, b), max(a, b)) for a, b in picks)
 
 
-def _placement(pairs: Pairs, judged: Verdict, rng: np.random.Generator, size: int) -> list[tuple[int, int]]:
+def _pair(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)
+
+
+def _placement(
+    pairs: Pairs, judged: Verdict, rng: np.random.Generator, size: int, done: frozenset[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """Pairings of the bots with fewer than PLACEMENT pairings, against opponents spread over the ranking
-    (at evenly spaced places, from a seeded offset), fewest games first."""
+    (at evenly spaced places, from a seeded offset), fewest games first; none of `done`."""
     played = pairs.pairings().sum(axis=1)
     order = list(judged.order)
     picks: list[tuple[int, int]] = []
@@ -78,8 +89,8 @@ def _placement(pairs: Pairs, judged: Verdict, rng: np.random.Generator, size: in
         offset = rng.random()
         if needed <= 0:
             continue
-        others = [b for b in order if b != bot]
-        for k in range(max(0, needed)):
+        others = [b for b in order if b != bot and _pair(bot, b) not in done]
+        for k in range(max(0, needed) if others else 0):
             if len(picks) >= size:
                 return picks
             opponent = others[int((k + offset) * len(others) / PLACEMENT) % len(others)]
@@ -89,9 +100,11 @@ def _placement(pairs: Pairs, judged: Verdict, rng: np.random.Generator, size: in
     return picks
 
 
-def _explore(judged: Verdict, rng: np.random.Generator, count: int) -> list[tuple[int, int]]:
-    """Random pairs: a bot of an open pair against a bot at most EXPLORE_REACH places from it. Settled
-    parts of the ranking are left alone."""
+def _explore(
+    judged: Verdict, rng: np.random.Generator, count: int, done: frozenset[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Random pairs: a bot of an open pair against a bot at most EXPLORE_REACH places from it, none of
+    `done` (its draw is dropped). Settled parts of the ranking are left alone."""
     order, n = judged.order, len(judged.order)
     position = {b: k for k, b in enumerate(order)}
     near = sorted({position[b] for c in judged.open for b in (c.upper, c.lower)})
@@ -102,17 +115,20 @@ def _explore(judged: Verdict, rng: np.random.Generator, count: int) -> list[tupl
         j = min(max(j, 0), n - 1)
         if j == k:
             j = k + 1 if k + 1 < n else k - 1
-        picks.append((order[k], order[j]))
+        if _pair(order[k], order[j]) not in done:
+            picks.append((order[k], order[j]))
     return picks
 
 
-def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int, int]]:
+def _informative(
+    post: Posterior, judged: Verdict, count: int, done: frozenset[tuple[int, int]] = frozenset()
+) -> list[tuple[int, int]]:
     """`count` pairings, greedily, each the one that most lowers the summed risk of the claims (the chance
     that each is the wrong way round by more than the resolution), to first order: a claim's risk
-    Φ(-(m + r) / s) falls by φ(z) z / 2s² per unit of variance taken off its difference."""
+    Φ(-(m + r) / s) falls by φ(z) z / 2s² per unit of variance taken off its difference. None of `done`."""
     if count <= 0 or judged.settled:
         return []
-    claims = [c for c in judged.claims if c.risk > 1e-12]
+    claims = [c for c in judged.claims if c.risk > 1e-12 or c.status is Status.OPEN]
     n = post.n
     cov = post.cov / ELO_PER_NAT**2
     u = np.zeros((len(claims), n))
@@ -123,6 +139,10 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
     mean = u @ post.theta
     z = (mean + judged.rule.resolution / ELO_PER_NAT) / np.sqrt(var)
     weight = np.exp(-z * z / 2.0) * z / (2.0 * var)
+    # A reference's pair that is open because it is neither ordered nor within the resolution on both sides
+    # may have little risk of a reversal left: it is weighed as a pair one SD from being settled would be.
+    unsure = np.array([c.status is Status.OPEN and c.two_sided for c in claims], dtype=bool)
+    weight = np.where(unsure, np.maximum(weight, np.exp(-0.5) / (2.0 * var)), weight)
     order = judged.order
     candidates = {
         (min(order[k], order[j]), max(order[k], order[j]))
@@ -130,6 +150,9 @@ def _informative(post: Posterior, judged: Verdict, count: int) -> list[tuple[int
         for j in range(k + 1, min(n, k + WINDOW + 1))
     }
     candidates |= {(min(c.upper, c.lower), max(c.upper, c.lower)) for c in judged.open}
+    candidates -= done
+    if not candidates:
+        return []
     cand = np.array(sorted(candidates))
     a, b = cand[:, 0], cand[:, 1]
     p = 1.0 / (1.0 + np.exp(post.theta[b] - post.theta[a]))
@@ -215,7 +238,8 @@ class Adaptive:
             return []
         names = [b.name for b in self.bots]
         pairs = from_games(self.games(results), range(len(self.bots)))
-        batch = plan(pairs, self.rule, names, self.seed, len(played), batch_size(len(self.bots)))
+        size = batch_size(len(self.bots))
+        batch = plan(pairs, self.rule, names, self.seed, len(played), size, done=self.exhausted(results))
         last: dict[tuple[int, int], int] = {}
         for rnd, south, north, _ in played:
             pair = (min(south, north), max(south, north))
@@ -241,3 +265,49 @@ class Adaptive:
 
     def played(self, results: Sequence[Result]) -> int:
         return len(self.games(results, repeats=True))
+
+    def exhausted(self, results: Sequence[Result]) -> frozenset[tuple[int, int]]:
+        """The pairs (a, b), a < b, that can only repeat their games: a pairing of theirs (one round's two
+        games) repeated earlier games exactly, so the two play the same game whenever they meet in the same
+        position, and their next round starts from an opening they have played (`--openings 0`: every
+        round from the start; under the pie rule the few openings come round again)."""
+        rounds: dict[tuple[int, int], dict[int, list[bool]]] = {}
+        index = {(b.name, b.digest): k for k, b in enumerate(self.bots)}
+        for r in results:
+            if r.south in index and r.north in index:
+                pair = _pair(index[r.south], index[r.north])
+                rounds.setdefault(pair, {}).setdefault(r.round, []).append(r.repeat)
+        done = set()
+        for (a, b), by_round in rounds.items():
+            if not any(len(games) == 2 and all(games) for games in by_round.values()):
+                continue
+            x, y = self.bots[a], self.bots[b]
+            opening = game(max(by_round) + 1, x, y, self.seed, self.book).opening
+            if opening in {game(rnd, x, y, self.seed, self.book).opening for rnd in by_round}:
+                done.add((a, b))
+        return frozenset(done)
+
+    def stopped(self, results: Sequence[Result]) -> str:
+        """Why a run of this schedule that asked `next` and got no game stopped, in words: "settled", or why
+        not. The cap of `max_games` only when the games reached it; a last batch whose every game repeated an
+        earlier one, or open pairs that can only repeat, said as such."""
+        if self.verdict(results).settled:
+            return "settled"
+        played = self.played(results)
+        if self.max_games is not None and played >= self.max_games:
+            return f"the cap of --max-games: {played} games played, at most {self.max_games}"
+        more = "more openings would give them new games (--openings N)"
+        if self.store is not None and self._nothing_new(results):
+            return (
+                f"every game of its last batch repeated an earlier game exactly: the bots are deterministic "
+                f"and the openings used up; {more}"
+            )
+        done = self.exhausted(results)
+        names = [b.name for b in self.bots]
+        if done and not plan(self.pairs(results), self.rule, names, self.seed, played, 1, done=done):
+            pairs = "pair" if len(done) == 1 else "pairs"
+            return (
+                f"the games that could settle it can only repeat earlier ones: {len(done)} {pairs} of "
+                f"deterministic bots played every opening they have; {more}"
+            )
+        return "no more games could be played"

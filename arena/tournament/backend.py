@@ -28,6 +28,7 @@ class Conditions:
     conf: Confinement | None = None
     fresh: bool = False  # a new bot process for every game
     tag: str = ""  # the tournament, for a cluster to tell the workers of two tournaments' runs apart
+    seed: int = 0  # the run's: what a KGP agent's random stand-in moves are drawn from (referee.play_game)
 
 
 @dataclass(frozen=True, slots=True)

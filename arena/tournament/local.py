@@ -61,7 +61,7 @@ def _worker(tasks, results, conditions: Conditions) -> None:  # type: ignore[no-
                 break
             index, south_bot, north_bot, opening = pickle.loads(task)
             south, north = pool.take(south_bot), pool.take(north_bot)
-            record = play_game(rules, south, north, conditions.limits, opening=opening)
+            record = play_game(rules, south, north, conditions.limits, opening=opening, seed=conditions.seed)
             record = dataclasses.replace(record, sandboxed=bool(conditions.conf and conditions.conf.sandbox))
             pool.give(south, keep=not conditions.fresh)
             pool.give(north, keep=not conditions.fresh)

@@ -34,6 +34,7 @@ class RunResult:
     before: int  # of those, already in the store when this run started
     played: int  # played and stored by this run
     interrupted: bool
+    stopped: str = ""  # an adaptive run's reason to stop (`Adaptive.stopped`): "settled", or why not
 
 
 def backend(jobs: int | None = None, cluster: str | Backend | None = None) -> Backend:
@@ -130,7 +131,9 @@ def run(
         _note_machines(store, machines)
 
     back = back or backend(options.jobs, options.cluster)
-    conditions = Conditions(settings.rules, settings.limits(), conf, options.fresh, _tag(store))
+    conditions = Conditions(
+        settings.rules, settings.limits(), conf, options.fresh, _tag(store), settings.seed
+    )
     interrupted = False
     todo = schedule.next(results)
     if progress:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.api import Tournament
+from arena.kgp.server import ranked as kgp_ranked
 from arena.match.bots import Bot, load_bot, survey
-from arena.server import kgp_ranked
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.standings import field, ladder
@@ -71,7 +71,7 @@ def _agents(where: ClassDir, classroom: Classroom, on_cluster: bool) -> list[Bot
     kept = where.final / AGENTS
     if not kept.exists():
         kept.write_text(json.dumps(kgp_ranked.connected(where)))
-    return kgp_ranked.bots(where, json.loads(kept.read_text()))
+    return kgp_ranked.bots(where, json.loads(kept.read_text()), classroom.kgp_no_move)
 
 
 def _against_references(

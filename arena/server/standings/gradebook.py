@@ -11,7 +11,7 @@ import csv
 import io
 from typing import Any
 
-from arena.server import kgp_ranked
+from arena.kgp.server import ranked as kgp_ranked
 from arena.server.classdir import REFERENCES
 from arena.server.models import Classroom, Member, Role
 from arena.server.standings.final import version_of

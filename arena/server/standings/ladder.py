@@ -23,10 +23,11 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from arena.api import Tournament
+from arena.kgp.server import ranked as kgp_ranked
 from arena.match.record import GameRecord
 from arena.report import face
+from arena.report.games import Think, think_times
 from arena.report.replay import Replay, replay, unpiped
-from arena.server import kgp_ranked
 from arena.server.standings import rated
 from arena.stats import ratings
 from arena.store import queries
@@ -37,6 +38,7 @@ STANDINGS = "standings.html"  # the report's leaderboard and matrix of the snaps
 PLAYERS = "players.json"  # each bot's latest games and record against each opponent, for its author
 VERSIONS = "versions.json"  # which class version (v3) each bot digest that played is
 BOTS = "bots.json"  # each bot's page of the report, as data (face.bot_page_data), and its class version
+THINK = "think.json"  # each bot version's think times (report.games.Think), and the last game counted
 PAGES_S = 30.0  # how often a playing ladder draws its bot pages again (always once it is settled)
 RUN_FROM = "where its author keeps the bot: beside the folder, or the file, they uploaded"  # for the lines
 BOT_PAGES = {"ladder": "ladder/bots/", "final": "final/bots/"}  # where a bot's page is served (urls.py)
@@ -57,7 +59,7 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     cup.export_standings(text, "jsonl", standing)
     labels = _labels(cup.folder, cup.store)
     if pages and (settled or _pages_due(cup.folder, {str(b) for b in standing.board["bot"]})):
-        bots = face.bot_page_data(cup.store, standing, state.history())
+        bots = face.bot_page_data(cup.store, standing, state.history(), _think(cup.folder, cup.store))
         ids = dict(zip(standing.board["bot"], (int(i) for i in standing.board["id"]), strict=True))
         drawn = now()
         shown = {
@@ -85,6 +87,22 @@ def write_snapshot(cup: Tournament, note: str, settled: bool, pages: str = "ladd
     }
     _replace(cup.folder / SNAPSHOT, json.dumps(data))
     return data
+
+
+def _think(folder: Path, store: Store) -> dict[int, Think]:
+    """Each bot version's think times for its page's chart: kept in the folder and advanced by the games
+    stored since (replaying every game again each PAGES_S would grow with the ladder)."""
+    kept = _read(folder / THINK, {})
+    think = {int(bot): Think.of(v) for bot, v in kept.get("think", {}).items()}
+    upto = int(kept.get("upto", 0))
+    rows = list(queries.records_between(store, upto + 1, 2**62))  # every game since
+    if not rows and kept:
+        return think
+    for bot, more in think_times(rows, store.settings()).items():
+        think.setdefault(bot, Think()).merge(more)
+    upto = max([upto, *(int(r["id"]) for r in rows)])
+    _replace(folder / THINK, json.dumps({"upto": upto, "think": {b: t.plain() for b, t in think.items()}}))
+    return think
 
 
 def _rated(cup: Tournament, keep: bool) -> ratings.Rated:
@@ -302,6 +320,7 @@ def replayed(
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
         fault = {"bot": record.faulty, "reason": str(record.reason), "detail": detail}
+    viewer = face.Viewer(may_see, back="", run_from=RUN_FROM, titled=True)  # the page's h1 is its title
     return {
         "id": game_id,
         "south": record.south,
@@ -313,5 +332,5 @@ def replayed(
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
-        "viewer": face.game(record, game_id, face.Viewer(may_see, back="", run_from=RUN_FROM), shown=shown),
+        "viewer": face.game(record, game_id, viewer, shown=shown),
     }

@@ -40,7 +40,7 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
         if asked := ungranted(bot.paths, settings.read_only):
             raise BotError(not_readable(asked))
         refs = reference_bots((where.references, ARENA_BOTS))
-        report = check(bot, settings, refs, named=folder_named(submission.filename))
+        report = check(bot, settings, refs, named=folder_named(submission))
         submission.checklist = report.to_dict()
         submission.verdict = report.verdict()
         submission.status = Status.FAILED if report.fails else Status.PASSED
@@ -61,11 +61,14 @@ def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Su
     return submission
 
 
-def folder_named(filename: str) -> str:
-    """The uploaded bot's folder as its author has it, for the checklist's reproduce lines: a zipped
-    folder's (mybot.zip, as arena submit zips bots/mybot) or '' for a single file, which the student runs
-    where it lies (the server wrapped it in a folder of its own)."""
-    return filename[:-4] if filename.lower().endswith(".zip") and len(filename) > 4 else ""
+def folder_named(submission: Submission) -> str:
+    """The uploaded bot's folder as its author has it, for the checklist's reproduce lines: the folder the
+    zip held (crashbot/, whatever the zip is called), else the zip's name (mybot.zip, a zip of the folder's
+    contents) or '' for a single file, which the student runs where it lies (the server wrapped it in a
+    folder of its own)."""
+    filename = submission.filename
+    zipped = filename[:-4] if filename.lower().endswith(".zip") and len(filename) > 4 else ""
+    return submission.folder or zipped
 
 
 def folder_of(bot: str, version: str) -> str | None:
@@ -80,7 +83,7 @@ def folder_of(bot: str, version: str) -> str | None:
     if found is None:
         member = Member.objects.filter(slug=bot).select_related("active").first()
         found = member.active if member is not None else None
-    return folder_named(found.filename) if found is not None else None
+    return folder_named(found) if found is not None else None
 
 
 def not_readable(asked: list[str]) -> str:

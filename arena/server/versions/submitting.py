@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, Submission
-from arena.server.versions.unpack import Caps, Rejected, unpack
+from arena.server.versions.unpack import Caps, Rejected, unpack, zip_folder
 
 DAY = timedelta(days=1)
 
@@ -55,12 +55,18 @@ def submit(
     home.chmod(0o700)  # the server's alone (classdir.py); the bot's own folder inside keeps its modes
     scratch = Path(tempfile.mkdtemp(prefix=".upload-", dir=home))
     try:
+        folder = zip_folder(name, data)
         bot = unpack(name, data, size, scratch / member.slug, caps(classroom))
         with transaction.atomic():
             locked = Member.objects.select_for_update().get(pk=member.pk)
             number = (locked.submissions.aggregate(n=Max("number"))["n"] or 0) + 1
             submission = Submission.objects.create(
-                member=locked, number=number, filename=_shown(name), size=size, digest=bot.digest
+                member=locked,
+                number=number,
+                filename=_shown(name),
+                folder=folder,
+                size=size,
+                digest=bot.digest,
             )
             final = where.version(member.slug, number).parent
             if final.exists():  # an orphan of a crash between a rename and its commit

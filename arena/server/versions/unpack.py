@@ -22,7 +22,9 @@ CHUNK = 1 << 16
 # A single uploaded file by its extension: how arena builds and runs it (as `arena new`'s starters do).
 # {file} is the uploaded name, {stem} the name without its extension (a Java class is its file's name).
 SINGLE = {
-    ".py": ('command = "python3 {file}"',),
+    # A .py file runs as `arena run` runs one (bots.py's launcher): -P, so that random.py does not import
+    # itself for the standard library's random, and its prints reach the referee without a flush (-u).
+    ".py": ('command = "python3 -P -u {file}"',),
     ".c": ('build = "cc -O2 -o bot {file}"', 'command = "./bot"'),
     ".cpp": ('build = "c++ -O2 -o bot {file}"', 'command = "./bot"'),
     ".cc": ('build = "c++ -O2 -o bot {file}"', 'command = "./bot"'),
@@ -65,6 +67,22 @@ def unpack(name: str, data: IO[bytes], size: int, target: Path, caps: Caps = Cap
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise
+
+
+def zip_folder(name: str, data: IO[bytes]) -> str:
+    """The one folder a zip upload holds its bot in (crashbot/ in bob.zip), as unpack unwraps it; '' for a
+    single file, or a zip of a folder's contents. `data` is left at its start."""
+    if not (name.lower().endswith(".zip") or _is_zip(data)):
+        return ""
+    try:
+        with zipfile.ZipFile(data) as archive:
+            entries = [i for i in archive.infolist() if not i.filename.startswith(_SKIPPED)]
+            paths = [_entry_path(i) for i in entries]
+            return paths[0].parts[0] if paths and _common_top(paths, entries) else ""
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return ""  # unpack says what is wrong with it
+    finally:
+        data.seek(0)
 
 
 def _is_zip(data: IO[bytes]) -> bool:

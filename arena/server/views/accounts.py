@@ -14,9 +14,10 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from arena.server.models import Classroom, Member, Role, TeacherLink, digest
+from arena.server.classdir import REFERENCES
+from arena.server.models import Classroom, Member, Role, TeacherLink, digest, same_code
 from arena.server.people import members as accounts
-from arena.server.views.common import in_class
+from arena.server.views.common import class_dir, in_class
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"  # a new member's own sign-in (no password asked)
 
@@ -70,7 +71,7 @@ def join(request: HttpRequest, classroom: Classroom, code: str = "") -> HttpResp
     context["username"] = username
     password, again = request.POST.get("password", ""), request.POST.get("password2", "")
     error = None
-    if context["code"].strip() != classroom.join_code:
+    if not same_code(context["code"], classroom.join_code):
         error = "that join code is not this class's: ask your teacher for the class's link"
     else:
         error = _password_problem(password, again, username)
@@ -92,9 +93,11 @@ def setup(request: HttpRequest, token: str) -> HttpResponse:
     if link is None:
         text = "this link has been used, or is not the one arena serve printed: sign in, or start it again"
         return render(request, "classroom/message.html", {"title": "Link used", "text": text}, status=404)
-    context: dict[str, Any] = {"token": token, "name": request.POST.get("name", "")}
-    if request.method != "POST":
-        return render(request, "classroom/setup.html", context)
+    context: dict[str, Any] = {"token": token, "name": request.POST.get("name", ""), "references": REFERENCES}
+    bundled = [r for r in REFERENCES if (class_dir().references / f"{r}.py").is_file()]
+    if request.method != "POST":  # the references ticked: most classes want them (the teacher unticks)
+        return render(request, "classroom/setup.html", {**context, "ticked": bundled})
+    context["ticked"] = [r for r in bundled if request.POST.get(f"ref-{r}")]
     username = request.POST.get("username", "").strip()
     context["username"] = username
     password, again = request.POST.get("password", ""), request.POST.get("password2", "")
@@ -106,7 +109,7 @@ def setup(request: HttpRequest, token: str) -> HttpResponse:
             with transaction.atomic():
                 member = accounts.add_member(username, password, Role.TEACHER)
                 if Classroom.current() is None:
-                    Classroom.objects.create(name=context["name"].strip()[:100])
+                    Classroom.objects.create(name=context["name"].strip()[:100], references=context["ticked"])
                 TeacherLink.objects.filter(pk=link.pk).update(used=True)
         except accounts.NameTaken as e:
             error = str(e)

@@ -3,6 +3,7 @@ and one guard for the pages that need the class (none before the teacher's first
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any, overload
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom
@@ -32,6 +34,39 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     text = "this form was sent without its security token (or from another site), so nothing was done: "
     text += "reload the page and send it again"
     return render(request, "classroom/message.html", {"title": "Form refused", "text": text}, status=403)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The site's page for an address that leads nowhere, with its navigation; a student who typed their
+    own version's number (bob's version 1 may be /versions/2) is shown where it is."""
+    said = exception.args[0] if exception and exception.args and isinstance(exception.args[0], str) else ""
+    context: dict[str, Any] = {"title": "Not found", "text": f"{said or 'no such page'}: nothing is here"}
+    member = member_of(request)
+    typed = re.fullmatch(r"/versions/(\d+)(/source)?", request.path)
+    if member is not None and typed:
+        own = member.submissions.filter(number=int(typed.group(1))).first()
+        if own is not None:
+            name = "source" if typed.group(2) else "version"
+            context["see"] = (reverse(name, args=[own.pk]), f"your version {own.number}")
+    return render(request, "classroom/message.html", {**context, "member": member}, status=404)
+
+
+def refused(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The site's page for a request refused (403)."""
+    text = "you may not open this page"
+    context = {"title": "Not yours", "text": text, "member": member_of(request)}
+    return render(request, "classroom/message.html", context, status=403)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    context = {"title": "Bad request", "text": "this request could not be read", "member": member_of(request)}
+    return render(request, "classroom/message.html", context, status=400)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """A fault of the server's, said as such (its details are in the server's log, never on the page)."""
+    text = "something went wrong on the server: the teacher finds the details in its log"
+    return render(request, "classroom/message.html", {"title": "Server error", "text": text}, status=500)
 
 
 def class_dir() -> ClassDir:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from arena.kgp.server import port as kgp
 from arena.match.record import GameRecord
-from arena.server import kgp
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.people.access import sees_final
@@ -89,14 +89,17 @@ def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
 
 
 def as_theirs(game: dict[str, Any], slug: str) -> dict[str, Any]:
-    """A listed game as bot `slug` played it: its side, its opponent, its outcome and its version."""
+    """A listed game as bot `slug` played it: its side, its opponent, its outcome, its score its own store
+    first ('won 64-8' as north too) and its version."""
     south = game["south"] == slug
     other = game["north"] if south else game["south"]
     winner = game.get("winner")
     outcome = "draw" if winner is None else "won" if winner == slug else "lost"
     versions = game.get("versions", {})
+    stores = str(game.get("score", "")).split("-")
+    score = "-".join(stores if south else stores[::-1])
     return {**game, "side": "south" if south else "north", "opponent": other, "outcome": outcome,
-            "my_version": versions.get(slug, "")}  # fmt: skip
+            "score": score, "my_version": versions.get(slug, "")}  # fmt: skip
 
 
 def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
@@ -120,7 +123,7 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
         row = {**row, "elo": _whole(row["elo"]), "elo_lo": _whole(row["elo_lo"]),
                "elo_hi": _whole(row["elo_hi"]),
                "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
-               "games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
+               "reference_games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)
 
 
@@ -138,4 +141,5 @@ def _practised(number: int, record: GameRecord, at: datetime, agent: str) -> dic
     return {"number": number, "opponent": record.north if south else record.south,
             "side": "south" if south else "north", "at": at,
             "outcome": "draw" if winner is None else "won" if winner == agent else "lost",
-            "score": f"{record.south_store}-{record.north_store}", "reason": str(record.reason)}  # fmt: skip
+            "score": f"{record.south_store}-{record.north_store}" if south else
+                     f"{record.north_store}-{record.south_store}", "reason": str(record.reason)}  # fmt: skip

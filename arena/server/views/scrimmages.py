@@ -54,9 +54,7 @@ def game(request: HttpRequest, ident: int, game_id: int, member: Member) -> Http
     folder = scrimmages.folder(class_dir(), found) / "games"
 
     def named(bot: str, version: str) -> str | None:  # the versions that played, not the active ones
-        return (
-            folder_named(found.submission.filename) if bot == found.member.slug else folder_of(bot, version)
-        )
+        return folder_named(found.submission) if bot == found.member.slug else folder_of(bot, version)
 
     shown = ladder.game(folder, game_id, partial(sees_stderr, member), named)
     if shown is None:

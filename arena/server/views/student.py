@@ -12,8 +12,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from arena.kgp.server import port as kgp
 from arena.match.bots import BotError, bot_files
-from arena.server import kgp, scrimmages
+from arena.server import scrimmages
 from arena.server.models import Classroom, Member, Status, new_token
 from arena.server.people.access import (
     own_practice,

@@ -72,8 +72,9 @@ def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -
     if "kgp_options" in request.POST:  # the form's checkbox (an unchecked one is not sent at all)
         classroom.kgp_guests = "kgp_guests" in request.POST
         ranked = "kgp_ranked" in request.POST
-        if ranked != classroom.kgp_ranked:
-            classroom.kgp_ranked = ranked
+        no_move = "forfeit" if "kgp_forfeit" in request.POST else "random"
+        if (ranked, no_move) != (classroom.kgp_ranked, classroom.kgp_no_move):
+            classroom.kgp_ranked, classroom.kgp_no_move = ranked, no_move
             changed = True
     classroom.save()
     if changed:
@@ -116,7 +117,14 @@ def freeze(request: HttpRequest, member: Member, classroom: Classroom) -> HttpRe
         return render(request, "classroom/freeze.html", context)
     classroom.freeze_at = max(at, now)  # a time past closes now: the undo's minute counts from here
     classroom.save(update_fields=["freeze_at"])
-    messages.success(request, "deadline saved")
+    if classroom.frozen(now):
+        said = (
+            f"submissions are closed: the final starts in {classroom.undo_seconds} seconds; "
+            "until then you can undo the freeze"
+        )
+    else:
+        said = "deadline saved: submissions close then"
+    messages.success(request, said)
     return redirect("teacher")
 
 

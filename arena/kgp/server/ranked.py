@@ -30,18 +30,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from arena.kgp.grammar import LINE_LIMIT, Command, KgpError, parse
+from arena.kgp.server.bridge import READY
 from arena.match.bots import Bot
-from arena.match.kgp import LINE_LIMIT, Command, KgpError, parse
 from arena.match.process import Fault
 from arena.match.referee import REMOTE_WAIT_S
 from arena.server.classdir import ClassDir
-from arena.server.kgp_bridge import READY
 
 SUFFIX = ".kgp"  # SLUG.kgp: a student's remote agent on the ladder
 MARK = "remote agent (computing power not limited by arena)"  # what the pages say of one
 AGENTS = "agents.json"
 SOCKET = "kgp.sock"
-BRIDGE = Path(__file__).with_name("kgp_bridge.py")
+BRIDGE = Path(__file__).with_name("bridge.py")
 ASK_S = 10.0  # for a bridge to say whose agent it wants
 STILL_S = 1.0  # how often a connection between games asks whether the teacher still ranks remote agents
 LOOK_S = 0.1  # how often a waiting or relaying connection looks whether its game (or its agent) is over
@@ -73,15 +73,16 @@ def port_on() -> bool:
     return len(parts) > 1 and parts[1] != ""
 
 
-def bots(where: ClassDir, slugs: list[str] | None = None) -> list[Bot]:
+def bots(where: ClassDir, slugs: list[str] | None = None, no_move: str = "random") -> list[Bot]:
     """The connected agents (or those of `slugs`) as bots of a tournament: each a KGP bot whose process is
-    the bridge to it, one version a student (arena sees none of the agent's code)."""
+    the bridge to it, one version a student (arena sees none of the agent's code). `no_move`: the teacher's
+    choice for a position an agent gives no move for (Classroom.kgp_no_move)."""
     found = []
     for slug in connected(where) if slugs is None else slugs:
         argv = (sys.executable, "-I", str(BRIDGE), str(where.root / SOCKET), slug)
         digest = hashlib.sha256(f"remote kgp agent {slug}".encode()).hexdigest()[:16]
         name = bot_name(slug)
-        found.append(Bot(name, argv, where.root, BRIDGE, digest, slug, "kgp", remote=True))
+        found.append(Bot(name, argv, where.root, BRIDGE, digest, slug, "kgp", remote=True, no_move=no_move))
     return found
 
 
@@ -218,6 +219,8 @@ class Desk:
                 session.conn.sendall(out.encode("ascii", "replace") + b"\r\n")
             except OSError:
                 break
+        if line is not None:  # read as the game ended: the connection's, between games (a `ping` answered)
+            self._between(seat.lines, line)
         session.over.set()
         with contextlib.suppress(OSError):
             session.conn.shutdown(socket.SHUT_RDWR)

@@ -1,11 +1,11 @@
 """KGP agents as bots: the referee's `Wire` spoken in the Kalah Game Protocol's freeplay mode.
 
-The agent runs in its sandbox behind arena's relay (arena/match/kgp_relay.py), which listens on the KGP port
+The agent runs in its sandbox behind arena's relay (arena/kgp/relay.py), which listens on the KGP port
 of the sandbox's private loopback and joins the agent's connection to the process's pipes; this class speaks
 KGP over those pipes as the course server does over TCP: the greeting `kgp 1 0 1`, the agent's `mode
 freeplay`, then for every position a `state` that the agent answers with `move`s until arena says `stop` (or
 the agent says `yield`). The last legal `move` counts, as for an anytime v1 bot; what arena chooses where the
-spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by arena/match/kgp.py.
+spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by arena/kgp/grammar.py.
 """
 
 from __future__ import annotations
@@ -17,18 +17,31 @@ from collections.abc import Callable
 from pathlib import Path
 
 from arena.game.rules import Move, Position, Rules, parse_rules
+from arena.kgp.grammar import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
+from arena.kgp.relay import CONNECTED  # what the relay writes to stderr once the agent is connected
 from arena.match.bots import Bot
-from arena.match.kgp import LINE_LIMIT, PORT, VERSION, Arg, Board, Command, KgpError, parse
-from arena.match.kgp_relay import CONNECTED  # what the relay writes to stderr once the agent is connected
 from arena.match.process import Channel, Fault
 from arena.match.record import Reason
 
-RELAY = Path(__file__).with_name("kgp_relay.py")
+RELAY = Path(__file__).with_name("relay.py")
+PONG_S = 1.0  # the least an agent is given to answer `ping` after a `stop` found no move (else its move time)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 _LEADING_ID = re.compile(
     r"[ \t]*([0-9]+)"
 )  # the id of a line that is not KGP, for the `error` that answers it
+
+
+class NoMove(Fault):
+    """The agent gave no legal move for a position by `stop` (or said `yield` without one). The spec says
+    the server MUST then make a random decision for it, as the course server does: the referee plays a random
+    legal move unless the agent's `Bot.no_move` is "forfeit", when this is the timeout it says. `how` names
+    the case in the words the game page counts it in."""
+
+    def __init__(self, reason: Reason, detail: str, how: str) -> None:
+        super().__init__(reason, detail)
+        self.how = how
+        self.took = 0.0  # the milliseconds it had (the referee's clock sets it)
 
 
 def relay_argv(bot: Bot) -> tuple[str, ...]:
@@ -46,7 +59,7 @@ class Kgp:
 
     def __init__(self, proc: Channel, gate: Callable[[str], str | None] | None = None) -> None:
         self.proc = proc
-        # The class server's door (arena/server/kgp.py): given the agent's `set auth:token` ("" if none)
+        # The class server's door (arena/kgp/server/port.py): given the agent's `set auth:token` ("" if none)
         # when it asks for freeplay, why it is refused, or None to let it play.
         self.gate = gate
         self.token = ""
@@ -60,7 +73,7 @@ class Kgp:
     @property
     def last_id(self) -> int:
         """The id of arena's last command: ids rise for as long as the connection lasts, whoever speaks for
-        arena on it (the class server lends a connection to its ranked games, arena/server/kgp_ranked.py)."""
+        arena on it (the class server lends a connection to its ranked games, arena/kgp/server/ranked.py)."""
         return self._id
 
     @last_id.setter
@@ -223,9 +236,30 @@ class Kgp:
                 return illegal
             yielded = command is not None and command.name == "yield"
             said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
-            raise Fault(
-                Reason.TIMEOUT, f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}"
+            if not yielded:
+                self._alive(said, max(PONG_S, ms / 1000))
+            raise NoMove(
+                Reason.TIMEOUT,
+                f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}",
+                how="yield without a move" if yielded else "no move by stop",
             )
+
+    def _alive(self, said: str, wait: float) -> None:
+        """After a `stop` that found no move, as the course server: `ping`, and an agent that does not answer
+        `pong` within `wait` seconds is gone (there it resigns), not given a random move. What else comes
+        meanwhile is dealt with as ever; a late move for the stopped state is ignored."""
+        self._send("ping", deadline=time.monotonic() + 1.0)
+        until = time.monotonic() + wait
+        while (command := self._read(until)) is not None:
+            if command.name == "pong":
+                return
+            if command.name not in ("move", "yield"):
+                self._aside(command, until)
+        raise Fault(
+            Reason.TIMEOUT,
+            f"{said}, and no `pong` to arena's `ping` within {wait:.0f} s (KGP: the course server then "
+            "resigns for it; an agent that answers `pong` is given a random legal move instead)",
+        )
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Nothing: the agent sees the board in its next `state`."""

@@ -36,21 +36,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from arena.kgp.grammar import LINE_LIMIT, Command
+from arena.kgp.server.lobby import Lobby, Waiting
+from arena.kgp.server.ranked import Desk
+from arena.kgp.wire import Kgp
 from arena.match.bots import Bot, BotError, Where, load_bot
-from arena.match.kgp import LINE_LIMIT, Command
-from arena.match.kgp_wire import Kgp
 from arena.match.process import Fault
 from arena.match.protocol import Wire
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player
 from arena.report.replay import Replay, replay, unpiped
 from arena.server.classdir import ClassDir
-from arena.server.kgp_lobby import Lobby, Waiting
-from arena.server.kgp_ranked import Desk
 from arena.tournament.settings import Settings
 
 PER_STUDENT = 2  # connections one student may hold at once
 CONNECTIONS = 64  # connections in all, authenticated or not
+UNPROVEN = 4  # connections one address may hold before they have a token (or a guest's place)
 HANDSHAKE_S = 30.0  # from connecting to `mode freeplay`
 FORWARD_S = 5.0  # a ranked game's line to an agent that reads nothing: the connection is given up
 LATE_S = 0.5  # past a deadline, lines already come are still read for this long
@@ -110,7 +111,7 @@ class SocketLines:
         if self._out is None:
             self._out = self.sock.dup()
             self._out.settimeout(FORWARD_S)
-        self._out.sendall((line + "\n").encode("ascii", "replace"))
+        self._out.sendall(_crlf(line).encode("ascii", "replace"))
 
     def gone(self) -> bool:
         """Whether the agent has closed its end (what it wrote meanwhile stays to be read)."""
@@ -125,7 +126,7 @@ class SocketLines:
             return True
 
     def send(self, line: str, deadline: float) -> None:
-        data = (line + "\n").encode("ascii")
+        data = _crlf(line).encode("ascii")
         try:
             self._write(data, max(0.01, deadline - time.monotonic()))
         except TimeoutError:
@@ -205,8 +206,15 @@ class SocketLines:
         return None
 
 
+def _crlf(line: str) -> str:
+    """A line as go-kgp writes it, on TCP and in a WebSocket frame alike: ending in CRLF. The course's
+    Python library drops a command without arguments (`stop`, `goodbye`) that lacks a line end."""
+    return line.removesuffix("\n").removesuffix("\r") + "\r\n"
+
+
 class WebSocketLines(SocketLines):
-    """The same over a WebSocket (`/socket`, as the course server's): a message is a line, or several."""
+    """The same over a WebSocket (`/socket`, as the course server's): a message is a line (CRLF-ended, as
+    go-kgp's), or several."""
 
     def __init__(self, ws: Any) -> None:
         super().__init__(cast(socket.socket, None))
@@ -216,7 +224,7 @@ class WebSocketLines(SocketLines):
         from websockets.exceptions import ConnectionClosed
 
         try:
-            self.ws.send(data.decode("ascii").removesuffix("\n").removesuffix("\r"))
+            self.ws.send(data.decode("ascii"))  # a line with its CRLF, as go-kgp's frames
         except ConnectionClosed:
             raise OSError("closed") from None
 
@@ -239,7 +247,7 @@ class WebSocketLines(SocketLines):
     def forward(self, line: str) -> None:
         if self.closed:
             raise OSError("the connection closed")
-        self._write((line + "\n").encode("ascii", "replace"), FORWARD_S)
+        self._write(_crlf(line).encode("ascii", "replace"), FORWARD_S)
 
     def gone(self) -> bool:
         from websockets.protocol import State
@@ -272,8 +280,26 @@ class Remote(Player):
         super().kill()
 
 
+class Door:
+    """One connection's place: whether it was let in, and whether it has proved itself (a token, or a
+    guest's place) and so no longer counts against its address."""
+
+    def __init__(self, doors: Doors, address: str, allowed: bool, why: str) -> None:
+        self.doors, self.address, self.allowed, self.why = doors, address, allowed, why
+        self.proven = False
+
+    def prove(self) -> None:
+        if self.allowed and not self.proven:
+            self.proven = True
+            self.doors.give_back(UNPROVEN_KEY + self.address)
+
+
+UNPROVEN_KEY = "unproven "  # the doors' key of an address's connections without a token yet
+
+
 class Doors:
-    """Who holds a connection: at most PER_STUDENT a student and CONNECTIONS in all."""
+    """Who holds a connection: at most PER_STUDENT a student, CONNECTIONS in all, and UNPROVEN an address
+    before its connections have a token (so that one address cannot fill the port with idle ones)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -281,15 +307,24 @@ class Doors:
         self.open = 0
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[bool]:
+    def connection(self, address: str = "") -> Iterator[Door]:
+        key = UNPROVEN_KEY + address
         with self._lock:
-            allowed = self.open < CONNECTIONS
-            self.open += allowed
+            why = ""
+            if self.open >= CONNECTIONS:
+                why = "the server has too many connections: try again later"
+            elif self._held.get(key, 0) >= UNPROVEN:
+                why = f"{UNPROVEN} connections from your address wait for their token: send it, or close them"
+            if not why:
+                self.open += 1
+                self._held[key] = self._held.get(key, 0) + 1
+        door = Door(self, address, not why, why)
         try:
-            yield allowed
+            yield door
         finally:
+            door.prove()  # a connection that never proved itself gives its address's place back too
             with self._lock:
-                self.open -= allowed
+                self.open -= door.allowed
 
     def take(self, slug: str, most: int = PER_STUDENT) -> bool:
         """One of `most` connections of `slug` (a student; guests, or one address's guest), if one is left
@@ -303,6 +338,8 @@ class Doors:
     def give_back(self, slug: str) -> None:
         with self._lock:
             self._held[slug] -= 1
+            if not self._held[slug]:
+                del self._held[slug]  # an address or a student gone leaves nothing behind
 
 
 def refuse(lines: SocketLines, why: str) -> None:
@@ -488,10 +525,10 @@ def serve_connection(
     gate = Gate(address, doors)
     lines.on_close = gate.leave
     try:
-        with doors.connection() as allowed:
+        with doors.connection(address) as door:
             wire = Kgp(lines, gate=gate)
-            if not allowed:
-                refuse(lines, "the server has too many connections: try again later")
+            if not door.allowed:
+                refuse(lines, door.why)
                 return
             if problem := Kgp.rules_problem(settings.game_rules()):
                 refuse(lines, f"the class plays other rules: an agent {problem}")
@@ -500,6 +537,7 @@ def serve_connection(
                 wire.greet(time.monotonic() + HANDSHAKE_S)
             except Fault:
                 return
+            door.prove()
             slug = cast(str, gate.slug)
             me = Waiting(slug, Remote(wire, agent_name(slug)), wire.agent, lines.gone)
             ranked = lambda: ranks_agents(slug)  # noqa: E731

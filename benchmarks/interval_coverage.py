@@ -1,0 +1,191 @@
+"""Do the page's 95% intervals cover 95% on the fields a class has, adaptive schedule included?
+
+    python benchmarks/interval_coverage.py [--bots 20 30] [--seeds 60] [--fields KIND ...] [--jobs 2]
+
+Virtual bots of known Elo driven through the real schedule, ratings and stopping rule as `arena run` plays
+them (schedule_efficiency.py's `adaptive`: the next batch decided while one plays), to the stop. For each
+kind of field and size it prints one row:
+- coverage: the share of bots whose true Elo (centred on the mean of the bots that do not lose every game)
+  lies inside the interval the page shows, with a 95% interval for it that treats each run as one cluster
+  (the bots of a run share its schedule and its errors, so counting them as independent would overstate how
+  well coverage is known);
+- relative: the same, each bot's Elo less the working bots' mean against that difference's own SD (from
+  the posterior's covariance): the page's intervals are about the whole field's mean, broken bots too,
+  whose uncertainty widens every interval; this is what a comparison within the working field rests on;
+- the mean z of the strongest and the weakest tenth of the working bots ((estimate - truth) / sd, as in
+  relative): a field pulled together shows the strong below 0 and the weak above;
+- reversals: settled runs with a neighbour pair more than the resolution the wrong way round, of the
+  settled runs (the rule promises at most 5%);
+- games as a share of a 100-round round robin's, n(n-1)100.
+
+The fields (`FIELDS`), each scaled to n bots by its shares:
+- normal: Elo SD 250, 6% draws;
+- tight: Elo SD 30 (a cluster of near-equal bots), 6% draws;
+- groups: two halves 700 Elo apart (working bots and broken ones that still move), 6% draws;
+- class: as a class is, from 24 bots: 3 strong at +600, 13 middling (SD 150), 4 near random (-500), 4
+  broken that lose every game; 12% draws;
+- lab (this benchmark's own): 2 of 20 broken (lose every game), 3 crashing often (-400, SD 80), a bunch of
+  5 copies of one sample bot (equal, +100), the rest SD 200; 20% draws, as among careful bots.
+Broken bots are left out of the coverage: no finite Elo is true of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from multiprocessing import Pool
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # small matrices: BLAS threads only fight over a shared machine's cores
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from schedule_efficiency import FORFEIT, adaptive, judge  # noqa: E402
+
+from arena.stats.settle import Rule  # noqa: E402
+
+FIELDS = ("normal", "tight", "groups", "class", "lab")
+DRAWS = {"normal": 0.06, "tight": 0.06, "groups": 0.06, "class": 0.12, "lab": 0.20}
+
+
+def shares(n: int, parts: list[int]) -> list[int]:
+    """`parts` (of their sum) scaled to n bots, the largest part taking what rounding leaves."""
+    total = sum(parts)
+    sizes = [max(1, round(p * n / total)) for p in parts]
+    sizes[int(np.argmax(parts))] += n - sum(sizes)
+    return sizes
+
+
+def field(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """True Elos of a field of `kind` and n bots, and which of them lose every game."""
+    broken = np.zeros(n, dtype=bool)
+    if kind == "normal":
+        elo = rng.normal(0.0, 250.0, n)
+    elif kind == "tight":
+        elo = rng.normal(0.0, 30.0, n)
+    elif kind == "groups":
+        elo = np.where(np.arange(n) < n // 2, rng.normal(0.0, 100.0, n), rng.normal(-700.0, 100.0, n))
+    elif kind == "class":
+        strong, middling, weak, dead = shares(n, [3, 13, 4, 4])
+        elo = np.concatenate(
+            [
+                rng.normal(600.0, 60.0, strong),
+                rng.normal(0.0, 150.0, middling),
+                rng.normal(-500.0, 60.0, weak),
+                np.full(dead, FORFEIT),
+            ]
+        )
+        broken[strong + middling + weak :] = True
+    elif kind == "lab":
+        dead, crashing, copies, rest = shares(n, [2, 3, 5, 10])
+        elo = np.concatenate(
+            [
+                np.full(dead, FORFEIT),
+                rng.normal(-400.0, 80.0, crashing),
+                np.full(copies, 100.0),
+                rng.normal(0.0, 200.0, rest),
+            ]
+        )
+        broken[:dead] = True
+    else:
+        raise ValueError(f"unknown field {kind!r}")
+    return elo, broken
+
+
+@dataclass(frozen=True)
+class Row:
+    inside: int
+    counted: int
+    games: int
+    settled: bool
+    reversed: bool
+    z_top: float  # mean z of the strongest tenth (at least 2) of the working bots
+    z_bottom: float  # and of the weakest tenth
+    relative: int  # bots inside the 95% interval of their Elo less the working bots' mean (its own SD)
+
+
+def one(task: tuple[str, int, int]) -> Row:
+    kind, n, seed = task
+    elo, broken = field(kind, n, np.random.default_rng(seed))
+    rule = Rule()
+    run = adaptive(elo, rule, seed, DRAWS[kind], cap=n * (n - 1) * 100)
+    keep = ~broken
+    truth = elo[keep] - elo[keep].mean()
+    shown = run.post.elo[keep] - run.post.elo[keep].mean()
+    inside = int((np.abs(shown - truth) <= run.post.pm()[keep]).sum())
+    # each working bot's Elo less the working bots' mean, with that difference's own SD: what a comparison
+    # with the field (or with a bot of it) rests on, whatever the broken bots' uncertainty adds to the page's
+    m = int(keep.sum())
+    u = np.eye(n)[keep] - np.where(keep, 1.0 / m, 0.0)[None, :]
+    sd = np.sqrt(np.maximum(np.einsum("pi,ij,pj->p", u, run.post.cov, u), 1e-12))
+    z = (shown - truth) / sd
+    tenth = max(2, len(truth) // 10)
+    ranked = np.argsort(-truth)
+    return Row(
+        inside,
+        int(keep.sum()),
+        run.games,
+        run.settled,
+        run.settled and judge(elo, run.post, rule.resolution)[2],
+        float(z[ranked[:tenth]].mean()),
+        float(z[ranked[-tenth:]].mean()),
+        int((np.abs(z) <= 1.959964).sum()),
+    )
+
+
+def clustered(inside: list[int], counted: list[int]) -> tuple[float, float]:
+    """The pooled share inside/counted and the half-width of its 95% interval, each run one cluster (a ratio
+    estimator's standard error: the runs' residuals inside - share * counted)."""
+    k, m = np.array(inside, dtype=float), np.array(counted, dtype=float)
+    share = k.sum() / m.sum()
+    if len(k) < 2:
+        return float(share), float("nan")
+    resid = k - share * m
+    se = np.sqrt(len(k) / (len(k) - 1) * (resid**2).sum()) / m.sum()
+    return float(share), float(1.96 * se)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bots", type=int, nargs="+", default=[20, 30])
+    parser.add_argument("--seeds", type=int, default=60)
+    parser.add_argument("--first", type=int, default=0, help="the first seed")
+    parser.add_argument("--fields", nargs="+", choices=FIELDS, default=list(FIELDS))
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    seeds = range(args.first, args.first + args.seeds)
+    print(f"seeds {seeds[0]}-{seeds[-1]}; {Rule().describe()}")
+    print(
+        f"{'bots':>4} {'field':7} {'runs':>4} {'coverage (95% CI)':>22} {'relative (95% CI)':>22} "
+        f"{'z strong':>8} {'z weak':>7} "
+        f"{'reversed/settled':>16} {'RR-100 share':>12} {'s/run':>6}"
+    )
+    with Pool(args.jobs) as pool:
+        for n in args.bots:
+            for kind in args.fields:
+                started = time.perf_counter()
+                rows = pool.map(one, [(kind, n, s) for s in seeds], chunksize=1)
+                took = (time.perf_counter() - started) * args.jobs / len(rows)
+                cover, half = clustered([r.inside for r in rows], [r.counted for r in rows])
+                rel, rel_half = clustered([r.relative for r in rows], [r.counted for r in rows])
+                settled = sum(r.settled for r in rows)
+                wrong = sum(r.reversed for r in rows)
+                share = np.mean([r.games for r in rows]) / (n * (n - 1) * 100)
+                ci = f"{cover:.1%} ({cover - half:.1%}-{cover + half:.1%})"
+                rci = f"{rel:.1%} ({rel - rel_half:.1%}-{rel + rel_half:.1%})"
+                print(
+                    f"{n:>4} {kind:7} {len(rows):>4} {ci:>22} {rci:>22} "
+                    f"{np.mean([r.z_top for r in rows]):>+8.2f} "
+                    f"{np.mean([r.z_bottom for r in rows]):>+7.2f} {f'{wrong}/{settled}':>16} {share:>12.1%} "
+                    f"{took:>6.1f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
