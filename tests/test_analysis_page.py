@@ -39,6 +39,7 @@ def test_the_replay_shows_the_analysis_of_an_analysed_game(browser, tmp_path):  
     note = browser.find_element(By.ID, "r-eval-note").text
     assert note.startswith("Not analysed yet: arena analyse 1")
     assert not browser.find_elements(By.CSS_SELECTOR, "#moves .tag[data-mark]")
+    assert not browser.find_element(By.ID, "r-eval-graph").is_displayed()
 
     done = arena("analyse", "1", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -47,6 +48,7 @@ def test_the_replay_shows_the_analysis_of_an_analysed_game(browser, tmp_path):  
     browser.get(page.as_uri() + "#game-1/0")
     browser.refresh()
     _wait(browser, "document.querySelectorAll('#r-eval-graph circle').length > 0")
+    assert browser.find_element(By.ID, "r-eval-graph").is_displayed()
     dots = browser.find_elements(By.CSS_SELECTOR, "#r-eval-graph circle")
     assert len(dots) == len(result["values"]), "a dot a position, the start and the end included"
     marked = {
@@ -67,3 +69,30 @@ def test_the_replay_shows_the_analysis_of_an_analysed_game(browser, tmp_path):  
     assert ringed == [side * 4 + best - 1]
     assert f"pit {best}" in browser.find_element(By.ID, "r-best").text
     assert "exact" in browser.find_element(By.ID, "r-best").text
+
+
+def test_the_class_servers_game_page_asks_for_no_analyses_file(browser, tmp_path):  # noqa: F811
+    """The page that holds its one game (arena/report/face.py, the class server's) loads no games/analyses.js
+    and does not tell a student to run a command on a server they cannot reach: it says the game is not
+    analysed, and the board still replays."""
+    from selenium.webdriver.common.by import By
+
+    from arena.game.rules import parse_rules
+    from arena.match.record import GameRecord
+    from arena.report import face
+
+    rules = parse_rules("kalah,pits=3,seeds=3")
+    record = GameRecord(rules.spec, "a", "b", (1, 2, 3), 0, 0, None, "normal", None, "", ())  # type: ignore[arg-type]
+    body = face.game(record, 7, face.Viewer())
+    html = f"<!DOCTYPE html><html><head>{face.style()}</head><body>{body}</body></html>"
+    page = tmp_path / "game.html"
+    page.write_text(html, encoding="utf-8")
+    browser.get(page.as_uri() + "#game-7/1")
+    _wait(browser, "document.getElementById('r-eval-note').textContent.length > 0")
+    assert browser.find_element(By.ID, "r-eval-note").text == "This game has not been analysed."
+    asked = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(n => n.includes('analyses'));"
+    )
+    assert asked == []
+    assert not browser.find_element(By.ID, "r-eval-graph").is_displayed()
