@@ -299,6 +299,10 @@ def test_a_game_is_analysed_once_and_found_by_what_was_played(tmp_path: Path) ->
     with Analyses(tmp_path) as analyses:
         found = analyses.of_games([(5, game_key(rules.spec, one.plies)), (7, game_key(rules.spec, (1,)))])
     assert list(found) == [5] and found[5] == fresh, "the later analysis replaced the first"
+    with Analyses(tmp_path) as analyses:  # one kept by another version, in another form: analysed anew
+        analyses.db.execute("UPDATE analyses SET analysis = '{\"values\": 3}' WHERE game = 5")
+    again, kept = kept_or_analysed(tmp_path, one, 5, ROOMY)
+    assert not kept and again.to_dict()["values"][0][:2] == fresh.to_dict()["values"][0][:2]
 
 
 # `arena analyse`, as a student runs it

@@ -21,7 +21,10 @@ def mover(record: GameRecord, ply: int, side: int) -> str:
 def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool) -> str:
     """Every ply with the value before it, the best move and the played move's mark; the turning point."""
     exact = analysis.exact_positions()
-    how = "analysed before" if kept else f"analysed in {analysis.seconds:.1f} s"
+    b = analysis.budget
+    how = f"analysed in {analysis.seconds:.1f} s"
+    if kept:
+        how = f"analysed before, {b.position:g} s a position and {b.game:g} s a game (--again: anew)"
     total = len(analysis.values)
     rest = "" if exact == total else ", the rest estimated by a search cut off at the depth shown"
     lines = [
