@@ -1,7 +1,7 @@
 """How fast is `arena analyse`? Prints the time to analyse a Kalah(6,4) game on one core under the default
 budget (1 s a position, 10 s a game), and the number of seeds left in play up to which every value of
-every game came out exact; then the same for a revision's solver and rules engine (default: main), run
-in the same process, turn about, and the ratios.
+every game came out exact; then the same for a revision's solver and rules engine (default: the one
+before issue 43), run in the same process, turn about, and the ratios.
 
 Run from the project root: ``python3 benchmarks/analysis.py [--games N] [--against REV] [--profile]``.
 
@@ -37,6 +37,7 @@ from arena.game.rules import Move, Rules, parse_rules  # noqa: E402
 from arena.game.solver import Solver  # noqa: E402
 
 SPEC = "kalah,seeds=4"
+BEFORE = "214c3d1"  # the rules engine and solver as they were before the analysis made them faster
 
 
 def games(rules: Rules, count: int, seed: int) -> list[list[Move]]:
@@ -92,24 +93,29 @@ def exact_up_to(rules: Rules, plies: list[Move], analysis: Analysis) -> int:
 
 def run(
     make: Callable[[], Any], rules: Rules, played: list[list[Move]], budget: Budget
-) -> tuple[float, int, float]:
-    """(CPU seconds a game, seeds in play exact up to in every game, wall seconds of the slowest game)."""
+) -> tuple[float, list[int], float]:
+    """(CPU seconds a game, each game's seeds in play up to which it is exact, wall seconds of the slowest
+    game)."""
     cpu = 0.0
-    exact = sum(rules.initial().board)
+    exact = []
     slowest = 0.0
     for plies in played:
         start = time.process_time()
         analysis = analyse(rules, plies, 0, budget, solver=make())
         cpu += time.process_time() - start
-        exact = min(exact, exact_up_to(rules, plies, analysis))
+        exact.append(exact_up_to(rules, plies, analysis))
         slowest = max(slowest, analysis.seconds)
     return cpu / len(played), exact, slowest
 
 
-def solve_late(make: Callable[[], Any], rules: Rules, played: list[list[Move]], seeds: int) -> float:
-    """CPU seconds a game to solve every position with at most `seeds` seeds in play, from the end back with
-    one solver a game (as the analysis does), with no clock: the same work whatever the machine's load."""
+def solve_late(
+    make: Callable[[], Any], rules: Rules, played: list[list[Move]], seeds: int
+) -> tuple[float, float]:
+    """(CPU seconds, nodes searched) a game to solve every position with at most `seeds` seeds in play, from
+    the end back with one solver a game (as the analysis does), with no clock: the same work whatever the
+    machine's load."""
     cpu = 0.0
+    nodes = 0
     for plies in played:
         late = [
             p
@@ -119,17 +125,23 @@ def solve_late(make: Callable[[], Any], rules: Rules, played: list[list[Move]], 
         solver = make()
         start = time.process_time()
         for pos in reversed(late):
-            assert solver.search(pos).exact
+            found = solver.search(pos)
+            assert found.exact
+            nodes += found.nodes
         cpu += time.process_time() - start
-    return cpu / len(played)
+    return cpu / len(played), nodes / len(played)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--seed", type=int, default=43)
-    parser.add_argument("--against", default="main", help="the revision to compare with (default: main)")
-    parser.add_argument("--seeds", type=int, default=18, help="seeds in play of the same-work comparison")
+    parser.add_argument(
+        "--against",
+        default=BEFORE,
+        help=f"the revision to compare with (default: {BEFORE}, the engine and solver before issue 43)",
+    )
+    parser.add_argument("--seeds", type=int, default=22, help="seeds in play of the same-work comparison")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
@@ -154,20 +166,21 @@ def main() -> None:
         cpu, exact, slowest = results[name]
         print(
             f"  {name:>10}: {cpu:5.2f} s CPU a game (slowest {slowest:.2f} s wall) under "
-            f"{budget.position:g} s a position, {budget.game:g} s a game: every value exact up to {exact} "
-            "seeds in play"
+            f"{budget.position:g} s a position, {budget.game:g} s a game: every value exact up to "
+            f"{min(exact)} seeds in play (each game: {', '.join(map(str, exact))})"
         )
     same = {
         name: solve_late(make, rules, played, args.seeds)
         for name, make in (("this tree", now), (args.against, before))
     }
-    ratio = same[args.against] / same["this tree"]
+    (cpu, nodes), (cpu_before, nodes_before) = same["this tree"], same[args.against]
     print(
-        f"  same work (every position with at most {args.seeds} seeds in play solved exactly): this tree "
-        f"{same['this tree']:.2f} s, {args.against} {same[args.against]:.2f} s CPU a game: "
-        f"{ratio:.2f} x as fast"
+        f"  same work (every position with at most {args.seeds} seeds in play solved exactly), a game: this "
+        f"tree {cpu:.2f} s CPU and {nodes:,.0f} nodes, {args.against} {cpu_before:.2f} s and "
+        f"{nodes_before:,.0f} nodes: {cpu_before / cpu:.2f} x as fast, {nodes_before / nodes:.2f} x fewer "
+        f"nodes, {(nodes / cpu) / (nodes_before / cpu_before):.2f} x the nodes a second"
     )
-    gained = results["this tree"][1] - results[args.against][1]
+    gained = min(results["this tree"][1]) - min(results[args.against][1])
     print(f"  exact within the budget: {gained:+d} seeds in play against {args.against}")
 
     if args.profile:

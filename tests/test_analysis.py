@@ -258,8 +258,8 @@ def test_the_turning_point_is_the_last_move_that_changed_the_result() -> None:
                         Mark.DRAW_TO_LOSS: ("drawn", "lost")}[turn.mark]  # fmt: skip
             side = ("south", "north")[turn.side]
             assert words == (
-                f"turning point: move {turn.ply}, {side}: {round(turn.cost)} seed{'s' * (turn.cost != 1)} "
-                f"lost, the game was {was} before it and {now} after"
+                f"turning point: move {turn.ply - 2}, {side}: {round(turn.cost)} "
+                f"seed{'s' * (turn.cost != 1)} lost, the game was {was} before it and {now} after"
             )
             named += 1
         elif turn is not None:
@@ -299,6 +299,10 @@ def test_a_game_is_analysed_once_and_found_by_what_was_played(tmp_path: Path) ->
     with Analyses(tmp_path) as analyses:
         found = analyses.of_games([(5, game_key(rules.spec, one.plies)), (7, game_key(rules.spec, (1,)))])
     assert list(found) == [5] and found[5] == fresh, "the later analysis replaced the first"
+    with Analyses(tmp_path) as analyses:  # one kept by another version, in another form: analysed anew
+        analyses.db.execute("UPDATE analyses SET analysis = '{\"values\": 3}' WHERE game = 5")
+    again, kept = kept_or_analysed(tmp_path, one, 5, ROOMY)
+    assert not kept and again.to_dict()["values"][0][:2] == fresh.to_dict()["values"][0][:2]
 
 
 # `arena analyse`, as a student runs it
@@ -317,7 +321,10 @@ def test_arena_analyse_a_replay_file_then_a_stored_game(tmp_path: Path) -> None:
                    "--no-sandbox", cwd=tmp_path)  # fmt: skip
     assert played.returncode == 0, played.stderr
     (tmp_path / "games.jsonl").write_text(played.stdout)
-    shown = arena("analyse", "games.jsonl", "--time-per-game", "20", cwd=tmp_path)
+    # budgets roomy enough for Kalah(4,3) to solve from the start on a loaded machine
+    shown = arena(
+        "analyse", "games.jsonl", "--time-per-position", "60", "--time-per-game", "600", cwd=tmp_path
+    )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.count("game: greedy (south) vs random (north)") == 1
     assert shown.stdout.count("turning point: ") + shown.stdout.count("no move ") == 2

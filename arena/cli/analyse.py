@@ -74,7 +74,7 @@ def analyse_cmd(game, name, out, per_position, per_game, depth, again, as_json):
     replay file of game records (`arena play --json`, `arena export`). The analysis is kept beside the
     store (or the file): a game is analysed once. Every rule set is analysed: Kalah and its options,
     early, the pie rule and relay."""
-    from arena.report.analysed import analysis_text
+    from arena.report.analysed import analysis_text, turning_words
     from arena.store.analyses import AnalysesError, kept_or_analysed
 
     budget = Budget(per_position, per_game, depth)
@@ -100,9 +100,24 @@ def analyse_cmd(game, name, out, per_position, per_game, depth, again, as_json):
         except AnalysesError as e:
             raise click.ClickException(str(e)) from None
         if as_json:
-            echo(json.dumps({"game": ident, **analysis.to_dict()}))
+            echo(
+                json.dumps(
+                    {"game": ident, **analysis.to_dict(), "turning_point": turning_words(record, analysis)}
+                )
+            )
         else:
             echo(analysis_text(record, analysis, title, kept))
+    if game.isdigit():
+        _onto_the_page(folder)
+
+
+def _onto_the_page(folder: Path) -> None:
+    """The report's replay shows the marks on its next load (games/analyses.js beside the page)."""
+    from arena.api import Tournament
+    from arena.report.marked import write_analyses
+
+    with Tournament.open(folder) as cup:
+        write_analyses(cup.store, folder)
 
 
 def _stored(folder: Path, game: int, name: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def cli(ctx: click.Context) -> None:
       arena play mybot human     play against it yourself
       arena run --rounds 2       every bot in bots/ against every other;
                                  then open reports/default/index.html
+      arena analyse 12           where game 12 was lost, every move marked
     """
     if ctx.invoked_subcommand is None:  # bare `arena`: the help, which is no error
         click.echo(ctx.get_help())

@@ -103,7 +103,8 @@ class MoveCost:
     """One ply of the game, valued for the player who made it: `before` is the position's value (what its
     best move, `best_move`, keeps), `after` what the move played left. `exact` only if both are."""
 
-    ply: int  # 1-based, counting the opening's plies as the replay does
+    ply: int  # 1-based, counting the opening's plies
+    number: int  # the bots' own move number, as the replay page counts them (1: the first after the opening)
     side: int  # the side that moved (SOUTH or NORTH)
     move: Move
     best_move: Move | None
@@ -137,15 +138,20 @@ class MoveCost:
     def turning_words(self, who: str = "") -> str:
         """'move 23, north: 5 seeds lost, the game was won before it and lost after'."""
         name = f" ({who})" if who else ""
-        head = f"move {self.ply}, {SIDE_NAMES[self.side]}{name}: {self.seeds_words()}"
+        head = f"{self.label()}, {SIDE_NAMES[self.side]}{name}: {self.seeds_words()}"
         if self.mark.changes_result:
             was, now = _standing(self.before), _standing(self.after)
             return f"{head}, the game was {was} before it and {now} after"
         return head
 
+    def label(self) -> str:
+        """'move 12', or 'opening 2' for a ply of the opening (numbered as the replay page does)."""
+        return f"opening {self.ply}" if self.opening else f"move {self.number}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ply": self.ply,
+            "number": self.number,
             "side": self.side,
             "move": self.move,
             "best_move": self.best_move,
@@ -214,6 +220,7 @@ class Analysis:
         moves = tuple(
             MoveCost(
                 m["ply"],
+                m["number"],
                 m["side"],
                 m["move"],
                 m["best_move"],
@@ -289,14 +296,13 @@ def analyse(
     known = tuple(v for v in values if v is not None)
     assert len(known) == len(game)
     moves = tuple(
-        _cost(k, game[k], game[k + 1], plies[k], known[k], known[k + 1], k < opening)
-        for k in range(len(plies))
+        _cost(k, game[k], game[k + 1], plies[k], known[k], known[k + 1], opening) for k in range(len(plies))
     )
     return Analysis(rules.spec, known, moves, budget, time.perf_counter() - started, nodes)
 
 
 def _cost(
-    k: int, pos: Position, child: Position, move: Move, before: Value, after: Value, opening: bool
+    k: int, pos: Position, child: Position, move: Move, before: Value, after: Value, opening: int
 ) -> MoveCost:
     """Ply k+1 valued for its mover. The child's value is for the player to move there: the same player
     after an extra turn, else (and after a SWAP, which hands the side to the other player) the other."""
@@ -306,6 +312,7 @@ def _cost(
     depth = 0 if exact else min(v.depth for v in (before, after) if not v.exact)
     best_played = move == before.best
     return MoveCost(
-        k + 1, pos.to_move, move, before.best, before.seeds, after_seeds, exact, depth, opening,
+        k + 1, max(0, k + 1 - opening), pos.to_move, move, before.best, before.seeds, after_seeds, exact,
+        depth, k < opening,
         mark(before.seeds, after_seeds, best_played),
     )  # fmt: skip

@@ -132,7 +132,9 @@ class Rules(Protocol):
     def total_seeds(self) -> int: ...
     def initial(self) -> Position: ...
     def legal_moves(self, pos: Position) -> tuple[Move, ...]: ...
-    def play(self, pos: Position, move: Move) -> Position: ...
+    def play(
+        self, pos: Position, move: Move, log: list[Step] | None = None, trusted: bool = False
+    ) -> Position: ...
     def trace(self, pos: Position, move: Move) -> Trace: ...
     def is_over(self, pos: Position) -> bool: ...
     def result(self, pos: Position) -> Outcome: ...
@@ -248,12 +250,17 @@ class _Board:
             banked = sum([seeds for kind, _, seeds in log if kind == CAPTURE])
         return Trace(after, tuple(log), extra, kinds.count(LIFT) > 1, captured, banked, SWEEP in kinds)
 
-    def play(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
+    def play(
+        self, pos: Position, move: Move, log: list[Step] | None = None, trusted: bool = False
+    ) -> Position:
         """The position after `move`; raises IllegalMove if it is not legal. Each rule set's own is its
-        `_move` itself, not a call to it: the search bots' hot path pays for no second call."""
-        return self._move(pos, move, log)
+        `_move` itself, not a call to it: the search bots' hot path pays for no second call. `trusted`: the
+        move is one `legal_moves` gave for `pos` (a search's), so it is not checked again."""
+        return self._move(pos, move, log, trusted)
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
+    def _move(
+        self, pos: Position, move: Move, log: list[Step] | None = None, trusted: bool = False
+    ) -> Position:
         raise NotImplementedError
 
     def is_over(self, pos: Position) -> bool:
@@ -305,9 +312,13 @@ class Kalah(_Board):
             (self.no_first_extra, "no-first-extra"),
         )
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
-        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
-        self.check(pos, move)
+    def _move(
+        self, pos: Position, move: Move, log: list[Step] | None = None, trusted: bool = False
+    ) -> Position:
+        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal
+        (unchecked when `trusted`: a move `legal_moves` gave)."""
+        if not trusted:
+            self.check(pos, move)
         if move == SWAP:
             return self._settle(list(self._swap(pos).board), pos.to_move, pos.turn + 1, False, log)
         n = self.pits
@@ -407,9 +418,13 @@ class Relay(_Board):
     def spec(self) -> str:
         return self._spec("relay", (self.chain, "chain"))
 
-    def _move(self, pos: Position, move: Move, log: list[Step] | None = None) -> Position:
-        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal."""
-        self.check(pos, move)
+    def _move(
+        self, pos: Position, move: Move, log: list[Step] | None = None, trusted: bool = False
+    ) -> Position:
+        """The position after `move`, each step appended to `log` unless None; IllegalMove if not legal
+        (unchecked when `trusted`: a move `legal_moves` gave)."""
+        if not trusted:
+            self.check(pos, move)
         n = self.pits
         side = pos.to_move
         if move == SWAP:

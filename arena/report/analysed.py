@@ -21,7 +21,10 @@ def mover(record: GameRecord, ply: int, side: int) -> str:
 def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool) -> str:
     """Every ply with the value before it, the best move and the played move's mark; the turning point."""
     exact = analysis.exact_positions()
-    how = "analysed before" if kept else f"analysed in {analysis.seconds:.1f} s"
+    b = analysis.budget
+    how = f"analysed in {analysis.seconds:.1f} s"
+    if kept:
+        how = f"analysed before, {b.position:g} s a position and {b.game:g} s a game (--again: anew)"
     total = len(analysis.values)
     rest = "" if exact == total else ", the rest estimated by a search cut off at the depth shown"
     lines = [
@@ -32,16 +35,21 @@ def analysis_text(record: GameRecord, analysis: Analysis, title: str, kept: bool
     width = max([len(record.south), len(record.north), 3])
     for m in analysis.moves:
         bot = mover(record, m.ply, m.side)
-        note = "  (opening)" if m.opening else ""
         value = analysis.values[m.ply - 1].words()
         best = "-" if m.best_move is None else str(m.best_move)
         lines.append(
-            f"{m.ply:4d}. {SIDE_NAMES[m.side]:5} {bot:{width}} played {str(m.move):>4}  best {best:>4}  "
-            f"value {value:28} {m.words()}{note}"
+            f"{m.label():>10}  {SIDE_NAMES[m.side]:5} {bot:{width}} played {str(m.move):>4}  best {best:>4}  "
+            f"value {value:28} {m.words()}"
         )
+
+    lines.append(turning_words(record, analysis))
+    return "\n".join(lines)
+
+
+def turning_words(record: GameRecord, analysis: Analysis) -> str:
+    """The turning point in a sentence, naming the bot that made the move."""
 
     def who(m: MoveCost) -> str:
         return mover(record, m.ply, m.side)
 
-    lines.append(analysis.turning_words(who))
-    return "\n".join(lines)
+    return analysis.turning_words(who)

@@ -27,6 +27,7 @@ from arena.report import charts
 from arena.report.botpages import Links, bot_pages
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.report.machines import tally
+from arena.report.marked import write_analyses
 from arena.stats import ratings
 from arena.store import queries
 from arena.store.writer import Store, now
@@ -486,6 +487,7 @@ def write_report(
         _write_page(store, folder, standings, games, None)
     if games.missing:
         games = write_games(store, folder, jobs=os.cpu_count() or 1)
+    write_analyses(store, folder)
     return _write_page(store, folder, standings, games, None)
 
 

@@ -65,8 +65,15 @@ class Analyses:
         self.close()
 
     def get(self, key: str) -> Analysis | None:
+        """The kept analysis, or None: none kept, or one another version of arena wrote in another form
+        (analysed again, it is replaced)."""
         row = self.db.execute("SELECT analysis FROM analyses WHERE key = ?", (key,)).fetchone()
-        return Analysis.from_dict(json.loads(row[0])) if row else None
+        if row is None:
+            return None
+        try:
+            return Analysis.from_dict(json.loads(row[0]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def put(self, key: str, analysis: Analysis, game: int | None = None) -> None:
         """Keep `analysis` (a later one of the same game replaces it: a bigger budget, say)."""
@@ -74,6 +81,11 @@ class Analyses:
             "INSERT OR REPLACE INTO analyses (key, game, analysis) VALUES (?, ?, ?)",
             (key, game, json.dumps(analysis.to_dict())),
         )
+
+    def games(self) -> list[int]:
+        """The stored games' ids that have an analysis kept."""
+        rows = self.db.execute("SELECT DISTINCT game FROM analyses WHERE game IS NOT NULL ORDER BY game")
+        return [game for (game,) in rows]
 
     def of_games(self, games: Iterable[tuple[int, str]]) -> dict[int, Analysis]:
         """The kept analyses of stored games, given as (game id, game_key): those analysed, by id."""
