@@ -55,6 +55,12 @@ found["socket"]["AF_UNIX"] = made(lambda: socket.socket(socket.AF_UNIX, socket.S
 found["socketpair"]["AF_UNIX"] = made(lambda: socket.socketpair(socket.AF_UNIX))
 found["socketpair"]["AF_INET"] = made(lambda: socket.socketpair(socket.AF_INET))
 found["socketpair"]["AF_UNIX_DGRAM"] = made(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+def listener(backlog):
+    with socket.socket(socket.AF_INET) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(backlog)
+    return ()
+found["listen"] = {{str(n): made(lambda: listener(n)) for n in (1, 7, 8, 64)}}
 one, other = socket.socketpair()
 default = one.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
 one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -149,6 +155,15 @@ def test_a_bot_makes_only_pairs_of_unix_streams_with_the_default_buffers(probed:
     assert probed["unfiltered"]["socketpair"]["AF_INET"] != errno.EAFNOSUPPORT, probed
     assert probed["unfiltered"]["socketpair"]["AF_UNIX_DGRAM"] == 0, probed
     assert probed["unfiltered"]["sndbuf"] is False, probed
+
+
+def test_a_kgp_agents_listener_holds_a_backlog_of_seven_at_most(probed: dict[str, dict]) -> None:
+    """A listening socket holds what every connection not yet accepted was sent: a KGP agent (whose sandbox
+    has TCP, for arena's relay, which listens with a backlog of 1) may listen with a backlog under 8, no
+    more (a negative one, the most there is to the kernel, sets bit 31: refused too; Python's listen() makes
+    it 0); without the filter, any backlog is taken."""
+    assert probed["loopback"]["listen"] == {"1": 0, "7": 0, "8": 1, "64": 1}, probed  # EPERM
+    assert probed["unfiltered"]["listen"] == {"1": 0, "7": 0, "8": 0, "64": 0}, probed
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

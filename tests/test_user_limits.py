@@ -364,3 +364,30 @@ def test_a_bot_holds_no_memory_in_empty_files(mode: str, workdir: Path) -> None:
         assert said in detail, detail
         held = int(detail.split("it made ")[1].split()[0])
         assert MOST_FILES < held <= 3 * MOST_FILES, detail
+
+
+def test_without_the_sandbox_a_build_still_copies_back_no_flood_and_no_escapes(tmp_path: Path) -> None:
+    """Where there is no bubblewrap (a machine with only Python), the build runs in arena's copy on the disk:
+    what still holds is the count of its files and folders and the names of what it made (and its size by
+    blocks, test_build_size), whoever runs it."""
+    from dataclasses import replace
+
+    from arena.match.bots import BuildError, load_bot
+    from arena.match.build import ensure_built
+    from arena.sandbox import Confinement, capabilities
+
+    conf, _ = capabilities(Confinement(memory_mb=256), want_sandbox=False)
+    conf = replace(conf, sandbox=False)
+    said = {}
+    for name, source in (("flood", FLOOD), ("escapes", ESCAPES)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "build.py").write_text(source, encoding="utf-8")
+        (folder / "bot.toml").write_text('build = "python3 build.py"\ncommand = "true"\n', encoding="utf-8")
+        with pytest.raises(BuildError) as failed:
+            ensure_built(load_bot(folder), conf, max_bytes=CAP_MIB << 20, max_files=1000)
+        said[name] = str(failed.value)
+    assert "more than the 1000 a build may make" in said["flood"], said
+    assert not list((tmp_path / "flood").glob("empty*"))
+    assert "\\x1b]0;pwned\\x07\\x1b[2J" in said["escapes"] and "\x1b" not in said["escapes"], said
+    assert sorted(p.name for p in (tmp_path / "escapes").iterdir()) == ["bot.toml", "build.py"]

@@ -134,6 +134,9 @@ LOOPBACK_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 _SOCK_TYPE = 0xF  # the type's bits of socketpair()'s second argument; SOCK_NONBLOCK and SOCK_CLOEXEC above
 BUFFER_OPTIONS = (socket.SO_SNDBUF, socket.SO_RCVBUF, 32, 33)  # and SO_SNDBUFFORCE, SO_RCVBUFFORCE
 F_SETPIPE_SZ = 1031
+# A listening socket (a KGP agent's sandbox: arena's relay listens there, with a backlog of 1) holds what
+# each connection not yet accepted was sent: its backlog is held under 8 (listen() past it is refused).
+LISTEN_BACKLOG = 7
 # Descriptors a bot's process may hold (RLIMIT_NOFILE): a JVM starts with 7, node with 20, a Python pool of
 # four workers with a few more; a build's compilers (javac, make, go) get more, for a time.
 NOFILE = 64
@@ -226,6 +229,8 @@ def _build(shared_memory: bool, loopback: bool = False) -> tuple[bytes, str]:
         level, name = sc.Arg(1, sc.EQ, socket.SOL_SOCKET), sc.Arg(2, sc.EQ, option)
         bpf.add_rule(sc.ERRNO(0), "setsockopt", level, name)
     bpf.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, F_SETPIPE_SZ))  # as past the user's pipe quota
+    for bit in range(LISTEN_BACKLOG.bit_length(), 32):  # a backlog past it (or negative: the most there is)
+        bpf.add_rule(deny, "listen", sc.Arg(1, sc.MASKED_EQ, 1 << bit, 1 << bit))
     for op, value, datum in personality_denials():
         bpf.add_rule(deny, "personality", sc.Arg(0, getattr(sc, op), value, datum))
     unsupported = sc.ERRNO(errno.EOPNOTSUPP)
