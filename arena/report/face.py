@@ -114,6 +114,11 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
     return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))
 
 
+def palette() -> Markup:
+    """The colours and type the report and the class server share (palette.css), as CSS properties."""
+    return Markup(_env().get_template("palette.css").render())
+
+
 def style() -> Markup:
     """The report's style, for the box (class `arena-report`) a page holds the report's parts in: scoped,
     so that the page's own tables and headings keep theirs."""

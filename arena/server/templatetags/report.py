@@ -20,3 +20,9 @@ def report_style() -> Markup:
         "main:has(.arena-report){max-width:1240px}"  # the report's leaderboard, whole at 1280 px
     )
     return Markup(f"<style>{face.style()}\n{fixes}</style>")
+
+
+@register.simple_tag
+def report_palette() -> Markup:
+    """The report's colours and type for the whole page (base.html), so that the two read as one site."""
+    return Markup(f":root{{{face.palette()}}}")

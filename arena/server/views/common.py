@@ -40,7 +40,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     """The site's page for an address that leads nowhere, with its navigation; a student who typed their
     own version's number (bob's version 1 may be /versions/2) is shown where it is."""
     said = exception.args[0] if exception and exception.args and isinstance(exception.args[0], str) else ""
-    context: dict[str, Any] = {"title": "Not found", "text": f"{said or 'no such page'}: nothing is here"}
+    context: dict[str, Any] = {"title": "Not found", "text": f"{said or 'no such page'} at this address"}
     member = member_of(request)
     typed = re.fullmatch(r"/versions/(\d+)(/source)?", request.path)
     if member is not None and typed:
