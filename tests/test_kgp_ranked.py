@@ -116,6 +116,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     assert states[0] > 100 and states == sorted(set(states)), "one server: ids go on from game to game"
     assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
     stops = [line for line in seen if line.endswith(" stop")]
+    assert len(stops) == len(states), "a stop for every state, the one of the game lost on time too"
     assert stops and all(
         re.match(rf"[0-9]+@{state} stop", stop) for state, stop in zip(states, stops, strict=False)
     ), stops

@@ -211,8 +211,8 @@ def test_a_client_as_the_course_library_reads_every_stop_and_plays_its_games_to_
     kit: Kit, websocket: bool
 ) -> None:
     """The course's Python library drops `stop` and `goodbye` without a line end (every WebSocket frame
-    arena wrote), and loses an answer when a `stop` meets its `yield`: over both transports it reads every
-    `stop`, and its games end normally, the lost answer's position played by a random legal move."""
+    arena wrote), and can send nothing more once a `stop` meets its `yield` within milliseconds: over both
+    transports it reads every `stop`, and plays its games to their normal end, every position itself."""
     before = len(kit.games())
     port = kit.ws_port if websocket else kit.port
     argv = [sys.executable, str(COURSE), "127.0.0.1", str(port), "--token", kit.token, "--race"]
@@ -227,7 +227,7 @@ def test_a_client_as_the_course_library_reads_every_stop_and_plays_its_games_to_
         _, err = client.communicate(timeout=30)
     games = mine()[:2]
     assert all(g["faulty"] is None for g in games), [g["detail"] for g in games]
-    assert sum(g["random_moves"].get("tom (KGP)", 0) for g in games) == 1, games  # type: ignore[attr-defined]
+    assert all(not g["random_moves"] for g in games), games
     stops, states, dropped = map(int, re.findall(r"stops (\d+) states (\d+) dropped (\d+)", err)[-1])
     assert dropped == 0 and stops >= states - 1 > 0, err
 
@@ -279,6 +279,7 @@ def test_one_address_holds_a_handful_of_connections_without_a_token_and_cannot_l
     """Idle connections from one address (the issue's 64 locked the port for everyone): the next one from
     it is refused at once, saying why, while a classmate's from another address enters; one that sends its
     token no longer counts against its address."""
+    until("tom's connections of earlier tests given back", lambda: _enters(kit), 30)
     idle = [Client(kit.port) for _ in range(4)]
     for client in idle:
         assert client.line() == "kgp 1 0 1"

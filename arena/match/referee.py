@@ -46,6 +46,7 @@ def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
             raise RulesError(f"bot {bot.name!r} {problem}")
 
 
+REMOTE_QUIT_S = 1.0  # for a remote agent's bridge to forward the game's last lines after a forfeit
 REMOTE_WAIT_S = 120.0  # how long a game waits, before its clock starts, for a remote agent busy in another
 
 
@@ -141,6 +142,8 @@ class Player:
     def kill(self) -> None:
         if self._wire:
             self._stderr = self.stderr_tail()
+            if self.bot.remote:  # the bridge forwards what the game wrote last (its `stop`) before it ends
+                self._wire.quit(REMOTE_QUIT_S)
             self._wire.proc.kill()
             self._wire = None
 
