@@ -96,6 +96,14 @@ def test_an_illegal_move_written_last_does_not_replace_the_last_legal_one(tmp_pa
 
 
 @needs_sandbox
+def test_an_agent_with_only_an_illegal_move_forfeits_in_kgp_words(tmp_path, jailer):
+    """The detail speaks of KGP's `state`, not of protocol v1's MOVE line."""
+    record, _ = play(tmp_path, jailer, "illegal-only")
+    assert (record.faulty, record.reason) == ("agent", "illegal"), record.detail
+    assert "`state` shows its own row" in record.detail and "MOVE line" not in record.detail
+
+
+@needs_sandbox
 def test_a_late_move_after_stop_is_ignored(tmp_path, jailer):
     record, _ = play(tmp_path, jailer, "deepen")
     assert record.faulty is None, record.detail

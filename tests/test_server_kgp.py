@@ -249,6 +249,20 @@ def test_garbage_and_an_over_long_line_are_answered_error_and_a_dropped_connecti
     assert lost["faulty"] == "tom (KGP)" and "connection closed" in str(lost["detail"]), lost
 
 
+def test_a_line_over_the_limit_in_a_game_loses_it_as_garbled(kit: Kit) -> None:
+    """protocol.md: a line longer than the limit is `garbled` (it was one more `error`, and then the
+    move it should have carried was missing: a timeout)."""
+    until("tom's connections of earlier tests given back", lambda: _enters(kit), 30)
+    before = len(kit.games())
+    client = Client(kit.port)
+    client.enter(kit.token)
+    client.until("state")
+    client.send(b"1 move " + b"1" * 20000 + b"\r\n")
+    lost = until("the forfeit", lambda: kit.since(before, "garbled"), 30)
+    assert lost["faulty"] == "tom (KGP)" and "longer than KGP's limit" in str(lost["detail"]), lost
+    client.close()
+
+
 def test_an_agent_that_does_not_move_loses_on_time_and_a_student_holds_two_connections(kit: Kit) -> None:
     before = len(kit.games())
     silent = Client(kit.port)

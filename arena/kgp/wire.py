@@ -111,6 +111,10 @@ class Kgp:
                 return None
             if not line.strip():
                 continue  # an empty line, as the course server, is no command
+            if len(line) > LINE_LIMIT and self._ready:  # a connection's reader cuts it one past the limit
+                raise Fault(
+                    Reason.GARBLED, f"wrote a line longer than KGP's limit of {LINE_LIMIT} characters"
+                )
             try:
                 return parse(line)
             except KgpError as e:

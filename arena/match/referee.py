@@ -27,6 +27,7 @@ from arena.match.record import GameRecord, Reason
 from arena.sandbox import Warden
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
+_KGP_PITS = " (pits are numbered 1..n from the agent's own left: `state` shows its own row, South's, first)"
 END_SETTLE = (
     0.5  # seconds a reused bot that logs may take to read END and write about it before the next game
 )
@@ -346,11 +347,12 @@ def play_game(
                 try:
                     pos = rules.play(pos, move)
                 except ValueError as e:
+                    pits = _KGP_PITS if _kgp(mover) else _PITS
                     if isinstance(move, int) and not 1 <= move <= rules.pits:  # a number it chose: its words
-                        out = f"played a pit out of range 1..{rules.pits}{_PITS}"
+                        out = f"played a pit out of range 1..{rules.pits}{pits}"
                         raise Fault(Reason.ILLEGAL, out, f"its move: {move}") from None
                     raise Fault(
-                        Reason.ILLEGAL, f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
+                        Reason.ILLEGAL, f"played {move}: {e}{pits if isinstance(move, int) else ''}"
                     ) from None
             moves.append(move)
             move_ms.append(round(took, 2))
