@@ -523,6 +523,13 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
 
         page = until("the ladder's page marking the agent", marked, 60)
         assert "tom.kgp: remote agent (computing power not limited by arena)" in page
+        mine = kit.people["tom"].http.get(url + "/me", timeout=30).text  # their page shows their agent
+        assert 'id="my-agent"' in mine and f"#{games[0]['id']}<" in mine, (
+            "the agent's ranked games on tom's page"
+        )
+        assert f"port <code>{kit.port}</code>" in mine and f":{kit.ws_port}/socket" in mine, (
+            "where it connects"
+        )
         for who in ("tom", "ann"):  # its games replay as any ladder game, for its student and the others
             shown = kit.people[who].http.get(f"{url}/games/{games[0]['id']}", timeout=30)
             assert shown.status_code == 200 and "tom.kgp" in shown.text, who
