@@ -70,6 +70,8 @@ class Kgp:
         self._id = 0  # arena's ids are even, as the course server's
         self.errors = 0  # lines that were not KGP, each answered with `error`
         self.agent = ""  # its `set info:name`, if it said one
+        self.authors = ""  # its `set info:authors`
+        self.stated = ""  # its `set info:version`
         self.comment = ""  # its last `set info:comment`
         self._yielded: tuple[int, float] | None = None  # a state it yielded, whose `stop` is still to send
 
@@ -82,6 +84,12 @@ class Kgp:
     @last_id.setter
     def last_id(self, value: int) -> None:
         self._id = max(self._id, value)
+
+    @property
+    def version(self) -> str:
+        """The version the agent states: its `set info:version`, else the name and authors it sends (a
+        ranked agent's new version starts a new rating, as an upload does)."""
+        return self.stated or f"{self.agent} / {self.authors}"
 
     @staticmethod
     def rules_problem(rules: Rules) -> str | None:
@@ -174,6 +182,10 @@ class Kgp:
             key, value = command.args[0], command.args[1]
             if key == "info:name":
                 self.agent = str(value)[:100]
+            elif key in ("info:authors", "info:author"):
+                self.authors = str(value)[:200]
+            elif key == "info:version":
+                self.stated = str(value)[:100]
             elif key == "info:comment":
                 self.comment = str(value)[:200]
             elif key == "auth:token" and not self._ready:
