@@ -26,7 +26,7 @@ from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("relay.py")
 STOP_AFTER_YIELD_S = 0.1  # a yielded state's `stop` is sent this long after the `yield`
-PONG_S = 1.0  # the least an agent is given to answer `ping` after a `stop` found no move (else its move time)
+PONG_S = 5.0  # the least an agent is given to answer `ping` after a `stop` found no move (go-kgp: 20 s)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 _LEADING_ID = re.compile(
