@@ -6,6 +6,7 @@ pit by a one-move look-ahead, then `yield`. The tests give it a style that break
 
     greedy        as above (the default)
     illegal-last  a legal best, then an empty pit last
+    illegal-only  a pit beyond the board, and nothing else
     silent        reads the states and answers none
     noisy         writes lines that are not KGP before each answer
     to-the-end    reads on after `goodbye`, until the connection closes (as the course's Python library)
@@ -113,6 +114,10 @@ def main(argv):
             if style == "noisy":
                 stream.write("this is not KGP!\r\n")
                 stream.flush()
+            if style == "illegal-only":
+                send(f"move {len(south) + 1}", cid)
+                send("yield", cid)
+                continue
             send(f"move {legal[0]}", cid)
             best = max(legal, key=lambda p: gain(store, list(south), list(north), p))
             send(f"move {best}", cid)

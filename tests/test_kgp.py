@@ -247,3 +247,18 @@ def test_whatever_an_agent_writes_the_wire_answers_in_kgp_and_decides(lines):
     for line in agent.sent:
         assert line.endswith("\r")
         parse(line)  # arena writes only KGP
+
+
+@pytest.mark.parametrize(
+    ("lines", "version"),
+    [
+        (['set info:name "deep"', 'set info:authors "ann,bob"', "mode freeplay"], "deep / ann,bob"),
+        (['set info:name "deep"', "set info:version 2.1", "mode freeplay"], "2.1"),
+    ],
+)
+def test_an_agent_states_its_version_by_info_version_or_its_name_and_authors(lines, version):
+    """What a ranked agent's version is (a new one is a new rating): `set info:version`, else its name and
+    authors, as the course server knows an agent by them."""
+    wire = Kgp(_Agent(lines))  # type: ignore[arg-type]
+    wire.greet(time.monotonic() + 5)
+    assert wire.version == version

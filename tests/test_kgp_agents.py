@@ -96,6 +96,14 @@ def test_an_illegal_move_written_last_does_not_replace_the_last_legal_one(tmp_pa
 
 
 @needs_sandbox
+def test_an_agent_with_only_an_illegal_move_forfeits_in_kgp_words(tmp_path, jailer):
+    """The detail speaks of KGP's `state`, not of protocol v1's MOVE line."""
+    record, _ = play(tmp_path, jailer, "illegal-only")
+    assert (record.faulty, record.reason) == ("agent", "illegal"), record.detail
+    assert "`state` shows its own row" in record.detail and "MOVE line" not in record.detail
+
+
+@needs_sandbox
 def test_a_late_move_after_stop_is_ignored(tmp_path, jailer):
     record, _ = play(tmp_path, jailer, "deepen")
     assert record.faulty is None, record.detail
@@ -133,14 +141,24 @@ def test_an_agent_that_never_moves_gets_a_random_legal_move_for_every_position_a
 
 
 @needs_sandbox
-def test_a_client_that_loses_an_answer_to_the_yield_stop_race_plays_on_with_one_random_move(tmp_path, jailer):
-    """The course's Python library loses its answer after a `stop` meets its `yield`: one random legal move
-    stands in (the course server's), the game goes on to its normal end; `no_move = "forfeit"` loses it."""
-    record, _ = play(tmp_path, jailer, "course --race")
+def test_an_agent_that_misses_one_answer_plays_on_with_one_random_move(tmp_path, jailer):
+    """One position without a move: one random legal move stands in (the course server's), the game goes on
+    to its normal end; with `no_move = "forfeit"` it is lost on time."""
+    record, _ = play(tmp_path, jailer, "course --miss 2")
     assert record.faulty is None, record.detail
     assert record.random_moves == {"agent": 1}
-    strict, _ = play(tmp_path / "strict", jailer, "course --race", extra='no_move = "forfeit"\n')
+    strict, _ = play(tmp_path / "strict", jailer, "course --miss 2", extra='no_move = "forfeit"\n')
     assert (strict.faulty, strict.reason) == ("agent", "timeout")
+
+
+@needs_sandbox
+def test_the_stop_of_a_yielded_state_comes_late_enough_for_the_course_library(tmp_path, jailer):
+    """The course's Python library, killing its finished search on `stop`, can send nothing more if that
+    `stop` comes within milliseconds of its `yield` (over a loopback it did, every game): arena's comes
+    later, as a remote server's would, and the client plays every position itself."""
+    record, _ = play(tmp_path, jailer, "course --race")
+    assert record.faulty is None, record.detail
+    assert record.random_moves == {} and "stuck" not in record.stderr["agent"], record.stderr
 
 
 @needs_sandbox

@@ -116,6 +116,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     assert states[0] > 100 and states == sorted(set(states)), "one server: ids go on from game to game"
     assert not any(line.endswith(("goodbye", "kgp 1 0 1", "ok freeplay")) for line in seen), seen[-3:]
     stops = [line for line in seen if line.endswith(" stop")]
+    assert len(stops) == len(states), "a stop for every state, the one of the game lost on time too"
     assert stops and all(
         re.match(rf"[0-9]+@{state} stop", stop) for state, stop in zip(states, stops, strict=False)
     ), stops
@@ -156,6 +157,33 @@ def _its_page_has_no_pipe(home: Path, agent: Bot, greedy: Bot, record: GameRecor
     block = re.search(r"arenaBlock\(0, (.*?)\); arenaList", str(shown["viewer"]))
     fault = json.loads(block.group(1))["1"]["x"]  # type: ignore[union-attr]
     assert (fault["lines"], fault["cmd"], fault["reason"]) == ([], "", "timeout"), fault
+
+
+def test_an_agent_that_states_a_new_version_enters_the_ladder_as_a_new_version(short_dir: Path) -> None:
+    """Its version (Kgp.version: `set info:version`, or its name and authors) is in its digest: a connection
+    of the same version is the same player, a new version a new one (a new rating), and the ladder is told
+    at once that its field changed."""
+    where = ClassDir(short_dir)
+    told: list[list[str]] = []
+    desk = Desk(where, lambda: told.append(connected(where)))
+    desk.listen()
+    digests, ends = [], []
+    for k, version in enumerate(("1.0", "1.0", "2.0"), start=1):
+        ours, theirs = socket.socketpair()
+        ends.append(theirs)
+        args = (SocketLines(ours), "tom", lambda: True, 100, version)
+        threading.Thread(target=desk.serve, args=args, daemon=True).start()
+        _until("the connection at the desk", lambda: len(desk._seats.get("tom", [])) == k)  # noqa: B023, SLF001
+        if k == 3:
+            _until("the ladder told of the new version", lambda: len(told) == 2)
+        else:
+            _until("the agent published", lambda: bool(bots(where)))
+        digests.append(bots(where)[0].digest)
+    assert digests[0] == digests[1] != digests[2]
+    assert len(told) == 2, "told when the agent came, and when its new version did"
+    for end in ends:
+        end.close()
+    _until("the agent gone from the desk", lambda: len(told) == 3)
 
 
 def test_a_server_without_a_kgp_port_enters_no_agents_a_former_run_left(monkeypatch: Any) -> None:

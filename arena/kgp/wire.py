@@ -10,6 +10,7 @@ spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by a
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -24,7 +25,8 @@ from arena.match.process import Channel, Fault
 from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("relay.py")
-PONG_S = 1.0  # the least an agent is given to answer `ping` after a `stop` found no move (else its move time)
+STOP_AFTER_YIELD_S = 0.1  # a yielded state's `stop` is sent this long after the `yield`
+PONG_S = 5.0  # the least an agent is given to answer `ping` after a `stop` found no move (go-kgp: 20 s)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 _LEADING_ID = re.compile(
@@ -68,7 +70,10 @@ class Kgp:
         self._id = 0  # arena's ids are even, as the course server's
         self.errors = 0  # lines that were not KGP, each answered with `error`
         self.agent = ""  # its `set info:name`, if it said one
+        self.authors = ""  # its `set info:authors`
+        self.stated = ""  # its `set info:version`
         self.comment = ""  # its last `set info:comment`
+        self._yielded: tuple[int, float] | None = None  # a state it yielded, whose `stop` is still to send
 
     @property
     def last_id(self) -> int:
@@ -79,6 +84,12 @@ class Kgp:
     @last_id.setter
     def last_id(self, value: int) -> None:
         self._id = max(self._id, value)
+
+    @property
+    def version(self) -> str:
+        """The version the agent states: its `set info:version`, else the name and authors it sends (a
+        ranked agent's new version starts a new rating, as an upload does)."""
+        return self.stated or f"{self.agent} / {self.authors}"
 
     @staticmethod
     def rules_problem(rules: Rules) -> str | None:
@@ -108,6 +119,10 @@ class Kgp:
                 return None
             if not line.strip():
                 continue  # an empty line, as the course server, is no command
+            if len(line) > LINE_LIMIT and self._ready:  # a connection's reader cuts it one past the limit
+                raise Fault(
+                    Reason.GARBLED, f"wrote a line longer than KGP's limit of {LINE_LIMIT} characters"
+                )
             try:
                 return parse(line)
             except KgpError as e:
@@ -167,6 +182,10 @@ class Kgp:
             key, value = command.args[0], command.args[1]
             if key == "info:name":
                 self.agent = str(value)[:100]
+            elif key in ("info:authors", "info:author"):
+                self.authors = str(value)[:200]
+            elif key == "info:version":
+                self.stated = str(value)[:100]
             elif key == "info:comment":
                 self.comment = str(value)[:200]
             elif key == "auth:token" and not self._ready:
@@ -192,6 +211,7 @@ class Kgp:
     ) -> Move:
         """Send `state`, take `move`s until the time is up (or `yield`), then `stop`: the last legal move.
         A new connection's greeting comes first, on the first move's startup allowance."""
+        self._stop_yielded()
         sent = time.monotonic()
         if not self._ready:
             self._greet(deadline)
@@ -229,12 +249,15 @@ class Kgp:
             if best is None and illegal is None and command is None and until < deadline:
                 until = deadline  # a new connection's first answer may take the startup allowance
                 continue
+            yielded = command is not None and command.name == "yield"
+            if yielded and best is not None:  # its `stop` a moment later (`_stop_yielded`)
+                self._yielded = (state, time.monotonic())
+                return best
             self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
             if best is not None:
                 return best
             if illegal is not None:
                 return illegal
-            yielded = command is not None and command.name == "yield"
             said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
             if not yielded:
                 self._alive(said, max(PONG_S, ms / 1000))
@@ -261,13 +284,31 @@ class Kgp:
             "resigns for it; an agent that answers `pong` is given a random legal move instead)",
         )
 
+    def _stop_yielded(self) -> None:
+        """The `stop` for a state the agent yielded, STOP_AFTER_YIELD_S after its `yield`: what a remote
+        server's round trip gives every agent of the course server. The course's Python library kills its
+        search process on `stop`, and a kill while that process still writes its last lines (a `stop` in the
+        same millisecond as the `yield`, over a loopback) leaves the library unable to send again."""
+        if self._yielded is None:
+            return
+        state, at = self._yielded
+        self._yielded = None
+        time.sleep(max(0.0, at + STOP_AFTER_YIELD_S - time.monotonic()))
+        self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
-        """Nothing: the agent sees the board in its next `state`."""
+        """The `stop` of a yielded state, between moves (no one's clock); the agent sees the board in its
+        next `state`."""
+        self._stop_yielded()
 
     def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
-        """Nothing: freeplay has no game end; the next game's `state`s simply follow."""
+        """Nothing but a yielded state's `stop`: freeplay has no game end; the next game's `state`s follow."""
+        with contextlib.suppress(Fault):
+            self._stop_yielded()
 
     def quit(self, grace: float) -> None:
+        with contextlib.suppress(Fault):
+            self._stop_yielded()
         self.proc.quit("goodbye\r", grace)
 
 

@@ -27,6 +27,7 @@ from arena.match.record import GameRecord, Reason
 from arena.sandbox import Warden
 
 _PITS = " (pits are numbered 1..n from the bot's own left: the MOVE line lists its own row first)"
+_KGP_PITS = " (pits are numbered 1..n from the agent's own left: `state` shows its own row, South's, first)"
 END_SETTLE = (
     0.5  # seconds a reused bot that logs may take to read END and write about it before the next game
 )
@@ -46,6 +47,7 @@ def check_rules(bots: Iterable[Bot], rules: Rules) -> None:
             raise RulesError(f"bot {bot.name!r} {problem}")
 
 
+REMOTE_QUIT_S = 1.0  # for a remote agent's bridge to forward the game's last lines after a forfeit
 REMOTE_WAIT_S = 120.0  # how long a game waits, before its clock starts, for a remote agent busy in another
 
 
@@ -141,6 +143,8 @@ class Player:
     def kill(self) -> None:
         if self._wire:
             self._stderr = self.stderr_tail()
+            if self.bot.remote:  # the bridge forwards what the game wrote last (its `stop`) before it ends
+                self._wire.quit(REMOTE_QUIT_S)
             self._wire.proc.kill()
             self._wire = None
 
@@ -345,11 +349,12 @@ def play_game(
                     pos = rules.play(pos, move)
                 except ValueError as e:
                     illegal = str(move)
+                    pits = _KGP_PITS if _kgp(mover) else _PITS
                     if isinstance(move, int) and not 1 <= move <= rules.pits:  # a number it chose: its words
-                        out = f"played a pit out of range 1..{rules.pits}{_PITS}"
+                        out = f"played a pit out of range 1..{rules.pits}{pits}"
                         raise Fault(Reason.ILLEGAL, out, f"its move: {move}") from None
                     raise Fault(
-                        Reason.ILLEGAL, f"played {move}: {e}{_PITS if isinstance(move, int) else ''}"
+                        Reason.ILLEGAL, f"played {move}: {e}{pits if isinstance(move, int) else ''}"
                     ) from None
             moves.append(move)
             move_ms.append(round(took, 2))

@@ -544,7 +544,7 @@ def serve_connection(
             practice = Practice(where, settings, lines, me, lobby, ranked if desk else lambda: False)
             while not lines.closed and not lines.gone():
                 if desk is not None and ranked():
-                    wire.last_id = desk.serve(lines, slug, ranked, wire.last_id)
+                    wire.last_id = desk.serve(lines, slug, ranked, wire.last_id, wire.version)
                 else:
                     practice.play()
     except Exception:  # never the listener's end: this connection's alone, logged

@@ -40,6 +40,7 @@ from arena.server.classdir import ClassDir
 SUFFIX = ".kgp"  # SLUG.kgp: a student's remote agent on the ladder
 MARK = "remote agent (computing power not limited by arena)"  # what the pages say of one
 AGENTS = "agents.json"
+VERSIONS = "agent_versions.json"  # the version each connected agent states (its newest connection's)
 SOCKET = "kgp.sock"
 BRIDGE = Path(__file__).with_name("bridge.py")
 ASK_S = 10.0  # for a bridge to say whose agent it wants
@@ -66,6 +67,16 @@ def connected(where: ClassDir) -> list[str]:
     return [s for s in slugs if isinstance(s, str)] if isinstance(slugs, list) else []
 
 
+def stated_versions(where: ClassDir) -> dict[str, str]:
+    """The version each connected agent states (Kgp.version), as the KGP worker last wrote: a new one is a
+    new digest, and so a new rating, as an upload's new version is."""
+    try:
+        found = json.loads((where.root / VERSIONS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
 def port_on() -> bool:
     """Whether this server has a KGP port (`arena serve --kgp-port`, which sets ARENA_KGP for every worker):
     without its worker, the agents a former run left in agents.json are none."""
@@ -78,9 +89,11 @@ def bots(where: ClassDir, slugs: list[str] | None = None, no_move: str = "random
     the bridge to it, one version a student (arena sees none of the agent's code). `no_move`: the teacher's
     choice for a position an agent gives no move for (Classroom.kgp_no_move)."""
     found = []
+    versions = stated_versions(where)
     for slug in connected(where) if slugs is None else slugs:
         argv = (sys.executable, "-I", str(BRIDGE), str(where.root / SOCKET), slug)
-        digest = hashlib.sha256(f"remote kgp agent {slug}".encode()).hexdigest()[:16]
+        stated = versions.get(slug, "")
+        digest = hashlib.sha256(f"remote kgp agent {slug} {stated}".encode()).hexdigest()[:16]
         name = bot_name(slug)
         found.append(Bot(name, argv, where.root, BRIDGE, digest, slug, "kgp", remote=True, no_move=no_move))
     return found
@@ -112,6 +125,7 @@ class Lent:
     lines: Lines
     top: int = 0
     session: Session | None = None
+    version: str = ""  # the version its agent states (Kgp.version)
 
 
 class Desk:
@@ -146,15 +160,18 @@ class Desk:
             conn, _ = server.accept()
             threading.Thread(target=self._game, args=(conn,), daemon=True).start()
 
-    def serve(self, lines: Lines, slug: str, still: Callable[[], bool], after: int = 0) -> int:
+    def serve(
+        self, lines: Lines, slug: str, still: Callable[[], bool], after: int = 0, version: str = ""
+    ) -> int:
         """Lend a greeted connection to the ladder's games until it closes, or `still` says the teacher
         no longer ranks remote agents (looked at between games). `after`: the last id arena sent on it;
         returned, as the games left it."""
-        seat = Lent(lines, top=after)
+        seat = Lent(lines, top=after, version=version)
         with self._changed:
             first = slug not in self._seats
+            newer = not first and self._seats[slug][-1].version != version  # a new version: it plays now
             self._seats.setdefault(slug, []).append(seat)
-        if first:
+        if first or newer:
             self._publish()
         try:
             looked = time.monotonic()
@@ -314,8 +331,13 @@ class Desk:
         with self._publishing:
             with self._changed:
                 slugs = sorted(self._seats)
-            path = self.where.root / AGENTS
-            part = path.with_name(f".{AGENTS}.{os.getpid()}.part")
-            part.write_text(json.dumps(slugs))
-            part.replace(path)
+                versions = {slug: self._seats[slug][-1].version for slug in slugs}
+            for name, data in (
+                (VERSIONS, versions),
+                (AGENTS, slugs),
+            ):  # the versions first: read with the slugs
+                path = self.where.root / name
+                part = path.with_name(f".{name}.{os.getpid()}.part")
+                part.write_text(json.dumps(data))
+                part.replace(path)
         self.told()

@@ -7,11 +7,13 @@ worker writes (ladder.py, final.py), never by rating anything here.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from arena.kgp.server import port as kgp
+from arena.kgp.server import ranked as kgp_ranked
 from arena.match.record import GameRecord
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
@@ -71,14 +73,16 @@ def standing(row: dict[str, Any]) -> Standing:
     )
 
 
-def on_ladder(where: ClassDir, member: Member, version: str = "") -> Ladder:
-    """The member's bot on the live ladder; `version` ('v3') keeps only that version's games."""
+def on_ladder(where: ClassDir, member: Member, version: str = "", bot: str = "") -> Ladder:
+    """The member's bot (or their `bot`: their remote agent's name) on the live ladder; `version` ('v3')
+    keeps only that version's games."""
+    name = bot or member.slug
     board = ladder.snapshot(where.ladder)["board"]
-    row = next((r for r in board if r["bot"] == member.slug), None)
-    mine = ladder.players(where.ladder).get(member.slug, {})
+    row = next((r for r in board if r["bot"] == name), None)
+    mine = ladder.players(where.ladder).get(name, {})
     by_version: dict[str, list[dict[str, Any]]] = mine.get("by_version", {})
     listed = by_version.get(version, []) if version else mine.get("games", [])
-    games = [as_theirs(g, member.slug) for g in listed]
+    games = [as_theirs(g, name) for g in listed]
     versions = tuple(v for v in by_version if v)
     refs = {f"{name}.py" for name in REFERENCES} | set(REFERENCES)
     against = tuple(
@@ -125,6 +129,22 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
                "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
                "reference_games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)
+
+
+def agent_on_ladder(where: ClassDir, member: Member) -> Ladder | None:
+    """The member's remote agent (SLUG.kgp, arena/kgp/server/ranked.py) on the ladder, if it ever played
+    there: its place and its games, apart from their uploaded bot's."""
+    found = on_ladder(where, member, bot=kgp_ranked.bot_name(member.slug))
+    return found if found.standing or found.games else None
+
+
+def kgp_address(host: str) -> dict[str, str] | None:
+    """Where a student's agent connects, as the server's pages name it (`host`: the name the student reached
+    the page by): the KGP port and the WebSocket's, if `arena serve` has them (ARENA_KGP), else None."""
+    parts = (os.environ.get("ARENA_KGP", "") + "  ").split(" ")
+    if not parts[1]:
+        return None
+    return {"host": host, "port": parts[1], "websocket": f"ws://{host}:{parts[2]}/socket" if parts[2] else ""}
 
 
 def practice(where: ClassDir, member: Member) -> tuple[dict[str, Any], ...]:

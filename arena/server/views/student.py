@@ -55,6 +55,8 @@ def me(request: HttpRequest, member: Member, classroom: Classroom) -> HttpRespon
         "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
         "scrimmages": member.scrimmages.select_related("submission")[:20],
         "practice": mine.practice(where, member),
+        "agent": mine.agent_on_ladder(where, member),
+        "kgp": mine.kgp_address(request.get_host().rsplit(":", 1)[0].strip("[]")),
     }
     return render(request, "classroom/me.html", context)
 
