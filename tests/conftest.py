@@ -89,7 +89,8 @@ PACKAGE_FILES = {
     "test_hostile_tournament.py", "test_installed.py", "test_kgp_agents.py", "test_mankalah.py",
     "test_memory.py", "test_new.py", "test_protocol_doc.py", "test_redteam.py", "test_redteam_files.py",
     "test_redteam_sandbox.py", "test_report.py", "test_sandbox_calls.py", "test_server_e2e.py",
-    "test_user_memory.py",
+    "test_user_memory.py", "test_user_limits.py", "test_analysis_page.py", "test_report_sweep.py",
+    "test_server_sweep.py",
 }  # fmt: skip
 PACKAGE_WORDS = re.compile(
     r"bwrap|bubblewrap|sandbox|chromium|chromedriver|selenium|webdriver|javac|\bjava\b"
