@@ -5,7 +5,7 @@ never another exception, and every command arena writes reads back as itself."""
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.game.rules import NORTH, SOUTH, parse_rules
@@ -132,6 +132,7 @@ def test_arena_will_not_write_a_line_over_the_limit():
         Command("set", ("x", "y" * LINE_LIMIT)).line()
 
 
+@settings(deadline=None)  # a loaded machine's pauses are not the grammar's
 @given(st.text(max_size=200))
 def test_any_text_is_a_command_or_a_kgp_error(text):
     try:
@@ -164,6 +165,7 @@ _args = (
 )
 
 
+@settings(deadline=None)
 @given(
     st.from_regex(r"[a-z][A-Za-z0-9]{0,9}", fullmatch=True),  # a name of digits alone would read as an id
     st.lists(_args, max_size=5).map(tuple),
@@ -230,6 +232,7 @@ _lines = st.lists(
 )
 
 
+@settings(deadline=None)  # a loaded machine's pauses are not the wire's
 @given(_lines)
 def test_whatever_an_agent_writes_the_wire_answers_in_kgp_and_decides(lines):
     rules = parse_rules("kalah,pits=3,seeds=2")
