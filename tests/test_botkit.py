@@ -408,7 +408,9 @@ def test_bundled_search_bots_play_clean_games_through_the_referee(spec: str) -> 
     rules = parse_rules(spec)
     alphabeta = Player(load_bot(BOTS / "alphabeta.py"))
     solver = Player(load_bot(BOTS / "solver.py"))
-    limits = Limits(move_ms=100, startup_ms=5000)
+    # 100 ms a move, as the README's tournament, and a loaded machine's margin on top: the bots plan a
+    # quarter of what MOVE offers, and beside a busy suite an answer once came after 200 ms
+    limits = Limits(move_ms=100, startup_ms=5000, margin_ms=400)
     try:
         for south, north in ((alphabeta, solver), (solver, alphabeta)):  # one process each, two games
             record = play_game(rules, south, north, limits)

@@ -123,8 +123,8 @@ def test_a_game_list_gives_the_readers_store_first() -> None:
     """alice's win as north read 'won 8-64'."""
     from datetime import UTC, datetime
 
+    from arena.kgp.server import port as kgp
     from arena.match.record import GameRecord
-    from arena.server import kgp
     from arena.server.views import mine
 
     listed = {

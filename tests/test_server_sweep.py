@@ -163,8 +163,8 @@ def _practice(where: Any, slug: str) -> None:
     """A practice game of `slug`'s KGP agent, stored as the KGP port stores one: their first ladder game."""
     from dataclasses import replace
 
+    from arena.kgp.server import port as kgp
     from arena.match.record import GameRecord
-    from arena.server import kgp
     from arena.store import queries
     from arena.store.writer import STORE_FILE, Store
 
