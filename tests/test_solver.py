@@ -17,6 +17,7 @@ import pytest
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
 from arena.game.solver import Solver, solve
+from arena.match.clock import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -358,6 +359,9 @@ def test_solver_bot_answers_in_time_on_a_big_board(solver_bot) -> None:
     bot.ask((7,) * 7 + (0,) + (7,) * 7 + (0,), 100)  # the first MOVE also pays for starting Python
     bot.send("END loss 0 0 crash")
     margin, times = referee(bot, "kalah,pits=7,seeds=7,pie", NORTH, random.Random(3), 100)
-    assert max(times) < 0.1, f"slowest answer {max(times):.3f} s with 100 ms given"
+    # in time is what the referee holds a bot to: the MOVE's 100 ms and its transport margin (the bot plans
+    # a quarter of the 100 ms; beside a busy suite one answer took 101 ms)
+    allowed = (100 + Limits().margin_ms) / 1000
+    assert max(times) < allowed, f"slowest answer {max(times):.3f} s with 100 ms given"
     assert margin > 0  # against random moves
     bot.quit()
