@@ -364,6 +364,9 @@ class Gate:
         self.address = address
         self.slug: str | None = None
         self._held: list[str] = []  # the doors' keys this connection holds
+        # Its door's prove: called as the token is taken, before any answer to it is written, so that a
+        # client that reads its `ok` and connects again finds its address's place already given back.
+        self.proven: Callable[[], None] = lambda: None
 
     def __call__(self, token: str) -> str | None:
         from arena.server.people import throttle
@@ -381,6 +384,7 @@ class Gate:
         if not self._take(member.slug, PER_STUDENT):
             return f"at most {PER_STUDENT} connections a student at once"
         self.slug = member.slug
+        self.proven()
         return None
 
     def _guest(self) -> str | None:
@@ -396,6 +400,7 @@ class Gate:
             self.leave()
             return "one guest connection an address at once"
         self.slug = GUEST
+        self.proven()
         return None
 
     def _take(self, key: str, most: int) -> bool:
@@ -526,6 +531,7 @@ def serve_connection(
     lines.on_close = gate.leave
     try:
         with doors.connection(address) as door:
+            gate.proven = door.prove
             wire = Kgp(lines, gate=gate)
             if not door.allowed:
                 refuse(lines, door.why)
