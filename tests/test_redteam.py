@@ -115,7 +115,7 @@ def attack():
 # SIGSTOP to the bot's process group, this stole the opponent's time. Started before the first MOVE, while
 # the bot is still new (a process starting up used to be left running during the opponent's first move).
 HOG_SETUP = """
-for _ in range(5):
+for _ in range(11):
     if os.fork() == 0:
         os.setsid()
         parent = os.getppid()
@@ -128,7 +128,8 @@ def attack():
     log("HOG", os.getuid())
 """
 
-# Needs `CPU_MS` of CPU time a move: on a core shared with five busy children it would need six times that.
+# Needs `CPU_MS` of CPU time a move: on a core shared with eleven busy children it would need twelve times
+# that.
 VICTIM = """import os, sys, time
 def first_legal(words):
     board = [int(w) for w in words[2:]]
@@ -146,7 +147,9 @@ for line in sys.stdin:
         break
 """
 CPU_MS = 100
-MOVE_MS = 400  # ample for the victim alone (100 ms), not enough beside five busy children (~600 ms)
+# Ample for the victim alone (100 ms; up to 400 ms beside a busy suite on the same core), far from enough
+# beside eleven busy children (~1200 ms on an idle machine, more on a busy one)
+MOVE_MS = 800
 USER_MOVE_MS = 2000  # as a user there is no hog to pause: only a loaded machine's margin counts
 
 
@@ -252,7 +255,7 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
         keep = [Path(sys.base_prefix), Path(sys.prefix), Path(page.__file__).parents[2]]
         argv = as_nobody(argv, keep)
     with listening(sock) as accepted:
-        # One core for everything: the hog's children would take five sixths of the victim's time.
+        # One core for everything: the hog's children would take eleven twelfths of the victim's time.
         done = subprocess.run(
             ["taskset", "-c", "0", *argv], capture_output=True, text=True, env=env, timeout=300
         )
@@ -315,8 +318,8 @@ def test_a_tournament_of_attackers_changes_nothing(mode: str, workdir: Path) -> 
     assert hog_uid not in uids | {uid}
 
     # Pausing held: the hog's children (own sessions, started before its first move) were frozen while the
-    # victim thought and between the hog's games: the victim, which would need some 600 ms beside them, lost
-    # no game on its 400 ms clock (checked above with every game's result).
+    # victim thought and between the hog's games: the victim, which would need some 1200 ms beside them, lost
+    # no game on its 800 ms clock (checked above with every game's result).
     walls = [int(w) for w in victim.split("wall ms ")[1:] for w in [w.split()[0]]]
     assert walls and max(walls) < MOVE_MS, victim
     time.sleep(0.2)
