@@ -172,8 +172,9 @@ def test_a_match_alternates_sides_keeps_score_and_ends_its_bots(tmp_path: Path) 
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
 
 
-def test_a_match_of_a_bot_with_itself_names_the_second_one_apart() -> None:
-    greedy = load_bot(ROOT / "bots" / "greedy.py")
+def test_a_match_of_a_bot_with_itself_names_the_second_one_apart(tmp_path: Path) -> None:
+    # a copy of its own: without the sandbox another test's greedy names the bundled path too
+    greedy = load_bot(Path(shutil.copy(ROOT / "bots" / "greedy.py", tmp_path / "greedy.py")))
     with Match(greedy, greedy, Settings(rules=SMALL, move_ms=300)) as match:
         record = match.play()
     assert (record.south, record.north) == ("greedy", "greedy-2")
