@@ -668,7 +668,10 @@ def test_a_bot_spinning_on_every_core_gets_one_cpu(mode: str, workdir: Path) -> 
     games forfeit nothing. As an ordinary user (no cgroups), arena says plainly that bots are not held to
     one CPU, in the terminal and on the page."""
     bots = workdir / "bots"
-    place(bots, {"spinner": PRELUDE + SPINNER + LOOP, "victim": CPU_VICTIM, "victim2": CPU_VICTIM})
+    # named for the mode: the other mode's run of this test may be on another of the suite's workers, and
+    # its spinner (an ordinary user's, in no cpu cgroup) must not be taken for this one's
+    spinner_name = f"spinner_{mode}"
+    place(bots, {spinner_name: PRELUDE + SPINNER + LOOP, "victim": CPU_VICTIM, "victim2": CPU_VICTIM})
     out = workdir / "reports"
     argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(out), "--rules", RULES]
     argv += ["--move-time", "1500", "--jobs", "2", "--rounds", "2"]
@@ -681,7 +684,7 @@ def test_a_bot_spinning_on_every_core_gets_one_cpu(mode: str, workdir: Path) -> 
             for entry in Path("/proc").iterdir():
                 if entry.name.isdigit() and int(entry.name) not in seen:
                     try:
-                        spinner = b"spinner.py" in (entry / "cmdline").read_bytes()
+                        spinner = f"{spinner_name}.py".encode() in (entry / "cmdline").read_bytes()
                     except OSError:
                         continue
                     if spinner and (limit := cpu_limit(int(entry.name))) is not None:
