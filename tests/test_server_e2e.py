@@ -205,6 +205,15 @@ def replaced(driver: Any, page: Any) -> None:
 
 
 def text(driver: Any, ident: str) -> str:
+    """The element's text, read again if the page replaced it in between (a pending scrimmage's page reloads
+    itself, and a busy machine can put the reload between finding the element and reading it)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(10):
+        try:
+            return str(driver.find_element(_by().ID, ident).text)
+        except StaleElementReferenceException:
+            time.sleep(0.2)
     return str(driver.find_element(_by().ID, ident).text)
 
 
