@@ -1,0 +1,69 @@
+"""A store written before the clock became one record still reads, reports, exports and resumes.
+
+tests/data/store-flat-clock/arena.sqlite was written by `arena run` of the code before the change (the
+settings kept flat, `move_ms` beside `seed`), as:
+    arena run --rounds 1 --openings 2 --move-time 300 --startup-ms 2000 --time-bank 5 --seed 7
+              --no-sandbox --memory 256 --name today     (bots: greedy, random)
+Real CLI runs in subprocesses on a copy of it in tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.store.writer import STORE_FILE, Store
+from arena.tournament.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD = Path(__file__).resolve().parent / "data" / "store-flat-clock" / STORE_FILE
+ASKED = Settings(move_ms=300, startup_ms=2000, bank_ms=5000, seed=7, memory_mb=256, sandbox=False, openings=2)
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    """A copy of the old store as tournament 'today' under tmp_path/reports, and its two bots."""
+    (tmp_path / "reports" / "today").mkdir(parents=True)
+    shutil.copy(OLD, tmp_path / "reports" / "today" / STORE_FILE)
+    (tmp_path / "bots").mkdir()
+    for name in ("greedy", "random"):
+        shutil.copy(ROOT / "bots" / f"{name}.py", tmp_path / "bots" / f"{name}.py")
+    return tmp_path
+
+
+def arena(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_an_old_store_reads_its_clock_and_the_rest_of_its_settings(old: Path) -> None:
+    with Store(old / "reports" / "today" / STORE_FILE, create=False) as store:
+        assert store.settings() == ASKED
+        assert len(list(store.records())) == 2
+
+
+def test_an_old_store_is_reported_and_exported(old: Path) -> None:
+    report = arena(old, "report", "--name", "today")
+    assert report.returncode == 0, report.stderr
+    page = (old / "reports" / "today" / "index.html").read_text()
+    assert "300 ms" in page and "5000 ms per bot per game" in page
+    export = arena(old, "export", "--name", "today")
+    assert export.returncode == 0, export.stderr
+    games = [json.loads(line) for line in export.stdout.splitlines()]
+    assert sorted(g["south"] for g in games) == ["greedy", "random"]
+
+
+@pytest.mark.slow
+def test_an_old_store_resumes_under_its_own_clock_and_refuses_another(old: Path) -> None:
+    other = arena(old, "run", "--rounds", "2", "--name", "today", "--move-time", "400", "--quiet")
+    assert other.returncode != 0
+    assert "move_ms 300 (asked: 400)" in other.stderr, other.stderr
+    again = arena(old, "run", "--rounds", "2", "--name", "today", "--move-time", "300", "--quiet")
+    assert again.returncode == 0, again.stderr
+    with Store(old / "reports" / "today" / STORE_FILE, create=False) as store:
+        assert store.settings() == ASKED
+        assert len(list(store.records())) == 4
