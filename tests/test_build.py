@@ -25,6 +25,7 @@ from procs import processes_mentioning
 
 from arena.match.bots import STAMP, BotError, BuildError, built_outputs, load_bot
 from arena.match.build import _copy_back, _write_stamp, ensure_built, needed
+from arena.match.clock import TimeControl
 from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -368,7 +369,7 @@ def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp
         host="127.0.0.1",
         env={"ARENA_CACHE": str(cache)},
     ) as cluster:
-        settings = Settings(rules="kalah,pits=3,seeds=2", move_ms=500, openings=0)
+        settings = Settings(rules="kalah,pits=3,seeds=2", clock=TimeControl(move_ms=500), openings=0)
         with Tournament(tmp_path / "reports" / "lab", settings) as cup:
             back = Cluster(cluster.scheduler_address, insecure=True)  # plain tcp://, as asked for
             result = cup.run(bots, 1, cluster=back)

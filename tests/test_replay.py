@@ -13,6 +13,7 @@ import pytest
 
 from arena.game.rules import SWAP, Kalah, Position, parse_rules
 from arena.match.bots import Bot, Where
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.report import terminal
 from arena.report.live import LivePage
@@ -104,7 +105,7 @@ def test_the_reproduce_lines_are_the_referees_after_a_swap():
     # protocol.md's pie example: Alice 3, Bob SWAP, Alice (now north) 2, then Alice times out on her next
     record = _record(moves=(3, SWAP, 2), faulty="alice", reason="timeout", detail="no reply within 500 ms",
                      winner="bob", move_ms=(1.0, 2.0, 3.0))  # fmt: skip
-    game = replay(record, move_ms=1000)
+    game = replay(record, TimeControl(move_ms=1000))
     assert game.fault is not None and game.owners(3) == ("bob", "alice")
     assert game.fault.lines == (
         "NEWGAME 3 2 south kalah,pits=3,seeds=2,pie",
@@ -135,7 +136,7 @@ def test_terminal_board_follows_the_swap():
 
 def _store(folder: Path) -> Store:
     store = Store(folder / "arena.sqlite")
-    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", TimeControl(250, 1000), 1))
     bots = [Bot(n, ("true",), folder, folder / f"{n}.py", f"{n}-v1") for n in ("alice", "bob")]
     store.add_game(Slot(1, "a", bots[0], bots[1]), _record(faulty="alice", reason="crash", detail="exited",
                                                         moves=(3, SWAP, 2), move_ms=(1.0, 2.0, 3.0),
@@ -192,7 +193,7 @@ def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_p
     from arena.stats.settle import Rule
 
     store = Store(tmp_path / "arena.sqlite")
-    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", TimeControl(250, 1000), 1))
     alice, bob = (Bot(n, ("true",), tmp_path, tmp_path / f"{n}.py", f"{n}-v1") for n in ("alice", "bob"))
     for k, winner in enumerate(("alice", "bob", "alice"), start=1):  # a pair the games cannot order yet
         store.add_game(Slot(k, "a", alice, bob), _record(winner=winner))

@@ -17,12 +17,20 @@ from pathlib import Path
 
 import pytest
 
+from arena.cli.options import ClockAsked
+from arena.match.clock import TimeControl
 from arena.store.writer import STORE_FILE, Store
-from arena.tournament.settings import Settings
+from arena.tournament.settings import Settings, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = Path(__file__).resolve().parent / "data" / "store-flat-clock" / STORE_FILE
-ASKED = Settings(move_ms=300, startup_ms=2000, bank_ms=5000, seed=7, memory_mb=256, sandbox=False, openings=2)
+ASKED = Settings(
+    clock=TimeControl(move_ms=300, startup_ms=2000, bank_ms=5000),
+    seed=7,
+    memory_mb=256,
+    sandbox=False,
+    openings=2,
+)
 
 
 @pytest.fixture
@@ -67,3 +75,29 @@ def test_an_old_store_resumes_under_its_own_clock_and_refuses_another(old: Path)
     with Store(old / "reports" / "today" / STORE_FILE, create=False) as store:
         assert store.settings() == ASKED
         assert len(list(store.records())) == 4
+
+
+def test_a_new_store_keeps_the_clock_as_one_object_and_reads_it_back(tmp_path: Path) -> None:
+    settings = Settings("kalah,pie", TimeControl(move_ms=250, bank_ms=4000), seed=3, read_only=("/opt/data",))
+    with Store(tmp_path / STORE_FILE) as store:
+        store.fix_settings(settings)
+        raw = json.loads(store.meta()["settings"])
+    assert raw["clock"] == {"move_ms": 250, "startup_ms": 10_000, "bank_ms": 4000} and "move_ms" not in raw
+    with Store(tmp_path / STORE_FILE, create=False) as store:
+        assert store.settings() == settings
+
+
+def test_the_cli_asks_the_clock_by_its_fields_and_the_referee_gets_the_same_record() -> None:
+    asked = ClockAsked.of(move_ms=300, startup_ms=None, bank_ms=None)
+    assert asked.changes() == {"move_ms": 300}
+    stored = Settings(clock=TimeControl(move_ms=700, startup_ms=50))
+    settings = resolve(stored, asked.changes())  # a resumed tournament keeps what was not asked
+    assert settings.clock == TimeControl(move_ms=300, startup_ms=50)
+    assert settings.limits().clock is settings.clock
+    with pytest.raises(TypeError, match="unknown setting 'margin_ms'"):
+        resolve(None, {"margin_ms": 10})  # the referee's own, not the tournament's
+
+
+def test_a_script_giving_the_clock_as_numbers_is_told_how_to_give_it() -> None:
+    with pytest.raises(TypeError, match=r"Settings\(clock=TimeControl\(move_ms=200\)\)"):
+        Settings("kalah", 1000)  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from procs import processes_mentioning
 from arena.api import Tournament
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import Bot, discover
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord, told
 from arena.stats import ratings
 from arena.store.writer import EXPORT_FIELDS, Store, store_path
@@ -553,7 +554,7 @@ def test_same_seed_gives_the_same_games_and_ratings_whatever_the_jobs(tmp_path):
 
 def library_tournament(base: Path, bots: Path) -> int:
     """A finished 1-round tournament under QUICK's settings, played through the library; its game count."""
-    with Tournament(db_file(base).parent, Settings(RULES, move_ms=200)) as cup:
+    with Tournament(db_file(base).parent, Settings(RULES, TimeControl(move_ms=200))) as cup:
         result = cup.run(bots, 1, jobs=2)
         assert result.played == result.scheduled > 0
         return cup.store.count_games()
