@@ -7,11 +7,12 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from arena.game.rules import SWAP, Kalah, Position, parse_rules
+from arena.game.rules import SWAP, Kalah, Move, Position, Rules, parse_rules
 from arena.match.bots import Bot, Where
 from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
@@ -43,52 +44,52 @@ def _oracle(rules: Kalah, pos: Position, move: int) -> tuple[bool, int]:
     return False, 0
 
 
+def random_plies(rules: Rules, seed: int, games: int) -> Iterator[tuple[Position, Move, Position]]:
+    """Every ply of `games` games of random legal moves (the same games for a seed): before, move, after."""
+    rng = random.Random(seed)
+    for _ in range(games):
+        pos = rules.initial()
+        while not pos.ended:
+            move = rng.choice(rules.legal_moves(pos))
+            after = rules.play(pos, move)
+            yield pos, move, after
+            pos = after
+
+
 @pytest.mark.parametrize("spec", ["kalah", "kalah,pits=3,seeds=2,pie", "kalah,pits=4,seeds=9,empty-capture",
                                   "kalah,seeds=1,end=mover-empty", "mankalah"])  # fmt: skip
 def test_marks_agree_with_a_seed_by_seed_sowing(spec):
     rules = parse_rules(spec)
     assert isinstance(rules, Kalah)
-    rng = random.Random(5)
     seen = {"extra": 0, "capture": 0, "swap": 0}
-    for _ in range(150):
-        pos = rules.initial()
-        while not pos.ended:
-            move = rng.choice(rules.legal_moves(pos))
-            after = rules.play(pos, move)
-            ply = marks(rules, pos, move, after)
-            if move == SWAP:
-                assert ply.swap and not ply.extra and not ply.captured
-                seen["swap"] += 1
-            else:
-                assert isinstance(move, int)
-                extra, captured = _oracle(rules, pos, move)
-                assert ply.extra == (extra and after.ended is None), (pos, move)
-                # a capture that also ends the game by emptying a row is told only when seeds were opposite
-                if captured and (after.ended is None or captured > 1):
-                    assert ply.captured == captured, (pos, move, after)
-                    assert len(ply.capture_pits) == (2 if captured > 1 else 1)  # the holes emptied
-                elif not captured:
-                    assert ply.captured == 0 and not ply.capture_pits, (pos, move, after)
-                seen["extra"] += extra
-                seen["capture"] += bool(captured)
-            pos = after
+    for pos, move, after in random_plies(rules, seed=5, games=150):
+        ply = marks(rules, pos, move, after)
+        if move == SWAP:
+            assert ply.swap and not ply.extra and not ply.captured
+            seen["swap"] += 1
+        else:
+            assert isinstance(move, int)
+            extra, captured = _oracle(rules, pos, move)
+            assert ply.extra == (extra and after.ended is None), (pos, move)
+            # a capture that also ends the game by emptying a row is told only when seeds were opposite
+            if captured and (after.ended is None or captured > 1):
+                assert ply.captured == captured, (pos, move, after)
+                assert len(ply.capture_pits) == (2 if captured > 1 else 1)  # the holes emptied
+            elif not captured:
+                assert ply.captured == 0 and not ply.capture_pits, (pos, move, after)
+            seen["extra"] += extra
+            seen["capture"] += bool(captured)
     assert seen["extra"] and seen["capture"] and (seen["swap"] or not rules.pie)
 
 
 def test_relay_sowing_is_marked():
     rules = parse_rules("relay,pits=4,seeds=3")
-    rng = random.Random(2)
     relays = captures = 0
-    for _ in range(100):
-        pos = rules.initial()
-        while not pos.ended:
-            move = rng.choice(rules.legal_moves(pos))
-            after = rules.play(pos, move)
-            ply = marks(rules, pos, move, after)
-            assert not ply.extra  # relay has no extra turns
-            relays += ply.relay
-            captures += bool(ply.captured)
-            pos = after
+    for pos, move, after in random_plies(rules, seed=2, games=100):
+        ply = marks(rules, pos, move, after)
+        assert not ply.extra  # relay has no extra turns
+        relays += ply.relay
+        captures += bool(ply.captured)
     assert relays > 10 and captures > 10
 
 
