@@ -20,7 +20,7 @@ import pytest
 from arena.cli.options import ClockAsked
 from arena.match.clock import TimeControl
 from arena.store.writer import STORE_FILE, Store
-from arena.tournament.settings import Settings, resolve
+from arena.tournament.settings import NAMES, Settings, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD = Path(__file__).resolve().parent / "data" / "store-flat-clock" / STORE_FILE
@@ -96,6 +96,7 @@ def test_the_cli_asks_the_clock_by_its_fields_and_the_referee_gets_the_same_reco
     assert settings.limits().clock is settings.clock
     with pytest.raises(TypeError, match="unknown setting 'margin_ms'"):
         resolve(None, {"margin_ms": 10})  # the referee's own, not the tournament's
+    assert len(set(NAMES)) == len(NAMES), "a clock field named as another setting would shadow it"
 
 
 def test_a_script_giving_the_clock_as_numbers_is_told_how_to_give_it() -> None:

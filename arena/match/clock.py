@@ -41,9 +41,8 @@ class Clock:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.left = (
-            None if limits.clock.bank_ms is None else float(limits.clock.bank_ms)
-        )  # ms left in the bank
+        bank = limits.clock.bank_ms
+        self.left = None if bank is None else float(bank)  # ms left in the bank
 
     @property
     def banked(self) -> bool:
