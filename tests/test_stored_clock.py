@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_cli import arena
 
 from arena.cli.options import ClockAsked
 from arena.match.clock import TimeControl
@@ -44,10 +43,6 @@ def old(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def arena(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True)
-
-
 def test_an_old_store_reads_its_clock_and_the_rest_of_its_settings(old: Path) -> None:
     with Store(old / "reports" / "today" / STORE_FILE, create=False) as store:
         assert store.settings() == ASKED
@@ -55,11 +50,11 @@ def test_an_old_store_reads_its_clock_and_the_rest_of_its_settings(old: Path) ->
 
 
 def test_an_old_store_is_reported_and_exported(old: Path) -> None:
-    report = arena(old, "report", "--name", "today")
+    report = arena("report", "--name", "today", cwd=old)
     assert report.returncode == 0, report.stderr
     page = (old / "reports" / "today" / "index.html").read_text()
     assert "300 ms" in page and "5000 ms per bot per game" in page
-    export = arena(old, "export", "--name", "today")
+    export = arena("export", "--name", "today", cwd=old)
     assert export.returncode == 0, export.stderr
     games = [json.loads(line) for line in export.stdout.splitlines()]
     assert sorted(g["south"] for g in games) == ["greedy", "random"]
@@ -67,10 +62,10 @@ def test_an_old_store_is_reported_and_exported(old: Path) -> None:
 
 @pytest.mark.slow
 def test_an_old_store_resumes_under_its_own_clock_and_refuses_another(old: Path) -> None:
-    other = arena(old, "run", "--rounds", "2", "--name", "today", "--move-time", "400", "--quiet")
+    other = arena("run", "--rounds", "2", "--name", "today", "--move-time", "400", "--quiet", cwd=old)
     assert other.returncode != 0
     assert "move_ms 300 (asked: 400)" in other.stderr, other.stderr
-    again = arena(old, "run", "--rounds", "2", "--name", "today", "--move-time", "300", "--quiet")
+    again = arena("run", "--rounds", "2", "--name", "today", "--move-time", "300", "--quiet", cwd=old)
     assert again.returncode == 0, again.stderr
     with Store(old / "reports" / "today" / STORE_FILE, create=False) as store:
         assert store.settings() == ASKED
