@@ -10,8 +10,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL_C
+from cli_kit import arena
 from conftest import said
 from procs import processes_mentioning
 
@@ -36,12 +35,6 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compile
 
 # A build script that counts its runs (each appends its uid to builds.log) before it compiles.
 COUNTING = "#!/bin/sh\nid -u >> builds.log\nexec cc -O2 -o bot bot.c\n"
-
-
-def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 def c_bot(folder: Path, build: str = 'build = "./build.sh"', source: str = FIRST_LEGAL_C) -> Path:

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cli import arena
+from cli_kit import arena
 
 from arena.cli.options import ClockAsked
 from arena.match.clock import TimeControl
