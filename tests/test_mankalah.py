@@ -14,10 +14,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import arena
 
 from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Kalah, RulesError, parse_rules
 from arena.match.bots import Bot, load_bot
@@ -461,12 +461,6 @@ def test_java_agent_plays_a_v1_bot(tmp_path: Path, bots) -> None:
 # --- a tournament through the command ---------------------------------------------------------------------
 
 
-def arena(cwd: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-
-
 @pytest.mark.slow
 def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     folder = tmp_path / "bots"
@@ -483,7 +477,7 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     args = ["run", "--rounds", 1, "--bots", folder, "--out", out, "--name", "t", "--quiet"]
     # No other flags: their rules bring their engine's clock, an hour per agent per game, no limit per move.
-    run = arena(tmp_path, *args, "--rules", "mankalah")
+    run = arena(*args, "--rules", "mankalah", cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "report: " in run.stdout
     with sqlite3.connect(store_path(out, "t")) as db:
@@ -497,9 +491,10 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     assert "cannot begin at an opening (Manchester agents)" in page
     if "mk_java" in agents:
         assert "4096 MiB; a bot.toml may ask for up to 4096 MiB; by their bot.toml: mk_java 2048 MiB" in page
-    other = arena(tmp_path, *args, "--time-bank", "5")  # fixed for the tournament's life
+    # fixed for the tournament's life
+    other = arena(*args, "--time-bank", "5", cwd=tmp_path, timeout=300)
     assert other.returncode == 2 and "bank_ms 3600000 (asked: 5000)" in other.stderr
-    exported = arena(tmp_path, "export", "--out", out, "--name", "t", "--format", "jsonl")
+    exported = arena("export", "--out", out, "--name", "t", "--format", "jsonl", cwd=tmp_path, timeout=300)
     records = [json.loads(line) for line in exported.stdout.splitlines()]
     bots = 2 + len(agents)
     assert len(records) == bots * (bots - 1)
@@ -530,7 +525,9 @@ def test_commands_refuse_agents_under_other_rules(tmp_path: Path) -> None:
     py_agent(folder, "mk_first")
     shutil.copy(ROOT / "bots" / "greedy.py", folder / "greedy.py")
     for args in (["play", "mk_first", "greedy"], ["run", "--out", tmp_path / "reports"]):
-        done = arena(tmp_path, *args, "--bots", folder, "--rules", "kalah,pits=7,seeds=7,pie")
+        done = arena(
+            *args, "--bots", folder, "--rules", "kalah,pits=7,seeds=7,pie", cwd=tmp_path, timeout=300
+        )
         assert done.returncode == 2, done
         assert "arena: error: bot 'mk_first' speaks the Manchester protocol" in done.stderr
         assert "'mankalah'" in done.stderr and len(done.stderr.splitlines()) == 1
@@ -549,8 +546,8 @@ def test_v1_bot_sees_its_bank_shrink_in_move(tmp_path: Path, bots) -> None:
     bots.make("sleeper", SLEEPER, setup="DELAY = 0.03")
     shutil.copy(ROOT / "bots" / "greedy.py", tmp_path / "greedy.py")
     done = arena(
-        tmp_path, "play", "sleeper", "greedy", "--bots", tmp_path, "--rules", "kalah,pits=4,seeds=3",
-        "--time-bank", "3", "--json", "--no-sandbox",
+        "play", "sleeper", "greedy", "--bots", tmp_path, "--rules", "kalah,pits=4,seeds=3",
+        "--time-bank", "3", "--json", "--no-sandbox", cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
