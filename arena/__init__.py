@@ -1,8 +1,8 @@
 """Arena: Kalah bot tournaments. The library API (arena/api.py) under the `arena` command:
 
-    from arena import Settings, Tournament
+    from arena import Tournament
 
-    with Tournament("reports/demo", Settings(move_ms=200)) as cup:
+    with Tournament("reports/demo", move_ms=200) as cup:
         cup.run("bots", rounds=2)
         print(cup.leaderboard())
         print("page:", cup.report())
@@ -19,6 +19,7 @@ _EXPORTS = {
     "Tournament": "arena.api",
     "Match": "arena.api",
     "Settings": "arena.tournament.settings",
+    "TimeControl": "arena.match.clock",
     "RunOptions": "arena.tournament.settings",
     "GameRecord": "arena.match.record",
     "Bot": "arena.match.bots",

@@ -1,8 +1,8 @@
 """The library API: a tournament on disk, and games between two bots. The CLI is flags to these calls.
 
-    from arena import Settings, Tournament
+    from arena import Tournament
 
-    with Tournament("reports/demo", Settings(move_ms=200)) as cup:
+    with Tournament("reports/demo", move_ms=200) as cup:
         cup.run("bots", rounds=2)
         print(cup.leaderboard())
         print("page:", cup.report())
@@ -462,13 +462,11 @@ class Tournament:
         results = self.store.results()
         played = schedule.played(results)
         to_play = len(schedule.next(results))
-        defaults = Settings()
+        defaults, settings = Settings().named(), self.settings.named()
         stored = tuple(
-            _SETTING_TEXT[k].format(_shown(getattr(self.settings, k)))
+            _SETTING_TEXT[k].format(_shown(settings[k]))
             for k in _SETTING_TEXT
-            if self.stored is not None
-            and k not in self.asked
-            and getattr(self.settings, k) != getattr(defaults, k)
+            if self.stored is not None and k not in self.asked and settings[k] != defaults[k]
         )
         return Plan(
             name=self.folder.name,

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from arena.api import Tournament  # noqa: E402
+from arena.match.clock import TimeControl  # noqa: E402
 from arena.report import face  # noqa: E402
 from arena.report.botpages import Links  # noqa: E402
 from arena.server.standings import ladder, rated  # noqa: E402
@@ -38,7 +39,7 @@ from benchmarks.report_speed import build  # noqa: E402
 
 def measure(folder: Path, runs: int) -> dict[str, float]:
     times: dict[str, list[float]] = {"without": [], "with": [], "again": []}
-    with Tournament(folder, Settings("kalah", 1000, 10_000, 1)) as cup:
+    with Tournament(folder, Settings("kalah", TimeControl(1000, 10_000), 1)) as cup:
         for _ in range(runs):
             for kind, pages in (("without", ""), ("with", "ladder"), ("again", "ladder")):
                 if kind == "again":  # the kept ratings of no use: every game rated again

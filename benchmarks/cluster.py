@@ -64,6 +64,7 @@ from arena.lab import Cluster  # noqa: E402
 from arena.lab.background import SETTINGS  # noqa: E402
 from arena.lab.trust import make as make_certs  # noqa: E402
 from arena.match.bots import Bot, load_bot  # noqa: E402
+from arena.match.clock import TimeControl  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
 from arena.sandbox import Cgroups, Confinement, Warden, capabilities  # noqa: E402
 from arena.tournament.backend import Backend  # noqa: E402
@@ -358,7 +359,7 @@ def coordinator_alone(folder: Path, games: int, local: float) -> None:
                 stored.append(time.perf_counter())
                 cpu.append(time.process_time())
 
-        with Tournament(folder / "instant", Settings("kalah", move_ms=1000, seed=7)) as cup:
+        with Tournament(folder / "instant", Settings("kalah", TimeControl(move_ms=1000), seed=7)) as cup:
             start = time.perf_counter()
             back = Cluster(cluster.scheduler_address, certs=certs)
             result = cup.run(bots, rounds, jobs=1, cluster=back, progress=progress)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from arena.game.rules import parse_rules
 from arena.match.bots import load_bot
-from arena.match.clock import Limits
+from arena.match.clock import Limits, TimeControl
 from arena.match.referee import Player, play_game
 from arena.sandbox import Confinement, Warden, capabilities
 
@@ -64,7 +64,7 @@ def main() -> None:
     conf, _ = capabilities(Confinement(), want_sandbox=True)
     if not conf.sandbox:
         raise SystemExit("no sandbox here: a KGP agent's private loopback is the sandbox's")
-    limits = Limits(move_ms=args.move_ms, startup_ms=5000)
+    limits = Limits(TimeControl(move_ms=args.move_ms, startup_ms=5000))
     warden = Warden(conf)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot, load_bot  # noqa: E402
+from arena.match.clock import TimeControl  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
 from arena.tournament.local import play_slots  # noqa: E402
@@ -115,7 +116,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--move-time", type=int, default=1000)
     args = parser.parse_args()
-    limits = Limits(move_ms=args.move_time)
+    limits = Limits(TimeControl(move_ms=args.move_time))
     print(f"{args.games} games per step, {args.move_time} ms per move")
     for spec, weaker, stronger in STEPS:
         result = match(weaker.bot(), stronger.bot(), args.games, parse_rules(spec).spec, limits)

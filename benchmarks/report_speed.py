@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import Bot  # noqa: E402
+from arena.match.clock import TimeControl  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.report import page as report  # noqa: E402
 from arena.stats import ratings  # noqa: E402
@@ -94,7 +95,7 @@ def _games(field: list[Bot], count: int, seed: int) -> Iterator[tuple[int, Bot, 
 def build(path: Path, games: int, bots: int, seed: int = 1) -> None:
     """A store at `path` with `bots` current bots (plus one retired version) and `games` games."""
     with Store(path) as store:
-        store.fix_settings(Settings("kalah", 1000, 10_000, seed))
+        store.fix_settings(Settings("kalah", TimeControl(1000, 10_000), seed))
         field = [
             Bot(f"bot{k:02d}", ("true",), ROOT, ROOT / f"bot{k:02d}.py", f"{k:016x}") for k in range(bots)
         ]

@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from arena.game.rules import parse_rules  # noqa: E402
 from arena.match.bots import load_bot  # noqa: E402
+from arena.match.clock import TimeControl  # noqa: E402
 from arena.match.record import GameRecord  # noqa: E402
 from arena.match.referee import Limits  # noqa: E402
 from arena.tournament.local import play_slots  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> None:
     parser.add_argument("--rules", default="kalah")
     args = parser.parse_args()
     spec = parse_rules(args.rules).spec
-    limits = Limits(move_ms=args.move_time)
+    limits = Limits(TimeControl(move_ms=args.move_time))
     print(f"{spec}, {args.games} games per step, {args.move_time} ms per move")
     for weaker, stronger in (("random", "greedy"), ("greedy", "alphabeta"), ("random", "alphabeta")):
         points, f_weak, f_strong = match(weaker, stronger, args.games, spec, limits)

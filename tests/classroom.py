@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arena.game.rules import parse_rules
 from arena.match.bots import Bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.store.writer import Store
 from arena.tournament.schedule import Slot
@@ -31,7 +32,7 @@ def build(path: Path, rounds: int = 2, seed: int = 3, rules: str = "kalah") -> l
              enumerate(NAMES)]  # fmt: skip
     strength = {b.name: len(NAMES) - k for k, b in enumerate(field)}
     with Store(path) as store:
-        store.fix_settings(Settings(rules, 1000, 10_000, seed))
+        store.fix_settings(Settings(rules, TimeControl(1000, 10_000), seed))
         store.set_current(field)
         for rnd in range(1, rounds + 1):
             for k, south in enumerate(field):

@@ -8,11 +8,11 @@ import pytest
 
 from arena.game.rules import parse_rules
 from arena.match.bots import BotError, load_bot
-from arena.match.clock import Limits
+from arena.match.clock import Limits, TimeControl
 from arena.match.referee import Player, play_game
 
 RULES = parse_rules("kalah,pits=4,seeds=3")
-LIMITS = Limits(move_ms=300, startup_ms=5000)
+LIMITS = Limits(TimeControl(move_ms=300, startup_ms=5000))
 
 # Answers every MOVE with its worst pit at once, its best (the most seeds for its store now) a little later,
 # then deepens on past the MOVE's time: that search's answer would come too late, so it writes none.

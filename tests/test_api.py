@@ -26,6 +26,7 @@ from procs import processes_mentioning
 from arena.api import Match, Tournament
 from arena.game.rules import SWAP
 from arena.match.bots import BotError, load_bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.sandbox import sandbox_problem
 from arena.store import queries
@@ -70,7 +71,7 @@ def test_the_readmes_five_line_script_runs_a_confined_tournament_and_writes_its_
     assert "greedy" in page.read_text(encoding="utf-8")
     with Store(page.parent / STORE_FILE, create=False) as store:
         assert store.count_games() == 4  # two bots, two rounds, both sides
-        assert store.settings() == Settings(move_ms=200)
+        assert store.settings() == Settings(clock=TimeControl(move_ms=200))
         confinement = json.loads(store.meta()["confinement"])
     assert confinement["sandbox"] == (sandbox_problem() is None)
     for line in out.stdout.splitlines()[1:3]:
@@ -97,7 +98,7 @@ def test_a_library_tournament_confines_its_bots_by_default(tmp_path: Path) -> No
     folder = tmp_path / "cup"
     bots = bots_folder(tmp_path, "greedy")
     (bots / "peek.py").write_text(PEEK.format(store=str(folder / STORE_FILE)), encoding="utf-8")
-    with Tournament(folder, Settings(rules=SMALL, move_ms=500)) as cup:
+    with Tournament(folder, Settings(rules=SMALL, clock=TimeControl(move_ms=500))) as cup:
         result = cup.run(bots, rounds=1, jobs=1)
         records = list(cup.records())
     assert result.played == 2 and not result.interrupted
@@ -112,7 +113,7 @@ def test_a_tournament_keeps_its_settings_and_names_what_differs(tmp_path: Path) 
         cup.run(bots, rounds=1)
         assert cup.stored is None
     with Tournament(tmp_path / "cup") as again:  # nothing asked: the stored settings
-        assert again.settings == Settings(rules=SMALL, move_ms=300, seed=7)
+        assert again.settings == Settings(rules=SMALL, clock=TimeControl(move_ms=300), seed=7)
         assert again.stored == again.settings
         result = again.run(bots, rounds=2)
         assert (result.before, result.played) == (2, 2)
@@ -124,8 +125,8 @@ def test_a_tournament_keeps_its_settings_and_names_what_differs(tmp_path: Path) 
 
 def test_a_time_bank_alone_means_no_limit_per_move_but_the_bank(tmp_path: Path) -> None:
     with Tournament(tmp_path / "bank", bank_ms=5000) as cup:
-        assert (cup.settings.move_ms, cup.settings.bank_ms) == (5000, 5000)
-        assert cup.settings.limits().bank_ms == 5000
+        assert (cup.settings.clock.move_ms, cup.settings.clock.bank_ms) == (5000, 5000)
+        assert cup.settings.limits().clock.bank_ms == 5000
 
 
 def test_bad_requests_are_one_clear_error_and_leave_no_store(tmp_path: Path) -> None:
@@ -162,7 +163,7 @@ def test_export_writes_every_field_of_every_record(tmp_path: Path) -> None:
 
 def test_a_match_alternates_sides_keeps_score_and_ends_its_bots(tmp_path: Path) -> None:
     greedy, rand = load_bot(ROOT / "bots" / "greedy.py"), load_bot(ROOT / "bots" / "random.py")
-    with Match(greedy, rand, Settings(rules=SMALL, move_ms=300)) as match:
+    with Match(greedy, rand, Settings(rules=SMALL, clock=TimeControl(move_ms=300))) as match:
         records = [match.play() for _ in range(4)]
         pids = [p.wire().proc.pid for p in match.players]
     assert [(r.south, r.north) for r in records] == [("greedy", "random"), ("random", "greedy")] * 2
@@ -175,7 +176,7 @@ def test_a_match_alternates_sides_keeps_score_and_ends_its_bots(tmp_path: Path) 
 def test_a_match_of_a_bot_with_itself_names_the_second_one_apart(tmp_path: Path) -> None:
     # a copy of its own: without the sandbox another test's greedy names the bundled path too
     greedy = load_bot(Path(shutil.copy(ROOT / "bots" / "greedy.py", tmp_path / "greedy.py")))
-    with Match(greedy, greedy, Settings(rules=SMALL, move_ms=300)) as match:
+    with Match(greedy, greedy, Settings(rules=SMALL, clock=TimeControl(move_ms=300))) as match:
         record = match.play()
     assert (record.south, record.north) == ("greedy", "greedy-2")
     assert not processes_mentioning(str(greedy.path))
@@ -258,7 +259,9 @@ def test_a_schema_1_store_is_migrated_with_every_game_kept(tmp_path: Path) -> No
     with Store(path, create=False) as store:
         assert store.meta()["schema"] == str(SCHEMA_VERSION)
         records = list(store.records())
-        assert store.settings() == Settings(rules="kalah,pits=4,seeds=3,pie", move_ms=100, seed=3, openings=0)
+        assert store.settings() == Settings(
+            rules="kalah,pits=4,seeds=3,pie", clock=TimeControl(move_ms=100), seed=3, openings=0
+        )
     assert [r["id"] for r in records] == [7, 9]
     assert GameRecord.from_dict(records[0]) == swapped_record()
     assert records[0]["finished_at"] == "2026-01-01T00:01:00+00:00"
@@ -451,7 +454,7 @@ def test_a_bot_reads_the_paths_the_teacher_grants_and_the_page_lists_them(tmp_pa
             folder.mkdir()
             (folder / "bot.py").write_text(READS.format(data=str(data / "weights.txt")), encoding="utf-8")
             (folder / "bot.toml").write_text(f'command = "python bot.py"\n{paths}'.replace("'", '"'))
-        settings = Settings(rules=SMALL, move_ms=500, openings=0, read_only=(str(data),))
+        settings = Settings(rules=SMALL, clock=TimeControl(move_ms=500), openings=0, read_only=(str(data),))
         with Tournament(tmp_path / "cup", settings) as cup:
             cup.run(bots, rounds=1)
             records = list(cup.records())

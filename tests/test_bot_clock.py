@@ -27,6 +27,7 @@ from arena.api import Match
 from arena.game import solver as solver_module
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.tournament.settings import Settings
 
@@ -72,7 +73,7 @@ def moves_by_bot(record: GameRecord) -> list[tuple[str, float]]:
 def test_search_bots_keep_their_clock_beside_a_busy_neighbour() -> None:
     bots = [load_bot(BOTS / f"{name}.py") for name in SEARCH_BOTS]
     with on_one_cpu_with_a_busy_neighbour() as spinner:
-        with Match(*bots, Settings(move_ms=MOVE_MS)) as match:
+        with Match(*bots, Settings(clock=TimeControl(move_ms=MOVE_MS))) as match:
             records = [match.play() for _ in range(GAMES)]
         assert spinner.poll() is None, "the neighbour spun all along"
     started: set[str] = set()

@@ -21,6 +21,7 @@ from arena import botkit
 from arena.botkit import Turn, run
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits, Player, play_game
 
 BOTS = Path(__file__).resolve().parent.parent / "bots"
@@ -410,7 +411,7 @@ def test_bundled_search_bots_play_clean_games_through_the_referee(spec: str) -> 
     solver = Player(load_bot(BOTS / "solver.py"))
     # 100 ms a move, as the README's tournament, and a loaded machine's margin on top: the bots plan a
     # quarter of what MOVE offers, and beside a busy suite an answer once came after 200 ms
-    limits = Limits(move_ms=100, startup_ms=5000, margin_ms=400)
+    limits = Limits(TimeControl(move_ms=100, startup_ms=5000), margin_ms=400)
     try:
         for south, north in ((alphabeta, solver), (solver, alphabeta)):  # one process each, two games
             record = play_game(rules, south, north, limits)

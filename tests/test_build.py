@@ -10,8 +10,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,11 +18,13 @@ from pathlib import Path
 
 import pytest
 from botsrc import FIRST_LEGAL_C
+from cli_kit import arena
 from conftest import said
 from procs import processes_mentioning
 
 from arena.match.bots import STAMP, BotError, BuildError, built_outputs, load_bot
 from arena.match.build import _copy_back, _write_stamp, ensure_built, needed
+from arena.match.clock import TimeControl
 from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,12 +35,6 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compile
 
 # A build script that counts its runs (each appends its uid to builds.log) before it compiles.
 COUNTING = "#!/bin/sh\nid -u >> builds.log\nexec cc -O2 -o bot bot.c\n"
-
-
-def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 def c_bot(folder: Path, build: str = 'build = "./build.sh"', source: str = FIRST_LEGAL_C) -> Path:
@@ -368,7 +362,7 @@ def test_a_cluster_tournament_builds_here_and_the_workers_play_the_built_bot(tmp
         host="127.0.0.1",
         env={"ARENA_CACHE": str(cache)},
     ) as cluster:
-        settings = Settings(rules="kalah,pits=3,seeds=2", move_ms=500, openings=0)
+        settings = Settings(rules="kalah,pits=3,seeds=2", clock=TimeControl(move_ms=500), openings=0)
         with Tournament(tmp_path / "reports" / "lab", settings) as cup:
             back = Cluster(cluster.scheduler_address, insecure=True)  # plain tcp://, as asked for
             result = cup.run(bots, 1, cluster=back)

@@ -9,17 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import arena
 from conftest import assert_ends_as_recorded, assert_one_line_error, said
 
 from arena.match.record import GameRecord
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 def test_play_json_records_replay_and_alternate_sides():

@@ -50,6 +50,7 @@ from test_tournament import (
 from arena.api import Tournament
 from arena.lab import Cluster, ClusterError, membership
 from arena.match.bots import discover
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits
 from arena.sandbox import Confinement, capabilities, sandbox_problem
 from arena.tournament.backend import Conditions
@@ -123,7 +124,7 @@ def games(base: Path) -> list[dict]:
 
 
 def library_run(base: Path, bots: Path | list, rounds: int, cluster: Any = None) -> Any:
-    with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=7)) as cup:
+    with Tournament(db_file(base).parent, Settings(RULES, TimeControl(move_ms=2000), seed=7)) as cup:
         return cup.run(bots, rounds, jobs=2, cluster=cluster)
 
 
@@ -430,7 +431,7 @@ def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path:
     }
     ships = {b.digest: workers.pack(b) for b in bots.values()}
     mute, first, greedy = (bots[n].digest for n in ("mute", "first", "greedy"))
-    limits = Limits(move_ms=200, startup_ms=200)
+    limits = Limits(TimeControl(move_ms=200, startup_ms=200))
     arena = workers.Arena(Conditions(RULES, limits, Confinement(sandbox=True), tag="t"))
     worker = SimpleNamespace(address="tcp://127.0.0.1:1", state=SimpleNamespace(total_resources={"games": 1}))
     arena.setup(worker)
@@ -455,7 +456,9 @@ def test_a_task_plays_no_more_games_of_a_bot_that_gave_no_first_answer(tmp_path:
 def test_a_bot_with_no_first_answer_is_benched_on_a_cluster_as_locally(tmp_path: Path, certs) -> None:
     bots = write_bots(tmp_path / "bots", mute=MUTE, first=first_legal(), greedy=GREEDY)
     with local_cluster(tmp_path / "cache", certs) as cluster:
-        with Tournament(db_file(tmp_path).parent, Settings(RULES, move_ms=200, startup_ms=200)) as cup:
+        with Tournament(
+            db_file(tmp_path).parent, Settings(RULES, TimeControl(move_ms=200, startup_ms=200))
+        ) as cup:
             result = cup.run(bots, 4, cluster=Cluster(cluster.scheduler_address, certs=certs))
     stored = records(tmp_path)
     assert result.scheduled == len(stored) == 24  # benched games are stored as forfeits, not as played

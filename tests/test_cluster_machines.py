@@ -27,6 +27,7 @@ from arena.api import Tournament
 from arena.lab import Cluster, guard, identity, membership, trust
 from arena.lab.confirm import Confirm
 from arena.lab.context import Context, Patience
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits
 from arena.tournament.backend import Conditions
 
@@ -160,8 +161,8 @@ def test_a_dropped_machine_takes_its_other_processes_with_it_and_cannot_rejoin_u
     honest machine plays on."""
     ours = identity.version()
     ctx = Context(
-        Patience("tls://127.0.0.1:1"), None, ours, [], Conditions(RULES, Limits(move_ms=200)), print, None,
-        None, False, 1.0, {}, {}, {}, Confirm(),
+        Patience("tls://127.0.0.1:1"), None, ours, [], Conditions(RULES, Limits(TimeControl(200))), print,
+        None, None, False, 1.0, {}, {}, {}, Confirm(),
     )  # fmt: skip
     members = membership.Membership(ctx, itertools.count(), lambda address: None)
     a, b, c, h = (f"tls://10.0.0.7:{port}" for port in (1, 2, 3, 4))

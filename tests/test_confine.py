@@ -28,12 +28,13 @@ from procs import is_running, proc_state, processes_mentioning
 
 from arena.game.rules import NORTH, SOUTH, Kalah, Rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, play_game
 from arena.sandbox import Confinement, Warden, capabilities, sandbox_problem
 
 SMALL = Kalah(pits=4, seeds=3)
-FAST = Limits(move_ms=500, startup_ms=5000)
+FAST = Limits(TimeControl(move_ms=500, startup_ms=5000))
 
 # --- what the machine offers -------------------------------------------------------------------------------
 
@@ -158,7 +159,7 @@ def test_a_waiting_bot_gets_no_cpu_unless_pondering_is_allowed(bots, ponder: boo
         if acting is sleeper:
             states.append(proc_state(ponderer.wire().proc.pid))
 
-    limits = Limits(move_ms=2000, startup_ms=5000, ponder=ponder)
+    limits = Limits(TimeControl(move_ms=2000, startup_ms=5000), ponder=ponder)
     # a busy loop of the test's own beside the game: what a core gives a process on this machine right now,
     # the baseline a pondering bot's CPU is measured against (a busy machine gives either of them less)
     with subprocess.Popen([sys.executable, "-c", "while True: pass"]) as baseline:
@@ -206,7 +207,7 @@ def test_a_sandboxed_bot_is_paused_too(bots, jailer: Jailer) -> None:
     warden = jailer.warden(Confinement(sandbox=True))
     ponderer = jailer.player(bots.write("ponderer", CPU_REPORTER), warden)
     sleeper = jailer.player(bots.make("sleeper", SLEEPER), warden)
-    record = play_game(SMALL, ponderer, sleeper, Limits(move_ms=2000, startup_ms=5000))
+    record = play_game(SMALL, ponderer, sleeper, Limits(TimeControl(move_ms=2000, startup_ms=5000)))
     assert_normal(record)
     cpu = [
         float(line.split()[1]) for line in record.stderr["ponderer"].splitlines() if line.startswith("cpu ")
@@ -330,7 +331,7 @@ def test_a_jvm_plays_under_the_memory_limit(bots, jailer: Jailer, tmp_path: Path
     warden = jailer.warden(Confinement(memory_mb=1024, sandbox=sandbox))
     java = jailer.player(load_bot(folder), warden)
     good = jailer.player(bots.make("good"), warden)
-    limits = Limits(move_ms=2000, startup_ms=20_000)
+    limits = Limits(TimeControl(move_ms=2000, startup_ms=20_000))
     for south, north in ((java, good), (good, java)):  # two games on one JVM process
         record = play_game(SMALL, south, north, limits)
         assert_normal(record)
@@ -638,7 +639,7 @@ def test_a_bot_that_closes_stdout_is_a_crash_at_once(bots, jailer: Jailer, sandb
     closer = jailer.player(bots.write("closer", CLOSES_STDOUT), warden)
     good = jailer.player(bots.make("good"), warden)
     start = time.monotonic()
-    record = play_game(SMALL, closer, good, Limits(move_ms=300, startup_ms=3000))
+    record = play_game(SMALL, closer, good, Limits(TimeControl(move_ms=300, startup_ms=3000)))
     assert_forfeit(record, "closer", "crash", "closed its stdout but kept running")
     assert time.monotonic() - start < 2.0  # not the 3.35 s of its first move's deadline
 

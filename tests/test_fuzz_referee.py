@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +43,7 @@ def test_arbitrary_answers_end_in_a_recorded_reason(answers, spec):
         bot.write_text(FUZZER.format(answers=answers))
         fuzz, other = Player(load_bot(bot)), Player(load_bot(ROOT / "bots" / "random.py"))
         try:
-            record = play_game(rules, fuzz, other, Limits(move_ms=200, startup_ms=800))
+            record = play_game(rules, fuzz, other, Limits(TimeControl(move_ms=200, startup_ms=800)))
         finally:
             fuzz.close()
             other.close()

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -21,6 +19,7 @@ from pathlib import Path
 
 import markupsafe
 import pytest
+from cli_kit import arena
 from procs import cmdline, processes_mentioning
 
 from arena.game.rules import parse_rules
@@ -325,16 +324,6 @@ def movers(record: dict) -> list[int]:
         sides.append(pos.to_move)
         pos = rules.play(pos, move)
     return sides
-
-
-def arena(*args: object, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 # --- the tournament ----------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from arena import Settings
 from arena.api import Match
 from arena.game.rules import NORTH, SOUTH, SWAP, parse_rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.match.referee import play_game
 from arena.report.replay import replay
@@ -237,7 +238,7 @@ def test_human_seat_with_string_streams_plays_a_confined_bot():
     entries = io.StringIO("x\n" + cycle(4))
     shown = io.StringIO()
     person = Human("random", input=entries, output=shown)
-    settings = Settings(rules="kalah,pits=4,seeds=3", move_ms=100)
+    settings = Settings(rules="kalah,pits=4,seeds=3", clock=TimeControl(move_ms=100))
     with Match(person, load_bot(ROOT / "bots" / "random.py"), settings) as match:
         record = match.play()
     assert record.south == "human" and record.north == "random" and record.faulty is None
@@ -286,7 +287,7 @@ def test_the_bot_is_paused_while_the_person_thinks(tmp_path):
     (confined as arena run confines it: the cgroup freezer where there is one)."""
     (tmp_path / "ponderer.py").write_text(CPU_REPORTER)
     person = Human("ponderer", input=Thinking(cycle(4)), output=io.StringIO())
-    settings = Settings(rules="kalah,pits=4,seeds=3", move_ms=1000)
+    settings = Settings(rules="kalah,pits=4,seeds=3", clock=TimeControl(move_ms=1000))
     with Match(person, load_bot(tmp_path / "ponderer.py"), settings) as match:
         record = match.play()
     assert record.faulty is None

@@ -19,14 +19,14 @@ from botsrc import FIRST_LEGAL
 
 from arena.game.rules import SOUTH, RulesError, parse_rules
 from arena.match.bots import BotError, load_bot
-from arena.match.clock import Limits
+from arena.match.clock import Limits, TimeControl
 from arena.match.referee import Player, play_game
 from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "tests" / "kgp_agent.py"
 RULES = parse_rules("kalah,pits=4,seeds=3")
-LIMITS = Limits(move_ms=300, startup_ms=5000)
+LIMITS = Limits(TimeControl(move_ms=300, startup_ms=5000))
 CONF, _ = capabilities(Confinement(), want_sandbox=True)
 needs_sandbox = pytest.mark.skipif(not CONF.sandbox, reason="a KGP agent's private loopback is the sandbox's")
 

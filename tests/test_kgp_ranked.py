@@ -21,7 +21,7 @@ from arena.game.rules import parse_rules
 from arena.kgp.server.port import SocketLines
 from arena.kgp.server.ranked import Desk, bots, connected, port_on
 from arena.match.bots import Bot, load_bot
-from arena.match.clock import Limits
+from arena.match.clock import Limits, TimeControl
 from arena.match.record import GameRecord, Reason
 from arena.match.referee import Player, play_game
 from arena.server.classdir import ClassDir
@@ -88,7 +88,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
     [agent] = bots(where)
     assert agent.name == "tom.kgp" and agent.remote and agent.protocol == "kgp"
     rules, greedy = parse_rules("kalah"), load_bot(ROOT / "bots" / "greedy.py")
-    limits = Limits(move_ms=2000, startup_ms=5000)
+    limits = Limits(TimeControl(move_ms=2000, startup_ms=5000))
     records = []
     for _ in range(2):
         seat, other = Player(agent), Player(greedy)
@@ -106,7 +106,7 @@ def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_onc
         Player(greedy),
     )  # the teacher's choice
     try:
-        late = play_game(rules, seat, other, Limits(move_ms=200, startup_ms=5000))
+        late = play_game(rules, seat, other, Limits(TimeControl(move_ms=200, startup_ms=5000)))
     finally:
         seat.close()
         other.close()

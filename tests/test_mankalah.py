@@ -14,13 +14,14 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import arena
 
 from arena.game.rules import MANKALAH, NORTH, SOUTH, SWAP, Kalah, RulesError, parse_rules
 from arena.match.bots import Bot, load_bot
+from arena.match.clock import TimeControl
 from arena.match.mankalah import change_line, parse_reply, start_line, state_text
 from arena.match.process import Fault
 from arena.match.record import GameRecord
@@ -29,7 +30,7 @@ from arena.store.writer import store_path
 from arena.tournament.settings import MANKALAH_BANK_MS, Settings, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = Limits(move_ms=1000, startup_ms=5000)
+FAST = Limits(TimeControl(move_ms=1000, startup_ms=5000))
 
 # --- the agents -------------------------------------------------------------------------------------------
 
@@ -412,7 +413,7 @@ def test_each_fault_forfeits_and_the_other_agent_hears_end(
 ) -> None:
     hostile, good = py_agent(tmp_path, "hostile", mode), py_agent(tmp_path, "good")
     south, north = (hostile, good) if side == SOUTH else (good, hostile)
-    record = game(south, north, Limits(move_ms=300, startup_ms=5000))
+    record = game(south, north, Limits(TimeControl(move_ms=300, startup_ms=5000)))
     assert (record.reason, record.faulty, record.winner) == (reason, "hostile", "good"), record
     for word in words:
         assert word in record.told(), f"{word!r} not in {record.told()!r}"
@@ -460,12 +461,6 @@ def test_java_agent_plays_a_v1_bot(tmp_path: Path, bots) -> None:
 # --- a tournament through the command ---------------------------------------------------------------------
 
 
-def arena(cwd: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-
-
 @pytest.mark.slow
 def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     folder = tmp_path / "bots"
@@ -482,21 +477,24 @@ def test_tournament_of_v1_bots_and_manchester_agents(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     args = ["run", "--rounds", 1, "--bots", folder, "--out", out, "--name", "t", "--quiet"]
     # No other flags: their rules bring their engine's clock, an hour per agent per game, no limit per move.
-    run = arena(tmp_path, *args, "--rules", "mankalah")
+    run = arena(*args, "--rules", "mankalah", cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "report: " in run.stdout
     with sqlite3.connect(store_path(out, "t")) as db:
-        settings = json.loads(db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
-    assert (settings["rules"], settings["bank_ms"], settings["move_ms"]) == ("mankalah", 3_600_000, 3_600_000)
-    assert settings["memory_mb"] == 4096
+        stored = json.loads(db.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+    settings = Settings.from_dict(stored)
+    clock = settings.clock
+    assert (settings.rules, clock.bank_ms, clock.move_ms) == ("mankalah", 3_600_000, 3_600_000)
+    assert settings.memory_mb == 4096
     page = (out / "t" / "index.html").read_text()
     assert "3600000 ms per bot per game" in page
     assert "cannot begin at an opening (Manchester agents)" in page
     if "mk_java" in agents:
         assert "4096 MiB; a bot.toml may ask for up to 4096 MiB; by their bot.toml: mk_java 2048 MiB" in page
-    other = arena(tmp_path, *args, "--time-bank", "5")  # fixed for the tournament's life
+    # fixed for the tournament's life
+    other = arena(*args, "--time-bank", "5", cwd=tmp_path, timeout=300)
     assert other.returncode == 2 and "bank_ms 3600000 (asked: 5000)" in other.stderr
-    exported = arena(tmp_path, "export", "--out", out, "--name", "t", "--format", "jsonl")
+    exported = arena("export", "--out", out, "--name", "t", "--format", "jsonl", cwd=tmp_path, timeout=300)
     records = [json.loads(line) for line in exported.stdout.splitlines()]
     bots = 2 + len(agents)
     assert len(records) == bots * (bots - 1)
@@ -527,7 +525,9 @@ def test_commands_refuse_agents_under_other_rules(tmp_path: Path) -> None:
     py_agent(folder, "mk_first")
     shutil.copy(ROOT / "bots" / "greedy.py", folder / "greedy.py")
     for args in (["play", "mk_first", "greedy"], ["run", "--out", tmp_path / "reports"]):
-        done = arena(tmp_path, *args, "--bots", folder, "--rules", "kalah,pits=7,seeds=7,pie")
+        done = arena(
+            *args, "--bots", folder, "--rules", "kalah,pits=7,seeds=7,pie", cwd=tmp_path, timeout=300
+        )
         assert done.returncode == 2, done
         assert "arena: error: bot 'mk_first' speaks the Manchester protocol" in done.stderr
         assert "'mankalah'" in done.stderr and len(done.stderr.splitlines()) == 1
@@ -546,8 +546,8 @@ def test_v1_bot_sees_its_bank_shrink_in_move(tmp_path: Path, bots) -> None:
     bots.make("sleeper", SLEEPER, setup="DELAY = 0.03")
     shutil.copy(ROOT / "bots" / "greedy.py", tmp_path / "greedy.py")
     done = arena(
-        tmp_path, "play", "sleeper", "greedy", "--bots", tmp_path, "--rules", "kalah,pits=4,seeds=3",
-        "--time-bank", "3", "--json", "--no-sandbox",
+        "play", "sleeper", "greedy", "--bots", tmp_path, "--rules", "kalah,pits=4,seeds=3",
+        "--time-bank", "3", "--json", "--no-sandbox", cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
@@ -563,7 +563,7 @@ def test_v1_bot_sees_its_bank_shrink_in_move(tmp_path: Path, bots) -> None:
 def test_bot_that_overspends_its_bank_times_out(bots) -> None:
     hostile = bots.player(bots.make("hostile", SLEEPER, setup="DELAY = 0.25"))
     good = bots.player(bots.make("good"))
-    limits = Limits(move_ms=1000, startup_ms=2000, bank_ms=600)
+    limits = Limits(TimeControl(move_ms=1000, startup_ms=2000, bank_ms=600))
     record = play_game(parse_rules("kalah,pits=4,seeds=3"), hostile, good, limits)
     assert (record.reason, record.faulty, record.winner) == ("timeout", "hostile", "good"), record
     assert "time bank of 600 ms for the game ran out" in record.detail
@@ -575,7 +575,7 @@ def test_bot_that_overspends_its_bank_times_out(bots) -> None:
 
 def test_agent_that_overspends_its_bank_times_out(tmp_path: Path) -> None:
     hostile, good = py_agent(tmp_path, "hostile", "hang"), py_agent(tmp_path, "good")
-    record = game(good, hostile, Limits(move_ms=5000, startup_ms=5000, bank_ms=400))
+    record = game(good, hostile, Limits(TimeControl(move_ms=5000, startup_ms=5000, bank_ms=400)))
     assert (record.reason, record.faulty) == ("timeout", "hostile"), record
     assert "no reply within 400 ms: its time bank of 400 ms for the game ran out" in record.detail
 
@@ -588,9 +588,9 @@ def test_their_rules_bring_their_engines_clock_unless_a_clock_is_asked() -> None
         ({"rules": "mankalah", "move_ms": 2000}, (None, 2000)),
         ({"rules": "mankalah", "bank_ms": 60_000}, (60_000, 60_000)),
         ({"rules": "mankalah", "move_ms": 500, "bank_ms": 60_000}, (60_000, 500)),
-        ({"rules": "kalah"}, (None, Settings().move_ms)),
+        ({"rules": "kalah"}, (None, Settings().clock.move_ms)),
     ]:
         settings = resolve(None, asked)
-        assert (settings.bank_ms, settings.move_ms) == clock, asked
-    stored = Settings(rules="mankalah", move_ms=700)  # a stored tournament keeps its clock
+        assert (settings.clock.bank_ms, settings.clock.move_ms) == clock, asked
+    stored = Settings(rules="mankalah", clock=TimeControl(move_ms=700))  # a stored tournament keeps its clock
     assert resolve(stored, {"rules": "mankalah"}) == stored

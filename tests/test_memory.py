@@ -23,6 +23,7 @@ from test_mankalah import heard, java_agent, java_missing, py_agent, replays, tr
 
 from arena.game.rules import MANKALAH, Kalah
 from arena.match.bots import BotError, load_bot
+from arena.match.clock import TimeControl
 from arena.match.process import BotProcess
 from arena.match.referee import Limits, play_game
 from arena.sandbox import DEFAULT_MEMORY_MB, Confinement, Jail, Warden, capabilities
@@ -125,7 +126,7 @@ def test_a_java_agent_holding_a_large_heap_plays_under_the_defaults(tmp_path: Pa
     need_java()
     need_sandbox()
     settings = resolve(None, {"rules": "mankalah"})
-    assert (settings.bank_ms, settings.memory_mb) == (MANKALAH_BANK_MS, DEFAULT_MEMORY_MB)
+    assert (settings.clock.bank_ms, settings.memory_mb) == (MANKALAH_BANK_MS, DEFAULT_MEMORY_MB)
     conf, caps = capabilities(settings.confinement(), settings.sandbox)
     assert caps.sandbox
     warden = jailer.warden(conf)
@@ -173,7 +174,7 @@ def test_a_java_agent_over_its_limit_is_charged_with_memory(
     toml = f"memory = {memory_mb}\n"
     hog = jailer.player(java_agent(tmp_path, "hog", "hog", toml=toml, java=java), warden)
     other = jailer.player(py_agent(tmp_path, "other"), warden)
-    record = play_game(MANKALAH, hog, other, Limits(move_ms=20_000, startup_ms=10_000))
+    record = play_game(MANKALAH, hog, other, Limits(TimeControl(move_ms=20_000, startup_ms=10_000)))
     assert (record.reason, record.faulty, record.winner) == ("crash", "hog", "other"), record
     assert record.detail.startswith("out of memory: "), record.detail
     for words in (f"memory limit of {memory_mb} MiB (its bot.toml's memory)", seen, said):
@@ -212,7 +213,7 @@ def test_a_search_thread_dying_of_memory_then_a_hang_is_memory_not_timeout(
     warden = jailer.warden(conf) if cgroups else RlimitsOnly(conf)
     hangs = jailer.player(bots.make("hangs", THREAD_DIES), warden)
     good = jailer.player(bots.make("good"), warden)
-    record = play_game(Kalah(), hangs, good, Limits(move_ms=1500, startup_ms=5000))
+    record = play_game(Kalah(), hangs, good, Limits(TimeControl(move_ms=1500, startup_ms=5000)))
     assert (record.reason, record.faulty) == ("crash", "hangs"), record
     assert record.detail.startswith("out of memory: it ran out under the memory limit of 256 MiB"), record
     assert "MemoryError" in record.told() and "(seen as timeout: no reply within 1500 ms" in record.detail

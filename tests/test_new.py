@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import cli_kit
 import pytest
 from conftest import assert_one_line_error
 
@@ -24,9 +25,7 @@ TOOLS = {"python": (), "c": ("cc",), "cpp": ("c++",), "java": ("javac", "java"),
 
 def arena(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ARENA_SEED": "7"}  # random.py's choices repeat: the strength test cannot flake
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180
-    )
+    return cli_kit.arena(*args, cwd=cwd, env=env, timeout=180)
 
 
 def needs(lang: str) -> None:

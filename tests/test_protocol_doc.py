@@ -13,12 +13,13 @@ import pytest
 from arena.game.rules import NORTH, SWAP, parse_rules
 from arena.match.bots import load_bot
 from arena.match.build import ensure_built
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits, Player, play_game
 from arena.sandbox import Confinement, capabilities
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "protocol.md").read_text()
-LIMITS = Limits(move_ms=1000, startup_ms=5000)
+LIMITS = Limits(TimeControl(move_ms=1000, startup_ms=5000))
 
 
 def first_block(language: str) -> str:

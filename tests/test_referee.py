@@ -19,11 +19,12 @@ from procs import is_running
 
 from arena.game.rules import NORTH, SOUTH, SWAP, Kalah, Position, Rules, parse_rules
 from arena.match.bots import Bot, load_bot, python_kind
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.match.referee import Limits, Player, play_game
 
-FAST = Limits(move_ms=200, startup_ms=2000)
-SLOW_MOVES = Limits(move_ms=5000, startup_ms=2000)  # to show that a dead bot is not waited for
+FAST = Limits(TimeControl(move_ms=200, startup_ms=2000))
+SLOW_MOVES = Limits(TimeControl(move_ms=5000, startup_ms=2000))  # to show that a dead bot is not waited for
 KALAH = Kalah()
 PIE = Kalah(pie=True)
 
@@ -260,7 +261,7 @@ def test_python_is_told_from_the_command_run(argv: tuple[str, ...], kind: str) -
 
 
 def test_hang_on_the_first_move_mentions_the_startup_allowance(bots) -> None:
-    limits = Limits(move_ms=200, startup_ms=500)
+    limits = Limits(TimeControl(move_ms=200, startup_ms=500))
     record, elapsed = play(bots, "def answer(board, moves):\n    time.sleep(600)\n", limits=limits)
     assert_fault(record, "timeout", "no reply within 200 ms", "first move", "500 ms startup")
     assert elapsed < 4
@@ -373,7 +374,7 @@ def test_crash_mid_game(bots) -> None:
             say(str(first_legal(board)))
         """,
         hostile_side=SOUTH,
-        limits=Limits(move_ms=1000, startup_ms=2000),  # time for the pause before the exit
+        limits=Limits(TimeControl(move_ms=1000, startup_ms=2000)),  # time for the pause before the exit
     )
     assert_fault(record, "crash", "exited with code 3", "giving up after 2 moves")
     assert len(record.moves) >= 2
@@ -628,7 +629,9 @@ def test_stderr_flood_is_drained_and_capped(bots) -> None:
         if KALAH.is_over(pos):
             time.sleep(0.2)  # let the drain thread catch up; a lagging drain has its own (xfail) test
 
-    record = play_game(KALAH, hostile, good, Limits(move_ms=500, startup_ms=2000), on_move=settle)
+    record = play_game(
+        KALAH, hostile, good, Limits(TimeControl(move_ms=500, startup_ms=2000)), on_move=settle
+    )
     assert_normal(record, KALAH)
     moves = sum(1 for line in bots.log(hostile.bot) if line.startswith("MOVE "))
     assert moves >= 5  # so that all 20 MiB were written

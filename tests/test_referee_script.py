@@ -8,12 +8,13 @@ import pytest
 from scripted import Clock, Exit, Script, Think, fake_time, seat
 
 from arena.game.rules import parse_rules
+from arena.match.clock import TimeControl
 from arena.match.record import Reason
 from arena.match.referee import Limits, play_game
 
 RULES = parse_rules("kalah,pits=2,seeds=2")
 PIE = parse_rules("kalah,pits=2,seeds=2,pie")
-LIMITS = Limits(move_ms=200, startup_ms=1000, margin_ms=50)
+LIMITS = Limits(TimeControl(move_ms=200, startup_ms=1000), margin_ms=50)
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def test_an_answer_after_the_deadline_is_a_timeout_that_says_how_late(clock: Clo
 
 
 def test_the_time_bank_shrinks_each_offer_and_its_end_is_a_timeout(clock: Clock) -> None:
-    bank = Limits(move_ms=200, startup_ms=0, margin_ms=50, bank_ms=300)
+    bank = Limits(TimeControl(move_ms=200, startup_ms=0, bank_ms=300), margin_ms=50)
     south = (
         opening_of("ann")
         .expect("MOVE 200 2 2 0 2 2 0", Think(125), "2")  # 175 ms left in the bank

@@ -19,6 +19,7 @@ from conftest import assert_ends_as_recorded
 
 from arena.game.rules import NORTH, SOUTH, Position, Rules, parse_rules
 from arena.match.bots import load_bot
+from arena.match.clock import TimeControl
 from arena.match.referee import Limits, Player, play_game
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,7 +203,7 @@ BUNDLED = ("random", "greedy", "alphabeta", "solver")
 def test_the_bundled_bots_play_relay_through_the_referee() -> None:
     rules = parse_rules("relay,pits=4,seeds=3")
     players = {name: Player(load_bot(ROOT / "bots" / f"{name}.py")) for name in BUNDLED}
-    limits = Limits(move_ms=200)
+    limits = Limits(TimeControl(move_ms=200))
     try:
         for south in BUNDLED:
             for north in BUNDLED:

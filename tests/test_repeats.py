@@ -18,6 +18,7 @@ from test_tournament import GREEDY, RULES, arena, db_file, first_legal, records,
 from arena.api import Tournament
 from arena.game.openings import Book, generate, load_book, position_after, sequel
 from arena.game.rules import parse_rules
+from arena.match.clock import TimeControl
 from arena.stats import posterior, settle
 from arena.store.writer import Store
 from arena.tournament.settings import Settings
@@ -65,7 +66,9 @@ def test_a_settled_claim_of_deterministic_bots_holds_with_the_repeats_removed(tm
     the same pair of games as new evidence until it called the ranking settled; with the repeats removed it
     was not. Now the rounds past the book start from new openings, and the claim holds on distinct games."""
     bots = four(tmp_path / "bots")
-    with Tournament(db_file(tmp_path).parent, Settings(RULES, move_ms=2000, seed=3, openings=1)) as cup:
+    with Tournament(
+        db_file(tmp_path).parent, Settings(RULES, TimeControl(move_ms=2000), seed=3, openings=1)
+    ) as cup:
         cup.run(bots, None, settle=LOOSE, jobs=2)
         said = cup.verdict()
     assert said.settled
@@ -79,7 +82,9 @@ def test_repeated_games_count_once_and_a_run_that_can_learn_nothing_new_stops(tm
     their first pair of games. The run stops when a whole batch repeated earlier games, and its verdict is
     the one the distinct games give; the posterior is fed each game once."""
     bots = four(tmp_path / "bots")
-    with Tournament(db_file(tmp_path).parent, Settings(RULES, move_ms=2000, seed=3, openings=0)) as cup:
+    with Tournament(
+        db_file(tmp_path).parent, Settings(RULES, TimeControl(move_ms=2000), seed=3, openings=0)
+    ) as cup:
         cup.run(bots, None, settle=LOOSE, jobs=2)
         said = cup.verdict()
         board = cup.standings().board

@@ -7,12 +7,14 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from arena.game.rules import SWAP, Kalah, Position, parse_rules
+from arena.game.rules import SWAP, Kalah, Move, Position, Rules, parse_rules
 from arena.match.bots import Bot, Where
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.report import terminal
 from arena.report.live import LivePage
@@ -42,52 +44,52 @@ def _oracle(rules: Kalah, pos: Position, move: int) -> tuple[bool, int]:
     return False, 0
 
 
+def random_plies(rules: Rules, seed: int, games: int) -> Iterator[tuple[Position, Move, Position]]:
+    """Every ply of `games` games of random legal moves (the same games for a seed): before, move, after."""
+    rng = random.Random(seed)
+    for _ in range(games):
+        pos = rules.initial()
+        while not pos.ended:
+            move = rng.choice(rules.legal_moves(pos))
+            after = rules.play(pos, move)
+            yield pos, move, after
+            pos = after
+
+
 @pytest.mark.parametrize("spec", ["kalah", "kalah,pits=3,seeds=2,pie", "kalah,pits=4,seeds=9,empty-capture",
                                   "kalah,seeds=1,end=mover-empty", "mankalah"])  # fmt: skip
 def test_marks_agree_with_a_seed_by_seed_sowing(spec):
     rules = parse_rules(spec)
     assert isinstance(rules, Kalah)
-    rng = random.Random(5)
     seen = {"extra": 0, "capture": 0, "swap": 0}
-    for _ in range(150):
-        pos = rules.initial()
-        while not pos.ended:
-            move = rng.choice(rules.legal_moves(pos))
-            after = rules.play(pos, move)
-            ply = marks(rules, pos, move, after)
-            if move == SWAP:
-                assert ply.swap and not ply.extra and not ply.captured
-                seen["swap"] += 1
-            else:
-                assert isinstance(move, int)
-                extra, captured = _oracle(rules, pos, move)
-                assert ply.extra == (extra and after.ended is None), (pos, move)
-                # a capture that also ends the game by emptying a row is told only when seeds were opposite
-                if captured and (after.ended is None or captured > 1):
-                    assert ply.captured == captured, (pos, move, after)
-                    assert len(ply.capture_pits) == (2 if captured > 1 else 1)  # the holes emptied
-                elif not captured:
-                    assert ply.captured == 0 and not ply.capture_pits, (pos, move, after)
-                seen["extra"] += extra
-                seen["capture"] += bool(captured)
-            pos = after
+    for pos, move, after in random_plies(rules, seed=5, games=150):
+        ply = marks(rules, pos, move, after)
+        if move == SWAP:
+            assert ply.swap and not ply.extra and not ply.captured
+            seen["swap"] += 1
+        else:
+            assert isinstance(move, int)
+            extra, captured = _oracle(rules, pos, move)
+            assert ply.extra == (extra and after.ended is None), (pos, move)
+            # a capture that also ends the game by emptying a row is told only when seeds were opposite
+            if captured and (after.ended is None or captured > 1):
+                assert ply.captured == captured, (pos, move, after)
+                assert len(ply.capture_pits) == (2 if captured > 1 else 1)  # the holes emptied
+            elif not captured:
+                assert ply.captured == 0 and not ply.capture_pits, (pos, move, after)
+            seen["extra"] += extra
+            seen["capture"] += bool(captured)
     assert seen["extra"] and seen["capture"] and (seen["swap"] or not rules.pie)
 
 
 def test_relay_sowing_is_marked():
     rules = parse_rules("relay,pits=4,seeds=3")
-    rng = random.Random(2)
     relays = captures = 0
-    for _ in range(100):
-        pos = rules.initial()
-        while not pos.ended:
-            move = rng.choice(rules.legal_moves(pos))
-            after = rules.play(pos, move)
-            ply = marks(rules, pos, move, after)
-            assert not ply.extra  # relay has no extra turns
-            relays += ply.relay
-            captures += bool(ply.captured)
-            pos = after
+    for pos, move, after in random_plies(rules, seed=2, games=100):
+        ply = marks(rules, pos, move, after)
+        assert not ply.extra  # relay has no extra turns
+        relays += ply.relay
+        captures += bool(ply.captured)
     assert relays > 10 and captures > 10
 
 
@@ -104,7 +106,7 @@ def test_the_reproduce_lines_are_the_referees_after_a_swap():
     # protocol.md's pie example: Alice 3, Bob SWAP, Alice (now north) 2, then Alice times out on her next
     record = _record(moves=(3, SWAP, 2), faulty="alice", reason="timeout", detail="no reply within 500 ms",
                      winner="bob", move_ms=(1.0, 2.0, 3.0))  # fmt: skip
-    game = replay(record, move_ms=1000)
+    game = replay(record, TimeControl(move_ms=1000))
     assert game.fault is not None and game.owners(3) == ("bob", "alice")
     assert game.fault.lines == (
         "NEWGAME 3 2 south kalah,pits=3,seeds=2,pie",
@@ -135,7 +137,7 @@ def test_terminal_board_follows_the_swap():
 
 def _store(folder: Path) -> Store:
     store = Store(folder / "arena.sqlite")
-    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", TimeControl(250, 1000), 1))
     bots = [Bot(n, ("true",), folder, folder / f"{n}.py", f"{n}-v1") for n in ("alice", "bob")]
     store.add_game(Slot(1, "a", bots[0], bots[1]), _record(faulty="alice", reason="crash", detail="exited",
                                                         moves=(3, SWAP, 2), move_ms=(1.0, 2.0, 3.0),
@@ -192,7 +194,7 @@ def test_an_adaptive_runs_live_page_says_what_is_open_not_the_batchs_count(tmp_p
     from arena.stats.settle import Rule
 
     store = Store(tmp_path / "arena.sqlite")
-    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", 250, 1000, 1))
+    store.fix_settings(Settings("kalah,pits=3,seeds=2,pie", TimeControl(250, 1000), 1))
     alice, bob = (Bot(n, ("true",), tmp_path, tmp_path / f"{n}.py", f"{n}-v1") for n in ("alice", "bob"))
     for k, winner in enumerate(("alice", "bob", "alice"), start=1):  # a pair the games cannot order yet
         store.add_game(Slot(k, "a", alice, bob), _record(winner=winner))

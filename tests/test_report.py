@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from arena.match.bots import Bot
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord
 from arena.report import page as report
 from arena.stats import ratings
@@ -58,7 +59,7 @@ def store(tmp_path: Path):
     """Four bots, alpha > beta > gamma > delta; delta crashes once with HTML on stderr, and an older
     version of beta is retired."""
     s = Store(tmp_path / "cup" / "arena.sqlite")
-    s.fix_settings(Settings("kalah,pie", 250, 3000, 42))
+    s.fix_settings(Settings("kalah,pie", TimeControl(250, 3000), 42))
     old_beta = make_bot("beta", "0")
     s.add_game(Slot(1, "a", ALPHA, old_beta), record(ALPHA, old_beta, old_beta))
     order = {b.name: k for k, b in enumerate(BOTS)}

@@ -61,6 +61,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     from django.conf import settings
 
     from arena.api import Tournament
+    from arena.match.clock import TimeControl
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Role, Status
     from arena.server.people import members as accounts
@@ -90,7 +91,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         member.active = sub
         member.save()
         members[name], versions[name] = member, sub.pk
-    settings_ = Settings(move_ms=500, openings=0)
+    settings_ = Settings(clock=TimeControl(move_ms=500), openings=0)
     field.sync(where.bots, field.wanted(where, classroom))
     with Tournament(where.ladder, settings_) as cup:
         entered = cup.enter(where.bots)  # as the ladder's worker enters them, their class versions kept
@@ -517,7 +518,7 @@ def test_a_practice_games_fault_is_reproduced_only_where_a_pipe_can_bring_it_bac
         assert (theirs["bot"], theirs["lines"], theirs["cmd"]) == (agent, [], ""), theirs
         assert "answered what is not a move" in theirs["detail"]
     mine = fault("teacher", before + 2)
-    move = f"MOVE {Settings(**settings.ARENA_SETTINGS).move_ms} "
+    move = f"MOVE {Settings.from_dict(settings.ARENA_SETTINGS).clock.move_ms} "
     assert mine["bot"] == bot and any(line.startswith(move) for line in mine["lines"]), mine
     assert "printf" in mine["cmd"] and "submissions" not in mine["cmd"] and str(where.root) not in mine["cmd"]
     assert fault("alice", before + 2)["cmd"] == ""  # another's bot: its lines are its author's, the teacher's

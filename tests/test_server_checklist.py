@@ -30,6 +30,7 @@ def _zipped(top: str, *files: tuple[str, bytes]) -> bytes:
 
 
 def _checked(where: ClassDir, name: str, data: bytes) -> dict[str, Any]:
+    from arena.match.clock import TimeControl
     from arena.server.models import Classroom, Member
     from arena.server.people import members as accounts
     from arena.server.versions import checking, submitting
@@ -38,7 +39,7 @@ def _checked(where: ClassDir, name: str, data: bytes) -> dict[str, Any]:
     classroom = Classroom.current() or Classroom.objects.create(name="C", per_day=100)
     member = Member.objects.filter(slug="carol").first() or accounts.add_member("carol", "a long pw 77")
     version = submitting.submit(where, classroom, member, name, io.BytesIO(data), len(data))
-    checked = checking.run_check(where, version, Settings(openings=0, move_ms=2000))
+    checked = checking.run_check(where, version, Settings(openings=0, clock=TimeControl(move_ms=2000)))
     items: list[dict[str, Any]] = checked.checklist["items"]
     return {"items": items, "commands": [str(i["command"]) for i in items if i.get("command")]}
 
@@ -104,6 +105,7 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
     import re
 
     from arena.api import Tournament
+    from arena.match.clock import TimeControl
     from arena.server.models import Classroom, Status
     from arena.server.people import members as accounts
     from arena.server.standings import field, ladder
@@ -128,7 +130,7 @@ def test_a_ladder_games_fault_box_reproduces_it_in_the_students_own_folder(
         member.save()
     bots, home = tmp_path / "bots", tmp_path / "ladder"  # the class's own, as the ladder's worker has them
     field.sync(bots, field.wanted(where, classroom))
-    with Tournament(home, Settings(openings=0, move_ms=2000)) as cup:
+    with Tournament(home, Settings(openings=0, clock=TimeControl(move_ms=2000))) as cup:
         entered = cup.enter(bots)
         ladder.remember_versions(home, {b.name: b.digest for b in entered.bots}, field.versions(bots))
         cup.run(entered, rounds=1)

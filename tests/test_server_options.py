@@ -29,9 +29,9 @@ def test_the_workers_get_the_settings_arena_run_would_play(tmp_path: Path) -> No
     asked = {"rules": "kalah,pits=4,seeds=3", "bank_ms": 30_000}
     settings = resolve(None, asked)
     sent = json.loads(environment(Options(tmp_path, settings=settings))["ARENA_SETTINGS"])
-    assert Settings(**sent) == settings
-    assert settings.move_ms == 30_000, "a bank without a move time: as arena run resolves it"
-    assert Settings(**json.loads(environment(Options(tmp_path))["ARENA_SETTINGS"])) == Settings()
+    assert Settings.from_dict(sent) == settings
+    assert settings.clock.move_ms == 30_000, "a bank without a move time: as arena run resolves it"
+    assert Settings.from_dict(json.loads(environment(Options(tmp_path))["ARENA_SETTINGS"])) == Settings()
 
 
 def test_the_kgp_port_is_off_unless_asked_and_never_the_pages_port(tmp_path: Path) -> None:

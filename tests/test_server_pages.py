@@ -63,6 +63,7 @@ def test_the_ladder_page_says_when_the_server_is_unreachable(browser: Any, serve
 def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> None:  # noqa: F811
     """A class of thirty with long names, at 390 px: no table reaches past the screen's edge."""
     from arena.api import Tournament
+    from arena.match.clock import TimeControl
     from arena.server.classdir import ClassDir
     from arena.server.standings import ladder
     from arena.tournament.settings import Settings
@@ -74,7 +75,7 @@ def test_the_ladder_and_the_final_fit_a_phone(browser: Any, tmp_path: Path) -> N
     for folder, pages in ((where.ladder, "ladder"), (where.final / "ranking", "final")):
         folder.mkdir(parents=True, exist_ok=True)
         classroom.build(folder / "arena.sqlite", rounds=1)
-        with Tournament(folder, Settings("kalah", 1000, 10_000, 3)) as cup:
+        with Tournament(folder, Settings("kalah", TimeControl(1000, 10_000), 3)) as cup:
             ladder.write_snapshot(cup, "a class of thirty", True, pages)
     made = Server(where.root)
     try:

@@ -299,13 +299,14 @@ def test_a_playing_ladder_draws_its_bot_pages_now_and_then(tmp_path: Path) -> No
     import json
 
     from arena.api import Tournament
+    from arena.match.clock import TimeControl
     from arena.server.standings import ladder
     from arena.tournament.settings import Settings
     from tests import classroom
 
     classroom.build(tmp_path / "arena.sqlite", rounds=1)
     pages = tmp_path / ladder.BOTS
-    with Tournament(tmp_path, Settings("kalah", 1000, 10_000, 3)) as cup:
+    with Tournament(tmp_path, Settings("kalah", TimeControl(1000, 10_000), 3)) as cup:
         ladder.write_snapshot(cup, "playing", False)
         drawn = pages.stat().st_ino
         ladder.write_snapshot(cup, "playing", False)
@@ -336,6 +337,7 @@ def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, m
 
     from arena.api import Tournament
     from arena.game.rules import parse_rules
+    from arena.match.clock import TimeControl
     from arena.server.standings import ladder, rated
     from arena.stats import ratings
     from arena.store import queries
@@ -352,7 +354,7 @@ def test_the_ladder_keeps_its_ratings_and_rates_only_whats_new(tmp_path: Path, m
     trueskill_ratings = ratings.trueskill_ratings
     monkeypatch.setattr(ratings, "rating_history", one_pass_only)
     monkeypatch.setattr(ratings, "trueskill_ratings", one_pass_only)
-    with Tournament(tmp_path, Settings("kalah", 1000, 10_000, 3)) as cup:
+    with Tournament(tmp_path, Settings("kalah", TimeControl(1000, 10_000), 3)) as cup:
         bots = [b for b in cup.store.db.execute("SELECT name, digest FROM bots")]
 
         def play(rnd: int, count: int) -> None:

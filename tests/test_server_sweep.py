@@ -194,6 +194,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sweep]:
 
     from arena.api import Tournament
     from arena.match.bots import load_bot
+    from arena.match.clock import TimeControl
     from arena.server import scrimmages
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, FinalState, Role, Visibility
@@ -221,7 +222,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sweep]:
 
     versions = {name: _version(where, classroom, members[name], source) for name, source in BOTS.items()}
     ids["versions"] = [v.pk for v in versions.values()]
-    games = Settings(move_ms=150, openings=0)
+    games = Settings(clock=TimeControl(move_ms=150), openings=0)
     fields.sync(where.bots, fields.wanted(where, classroom))
     with Tournament(where.ladder, games) as cup:
         entered = cup.enter(where.bots)

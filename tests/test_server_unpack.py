@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.match.clock import TimeControl
 from arena.server.versions.unpack import Caps, Rejected, unpack
 
 GOOD_TOML = b'command = "python3 bot.py"\n'
@@ -177,7 +178,7 @@ def test_a_single_file_named_like_a_stdlib_module_plays_as_arena_run_plays_it(tm
     alone = tmp_path / "mine" / "random.py"
     alone.parent.mkdir()
     alone.write_bytes(SHADOWS)
-    settings = Settings(move_ms=2000, openings=0)
+    settings = Settings(clock=TimeControl(move_ms=2000), openings=0)
     verdicts = {}
     for where, bot in (
         ("arena run", load_bot(alone)),

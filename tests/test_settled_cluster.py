@@ -12,13 +12,14 @@ from test_tournament import RULES, db_file
 
 from arena.api import Tournament
 from arena.lab import Cluster
+from arena.match.clock import TimeControl
 from arena.tournament.settings import Settings
 
 distributed = pytest.importorskip("distributed")
 
 
 def settled_run(base: Path, cluster: Cluster | None = None):  # type: ignore[no-untyped-def]
-    with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=5)) as cup:
+    with Tournament(db_file(base).parent, Settings(RULES, TimeControl(move_ms=2000), seed=5)) as cup:
         result = cup.run(four(base / "bots"), None, settle=LOOSE, jobs=2, cluster=cluster)
         return result, cup.verdict()
 

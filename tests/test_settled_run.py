@@ -24,6 +24,7 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
+from arena.match.clock import TimeControl
 from arena.stats.settle import Rule
 from arena.tournament.settings import Settings
 
@@ -44,7 +45,7 @@ def games(base: Path) -> list[dict]:
 
 
 def library_run(base: Path, bots: Path, jobs: int = 2, progress=None):  # type: ignore[no-untyped-def]
-    with Tournament(db_file(base).parent, Settings(RULES, move_ms=2000, seed=3)) as cup:
+    with Tournament(db_file(base).parent, Settings(RULES, TimeControl(move_ms=2000), seed=3)) as cup:
         return cup.run(bots, None, settle=LOOSE, jobs=jobs, progress=progress)
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_kit import arena
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules, parse_rules
 from arena.game.solver import Solver, solve
@@ -223,12 +224,6 @@ def test_no_search_in_a_finished_game() -> None:
 
 
 # `arena solve`
-
-
-def arena(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
 
 
 def test_cli_solve_json() -> None:

@@ -26,11 +26,13 @@ from pathlib import Path
 
 import markupsafe
 import pytest
+from cli_kit import arena
 from procs import processes_mentioning
 
 from arena.api import Tournament
 from arena.game.rules import SWAP, parse_rules
 from arena.match.bots import Bot, discover
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord, told
 from arena.stats import ratings
 from arena.store.writer import EXPORT_FIELDS, Store, store_path
@@ -103,19 +105,13 @@ def fake_bots(*names: str) -> list[Bot]:
 # --- the command and its store ---------------------------------------------------------------------------
 
 
-def arena(cwd: Path, *args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
-
-
 def run_args(base: Path, bots: Path, *extra: object) -> list[object]:
     return ["run", "--bots", bots, "--out", base / "reports", "--name", NAME, *extra]
 
 
 def tournament(base: Path, bots: Path, *extra: object) -> subprocess.CompletedProcess[str]:
     """`arena run` of tournament NAME under base/reports, from base."""
-    return arena(base, *run_args(base, bots, *extra))
+    return arena(*run_args(base, bots, *extra), cwd=base)
 
 
 def db_file(base: Path) -> Path:
@@ -123,7 +119,7 @@ def db_file(base: Path) -> Path:
 
 
 def export(base: Path, fmt: str = "jsonl") -> subprocess.CompletedProcess[str]:
-    return arena(base, "export", "--out", base / "reports", "--name", NAME, "--format", fmt)
+    return arena("export", "--out", base / "reports", "--name", NAME, "--format", fmt, cwd=base)
 
 
 def exported(base: Path) -> list[dict]:
@@ -376,7 +372,7 @@ def test_report_writes_the_page_again(played):
     base, _, _ = played
     page = base / "reports" / NAME / "index.html"
     page.unlink()
-    out = arena(base, "report", "--out", base / "reports", "--name", NAME)
+    out = arena("report", "--out", base / "reports", "--name", NAME, cwd=base)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"report: {page}"
     text = page.read_text(encoding="utf-8")
@@ -553,7 +549,7 @@ def test_same_seed_gives_the_same_games_and_ratings_whatever_the_jobs(tmp_path):
 
 def library_tournament(base: Path, bots: Path) -> int:
     """A finished 1-round tournament under QUICK's settings, played through the library; its game count."""
-    with Tournament(db_file(base).parent, Settings(RULES, move_ms=200)) as cup:
+    with Tournament(db_file(base).parent, Settings(RULES, TimeControl(move_ms=200))) as cup:
         result = cup.run(bots, 1, jobs=2)
         assert result.played == result.scheduled > 0
         return cup.store.count_games()
@@ -684,7 +680,7 @@ def case_export_missing(base):  # type: ignore[no-untyped-def]
 )
 def test_bad_input_is_one_clear_line_and_harms_no_store(tmp_path, case):
     args, words, check = case(tmp_path)
-    out = arena(tmp_path, *args)
+    out = arena(*args, cwd=tmp_path)
     assert out.returncode == 2, out
     assert out.stdout == ""
     assert len(out.stderr.splitlines()) == 1, out.stderr

@@ -22,6 +22,18 @@ mode, workdir = test_redteam.mode, test_redteam.workdir  # its fixtures: root an
 MEMORY_MB = 256
 PAGE_CACHE_MIB = 1  # the tolerance: what a filesystem may take beyond its size, rounding its blocks
 
+
+def attacked(
+    mode: str, workdir: Path, name: str, attack: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict], str]:
+    """A round of bot `name` (PRELUDE, `attack`, LOOP) against FIRST under --memory MEMORY_MB, run as `mode`:
+    the run, which must finish, its games, and what `name` logged in them."""
+    place(workdir / "bots", {name: PRELUDE + attack + LOOP, "first": FIRST})
+    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
+    assert done.returncode == 0, done.stderr
+    return done, games, tail(games, name)
+
+
 REGIONS = """import ctypes, resource
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
@@ -67,11 +79,8 @@ def test_a_users_bot_holds_no_stack_regions_past_its_limit(mode: str, workdir: P
         pytest.skip("root's bots are in a memory cgroup here, which counts every region (test_confine)")
     if seccomp.problem():
         pytest.skip(seccomp.problem())
-    place(workdir / "bots", {"regions": PRELUDE + REGIONS + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
+    done, games, log = attacked(mode, workdir, "regions", REGIONS)
     clean(games)
-    log = tail(games, "regions")
     assert "GROWSDOWN 0 12\n" in log, log  # ENOMEM at the first
     assert "MREMAP 12\n" in log, log
     stacks = [int(line.split()[1]) for line in log.splitlines() if line.startswith("STACK ")]
@@ -110,11 +119,8 @@ def test_no_bot_holds_memory_in_extended_attributes(mode: str, workdir: Path) ->
     twice its limit in them in its /tmp and /dev/shm. Now setxattr answers EOPNOTSUPP, in every mode."""
     if seccomp.problem():
         pytest.skip(seccomp.problem())
-    place(workdir / "bots", {"xattrs": PRELUDE + XATTRS + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
+    _, games, log = attacked(mode, workdir, "xattrs", XATTRS)
     clean(games)
-    log = tail(games, "xattrs")
     held = [line.split()[1:] for line in log.splitlines() if line.startswith("XATTR ")]
     assert held and all(int(mib) <= PAGE_CACHE_MIB and error == "95" for _, mib, error in held), log
 
@@ -252,11 +258,8 @@ def test_a_bots_socket_buffers_are_held_to_its_descriptors(mode: str, workdir: P
     may take past its buffer with its last send)."""
     if seccomp.problem():
         pytest.skip(seccomp.problem())
-    place(workdir / "bots", {"sockets": PRELUDE + SOCKETS + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
+    _, games, log = attacked(mode, workdir, "sockets", SOCKETS)
     clean(games)
-    log = tail(games, "sockets")
     default = int(Path("/proc/sys/net/core/wmem_default").read_text())
     most = seccomp.NOFILE * default * 3 // 2 >> 20
     said = [line.split()[1:] for line in log.splitlines() if line.startswith("PAIRS ")]
@@ -352,10 +355,8 @@ def test_a_bot_holds_no_memory_in_empty_files(mode: str, workdir: Path) -> None:
     within a tenth of a second's making of the count (a few MiB)."""
     from arena.sandbox.watch import MOST_FILES
 
-    place(workdir / "bots", {"flooder": PRELUDE + FLOODER + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
-    assert "MADE 60000" not in tail(games, "flooder")
+    _, games, log = attacked(mode, workdir, "flooder", FLOODER)
+    assert "MADE 60000" not in log
     lost = [g for g in games if g["faulty"] == "flooder"]
     assert len(lost) == 2, games
     for game in lost:

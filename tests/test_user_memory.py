@@ -16,11 +16,11 @@ import test_redteam
 from test_mankalah import java_missing
 from test_redteam import LOOP, PRELUDE, as_nobody
 from test_redteam_sandbox import FIRST, clean, keep, place, tail, tournament
+from test_user_limits import MEMORY_MB, attacked
 
 from arena.sandbox.command import counts_processes_per_namespace
 
 mode, workdir = test_redteam.mode, test_redteam.workdir  # its fixtures: root and the ordinary user
-MEMORY_MB = 256
 
 WRITER = """
 def fill(folder):
@@ -95,11 +95,9 @@ def test_a_bot_writes_no_more_than_its_share_anywhere(mode: str, workdir: Path) 
     """Twice the memory limit written to every place a bot might write: the root, /bot's parent and /dev
     refuse it (read-only: EROFS as the user, whose tmpfs it was; root's bot, a uid of its own, never could),
     /tmp takes at most half the limit and /dev/shm a quarter (ENOSPC)."""
-    place(workdir / "bots", {"writer": PRELUDE + WRITER + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
+    _, games, log = attacked(mode, workdir, "writer", WRITER)
     clean(games)
-    found = wrote(tail(games, "writer"))
+    found = wrote(log)
     assert set(found) == {"/", "/bot/..", "/dev", "/tmp", "/dev/shm"}, found
     for folder in ("/", "/bot/..", "/dev"):
         assert found[folder][0] == 0, (folder, found)
@@ -114,11 +112,8 @@ def test_a_users_bot_holds_no_shared_memory_past_its_limit(workdir: Path, mode: 
     and the page say what is still not counted. As root, the bot's memory cgroup counts shared memory."""
     if mode == "root":
         pytest.skip("root's bots are in a memory cgroup here, which counts shared memory (test_confine)")
-    place(workdir / "bots", {"holder": PRELUDE + HOLDER + LOOP, "first": FIRST})
-    done, games = tournament(mode, workdir, ["--memory", str(MEMORY_MB)])
-    assert done.returncode == 0, done.stderr
+    done, games, log = attacked(mode, workdir, "holder", HOLDER)
     clean(games)
-    log = tail(games, "holder")
     for how in ("anonymous", "memfd", "sysv"):
         assert f"HELD {how} 0 12\n" in log, (how, log)  # ENOMEM
     said = "shared memory is only files in the sandbox's /tmp (half the limit) and /dev/shm (a quarter)"

@@ -2,7 +2,7 @@
 
 Each option group hands its command one typed value: `time_options` a `ClockAsked`, `confinement_options`
 `LimitsAsked`, so that a command builds the settings it asks for with one call (`asked`). Every default a help
-text names is read from where it lives (`Settings`, and through it `Limits` and `Confinement`).
+text names is read from where it lives (`Settings`, and through it `TimeControl` and `Confinement`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import click
 
 from arena.game.rules import Kalah, Relay, RulesError, parse_rules, rule_sets
+from arena.match.clock import TimeControl
 from arena.match.printable import printable
 from arena.tournament.settings import MANKALAH_BANK_MS, Settings
 
@@ -68,11 +69,21 @@ class LimitsAsked:
 
 @dataclass(frozen=True, slots=True)
 class ClockAsked:
-    """The time flags as asked, by their setting's name; None: not asked."""
+    """The time flags as asked: the clock they make on the defaults, and which of its fields were given (the
+    others keep the stored tournament's, or resolve()'s defaults)."""
 
-    move_ms: int | None = None
-    startup_ms: int | None = None
-    bank_ms: int | None = None
+    clock: TimeControl = TimeControl()
+    given: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, **flags: int | None) -> ClockAsked:
+        """The clock's fields given by name; None: not asked."""
+        given = {name: value for name, value in flags.items() if value is not None}
+        return cls(TimeControl(**given), frozenset(given))
+
+    def changes(self) -> dict[str, object]:
+        """What was asked of the clock, by its fields' names, as resolve() takes the settings."""
+        return {name: getattr(self.clock, name) for name in sorted(self.given)}
 
 
 def confinement_options(command):  # type: ignore[no-untyped-def]
@@ -167,7 +178,7 @@ def time_options(tournament: bool):  # type: ignore[no-untyped-def]
     `ClockAsked`). For a tournament (`tournament`) a flag not given keeps the stored tournament's
     setting, so none has a default filled in here: resolve() does it."""
     kept = ", or the tournament's" if tournament else ""
-    default = Settings()
+    default = TimeControl()
     bank_s = MANKALAH_BANK_MS // 1000
 
     def options(command):  # type: ignore[no-untyped-def]
@@ -175,7 +186,7 @@ def time_options(tournament: bool):  # type: ignore[no-untyped-def]
         def with_clock(
             *args: Any, move_ms: int | None, startup_ms: int | None, time_bank: float | None, **kw: Any
         ) -> Any:
-            clock = ClockAsked(move_ms, startup_ms, _bank_ms(time_bank))
+            clock = ClockAsked.of(move_ms=move_ms, startup_ms=startup_ms, bank_ms=_bank_ms(time_bank))
             return command(*args, clock=clock, **kw)
 
         f = click.option(
@@ -216,7 +227,7 @@ def asked(
     spec = rules.spec if rules is not None else None
     return {
         "rules": spec,
-        **dataclasses.asdict(clock),
+        **clock.changes(),
         **dataclasses.asdict(limits),
         "read_only": read_only_paths(read_only),
         **more,

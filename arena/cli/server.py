@@ -4,22 +4,20 @@ student's terminal; standard library only). Both import the server package insid
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from arena.cli.options import RULES, RULES_HELP, echo, time_options
+from arena.cli.options import RULES, RULES_HELP, ClockAsked, echo, time_options
 from arena.tournament.settings import Settings, resolve
 
 
-def _asked(rules: Any, clock: Any) -> dict[str, Any]:
-    """The rules and clock flags as resolve() takes them (None: not asked); the clock as time_options
-    gives it, a mapping or a dataclass of the settings' names. The server asks no confinement flags."""
-    given = clock if isinstance(clock, dict) else dataclasses.asdict(clock)
-    return {"rules": rules.spec if rules is not None else None, **given}
+def _asked(rules: Any, clock: ClockAsked) -> dict[str, Any]:
+    """The rules and clock flags as resolve() takes them (None: not asked). The server asks no confinement
+    flags."""
+    return {"rules": rules.spec if rules is not None else None, **clock.changes()}
 
 
 def _address(value: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from arena.game.rules import NORTH, SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
-from arena.match.clock import Clock, Limits
+from arena.match.clock import Clock, Limits, TimeControl
 from arena.match.process import BotProcess, Channel, Fault, quoted
 from arena.match.record import GameRecord, Reason
 
@@ -248,16 +248,16 @@ class V1:
 
 
 def lines_sent(
-    rules: Rules, record: GameRecord, name: str, move_ms: int | None = None, bank_ms: int | None = None
+    rules: Rules, record: GameRecord, name: str, clock: TimeControl | None = None
 ) -> tuple[str, ...]:
     """The protocol v1 lines the referee sent bot `name` in the game of `record`, rebuilt from its plies
     (a student feeds them to the bot to see its fault again): NEWGAME on its starting side, a MOVE for every
     position after the opening where it was to move (after a forfeit on its turn, the last is the one it did
-    not answer), and END unless it was at fault. `move_ms` is the game's move time (1000 if not known); under
-    a time bank `bank_ms` each MOVE offers what was left of it then, give or take the startup allowance."""
+    not answer), and END unless it was at fault. `clock` is the game's (the default's if not known); under a
+    time bank each MOVE offers what was left of it then, give or take the startup allowance."""
     side = SOUTH if name == record.south else NORTH
     lines = [newgame_line(rules, side)]
-    clock = Clock(Limits(move_ms=move_ms or Limits().move_ms, bank_ms=bank_ms or None))
+    ticking = Clock(Limits(clock or TimeControl()))
     times = iter(record.move_ms)
     pos = rules.initial()
     for k in range(len(record.plies) + 1):
@@ -265,8 +265,8 @@ def lines_sent(
         if k >= len(record.opening) and not pos.ended:
             took = next(times, 0.0) if move is not None else 0.0
             if pos.to_move == side:
-                lines.append(move_line(pos, side, max(1, clock.offer())))
-                clock.charge(took)
+                lines.append(move_line(pos, side, max(1, ticking.offer())))
+                ticking.charge(took)
         if move is None:
             break
         if move == SWAP:

@@ -183,11 +183,11 @@ class Player:
         milliseconds (pausing on every move would cost more than a quick bot's whole move), and a bot
         is resumed when its own turn comes."""
         wire = self.wire()
-        startup = limits.startup_ms if self._fresh else 0
+        startup = limits.clock.startup_ms if self._fresh else 0
         clock = self._clock
         ms, banked = clock.offer(), clock.banked
         if ms < 1:
-            raise Fault(Reason.TIMEOUT, f"its time bank of {limits.bank_ms} ms for the game ran out")
+            raise Fault(Reason.TIMEOUT, f"its time bank of {limits.clock.bank_ms} ms for the game ran out")
         wire.proc.resume()
         on_slow = None if limits.ponder or opponent is None else opponent.pause
         start = time.monotonic()
@@ -200,9 +200,11 @@ class Player:
             raise
         except Fault as fault:
             if fault.reason == Reason.TIMEOUT and banked:
-                fault.detail += f": its time bank of {limits.bank_ms} ms for the game ran out"
+                fault.detail += f": its time bank of {limits.clock.bank_ms} ms for the game ran out"
             if fault.reason == Reason.TIMEOUT and self._fresh:
-                fault.detail += f" (its first move, with {limits.startup_ms} ms startup allowance on top)"
+                fault.detail += (
+                    f" (its first move, with {limits.clock.startup_ms} ms startup allowance on top)"
+                )
             raise
         took = (time.monotonic() - start) * 1000
         clock.charge(took, startup)

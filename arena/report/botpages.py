@@ -155,7 +155,7 @@ def bot_pages(
     board = standings.board
     names = dict(zip((int(i) for i in board["id"]), board["bot"], strict=True))
     settings = store.settings()
-    limit = float((settings or Settings()).move_ms)
+    limit = float((settings or Settings()).clock.move_ms)
     kinds = queries.fault_kinds(store, standings.field)
     randoms = {
         int(k.bot): (int(k.randoms), int(k.moves))

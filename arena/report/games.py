@@ -36,6 +36,7 @@ from typing import Any
 
 from arena.game.rules import CAPTURE, LIFT, SWAP, SWEEP, Rules, Step, parse_rules
 from arena.match.bots import Where
+from arena.match.clock import TimeControl
 from arena.match.record import GameRecord, Reason, record_fields
 from arena.report.replay import Ply, Replay, replay
 from arena.store import queries
@@ -251,9 +252,8 @@ def _block(
 def _replayed(
     rows: list[dict[str, Any]], rules: Rules, settings: Settings | None, places: dict[int, Where]
 ) -> tuple[dict[str, Any], dict[int, Think]]:
-    move_ms = settings.move_ms if settings else None
-    bank_ms = settings.bank_ms if settings else None
-    limit = float(move_ms or Settings().move_ms)
+    clock = settings.clock if settings else None
+    limit = float((clock or TimeControl()).move_ms)
     games: dict[str, Any] = {}
     spent: defaultdict[int, list[float]] = defaultdict(list)  # each bot version's think times, in order
     spec = rules.spec
@@ -261,7 +261,7 @@ def _replayed(
         record = _record(row)
         south, north = int(row["south_id"]), int(row["north_id"])
         where = {record.south: places[south], record.north: places[north]}
-        game = replay(record, move_ms, bank_ms, rules if record.rules == spec else None, where)
+        game = replay(record, clock, rules if record.rules == spec else None, where)
         games[str(row["id"])] = encode(game, record)
         _spent(spent, game, record, south, north)
     return games, _thought(spent, limit)
@@ -272,14 +272,13 @@ def think_times(rows: Iterable[dict[str, Any]], settings: Settings | None) -> di
     is the rules' to say: an extra turn, the pie's swap), without drawing the replays: for the class
     server's bot pages, which the report's files are not written for."""
     rules = parse_rules(settings.rules) if settings else parse_rules("kalah")
-    move_ms = settings.move_ms if settings else None
+    clock = settings.clock if settings else TimeControl()
     spent: defaultdict[int, list[float]] = defaultdict(list)
     for row in rows:
         record = _record(row)
-        game = replay(record, move_ms, settings.bank_ms if settings else None,
-                      rules if record.rules == rules.spec else None)  # fmt: skip
+        game = replay(record, clock if settings else None, rules if record.rules == rules.spec else None)
         _spent(spent, game, record, int(row["south_id"]), int(row["north_id"]))
-    return _thought(spent, float(move_ms or Settings().move_ms))
+    return _thought(spent, float(clock.move_ms))
 
 
 def _spent(
@@ -341,7 +340,7 @@ def write_games(store: Store, folder: Path, within: float | None = None, jobs: i
         count += games
         path = out / f"b{block}.js"
         wanted.add(path.name)
-        sig = [FORMAT, games, id_sum, finished, rules.spec, settings.move_ms if settings else None]
+        sig = [FORMAT, games, id_sum, finished, rules.spec, settings.clock.move_ms if settings else None]
         header = _header(path)
         if header is not None and header.get("sig") == sig:
             for bot, v in header["think"].items():

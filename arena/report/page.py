@@ -302,10 +302,10 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
     games = int(facts["games"] or 0)
     rows = [
         Fact("rules", settings.rules if settings else "not fixed yet"),
-        Fact("move time", f"{settings.move_ms} ms" if settings else "–"),
+        Fact("move time", f"{settings.clock.move_ms} ms" if settings else "–"),
         Fact(
             "startup allowance",
-            f"{settings.startup_ms} ms (added to a bot's first move)" if settings else "–",
+            f"{settings.clock.startup_ms} ms (added to a bot's first move)" if settings else "–",
         ),
         Fact("schedule seed", str(settings.seed) if settings else "–"),
         *_openings(store, field),
@@ -316,8 +316,8 @@ def _settings(store: Store, field: tuple[int, ...], generated: str) -> list[Fact
         Fact("last game finished", _when(facts["last_finished"])),
         Fact("report written", _when(generated)),
     ]
-    if settings and settings.bank_ms:
-        rows.insert(2, Fact("time bank", f"{settings.bank_ms} ms per bot per game (chess clock)"))
+    if settings and settings.clock.bank_ms:
+        rows.insert(2, Fact("time bank", f"{settings.clock.bank_ms} ms per bot per game (chess clock)"))
     return rows
 
 

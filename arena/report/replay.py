@@ -15,6 +15,7 @@ from pathlib import Path
 
 from arena.game.rules import SWAP, IllegalMove, Move, Position, Rules, Step, parse_rules
 from arena.match.bots import Where, reproduce_command
+from arena.match.clock import TimeControl
 from arena.match.protocol import lines_sent
 from arena.match.record import GameRecord
 
@@ -102,13 +103,12 @@ def _traced(rules: Rules, before: Position, move: Move, opening: bool = False) -
 
 def replay(
     record: GameRecord,
-    move_ms: int | None = None,
-    bank_ms: int | None = None,
+    clock: TimeControl | None = None,
     rules: Rules | None = None,
     places: dict[str, Where] | None = None,
     named: dict[str, str] | None = None,
 ) -> Replay:
-    """Replay a stored game. `move_ms`/`bank_ms` are the tournament's clock, for the reproduce lines;
+    """Replay a stored game. `clock` is the tournament's, for the reproduce lines;
     `places` where the bots are and their commands, by name, for the reproduce command, and `named` a
     bot's folder as its author has it, where that is not where it lies here (bots.run_command)."""
     rules = rules or parse_rules(record.rules)
@@ -129,7 +129,7 @@ def replay(
     if record.faulty and not error:
         bot = str(record.faulty)
         where = (places or {}).get(bot)
-        fault = _fault(record, rules, len(plies), move_ms, bank_ms, where, (named or {}).get(bot))
+        fault = _fault(record, rules, len(plies), clock, where, (named or {}).get(bot))
     return Replay(
         rules.spec,
         start,
@@ -155,17 +155,16 @@ def _fault(
     record: GameRecord,
     rules: Rules,
     plies_done: int,
-    move_ms: int | None,
-    bank_ms: int | None,
+    clock: TimeControl | None,
     where: Where | None,
     named: str | None = None,
 ) -> ReplayFault:
     """The faulty bot's lines in this game (the referee's `lines_sent`), the last being where it forfeited
     (after `plies_done` plies) if it was its turn."""
     bot = str(record.faulty)
-    lines = lines_sent(rules, record, bot, move_ms, bank_ms)
+    lines = lines_sent(rules, record, bot, clock)
     note = "time bank: each MOVE's time is what was left then, give or take the startup allowance"
-    note = note if bank_ms else ""
+    note = note if clock and clock.bank_ms else ""
     where = where or Where(Path(f"bots/{bot}.py"))
     return ReplayFault(
         bot,

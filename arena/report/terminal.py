@@ -186,9 +186,7 @@ def stored_game(store: Store, game: int) -> str | None:
     settings = store.settings()
     places = queries.bot_places(store)
     where = {record.south: places[int(row["south_id"])], record.north: places[int(row["north_id"])]}
-    played = replay(
-        record, settings.move_ms if settings else None, settings.bank_ms if settings else None, None, where
-    )
+    played = replay(record, settings.clock if settings else None, None, where)
     title = (
         f"game {game}, round {row['round']}: {record.south} (south) vs {record.north} (north), "
         f"{record.rules}, finished {row['finished_at']}"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import json
 import os
 import secrets
@@ -91,7 +90,7 @@ def environment(opts: Options) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="arena.server.settings",
         ARENA_CLASS_DIR=str(opts.class_dir.absolute()),
         ARENA_HOSTS=",".join(allowed_hosts(opts.host)),
-        ARENA_SETTINGS=json.dumps(dataclasses.asdict(opts.settings)),
+        ARENA_SETTINGS=json.dumps(opts.settings.to_dict()),
         ARENA_TRUSTED_PROXIES=",".join(opts.trusted_proxies),
         ARENA_KGP=f"{opts.host} {opts.kgp_port or ''} {opts.kgp_websocket_port or ''}",
     )

@@ -19,7 +19,7 @@ from arena.server.people.throttle import COOL_OFF, FAILURES
 
 CLASS = ClassDir(Path(os.environ.get("ARENA_CLASS_DIR", "class")).absolute())
 ARENA_CLASS_DIR = str(CLASS.root)
-ARENA_SETTINGS = json.loads(os.environ.get("ARENA_SETTINGS") or "{}")  # arena.tournament.Settings' fields
+ARENA_SETTINGS = json.loads(os.environ.get("ARENA_SETTINGS") or "{}")  # arena.tournament.Settings.to_dict()
 
 SECRET_KEY = CLASS.secret_key() if CLASS.root.is_dir() else "not-a-class-folder"
 DEBUG = False

@@ -60,7 +60,7 @@ def settings_here() -> Any:
 
     from arena.tournament.settings import Settings
 
-    return Settings(**settings.ARENA_SETTINGS)
+    return Settings.from_dict(settings.ARENA_SETTINGS)
 
 
 def class_dir() -> Any:

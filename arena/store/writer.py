@@ -240,21 +240,19 @@ class Store:
         raw = self._meta("settings")
         if not raw:
             return None
-        # A tournament from before openings existed played every game from the start: it goes on so.
-        return Settings(**{"openings": 0, **json.loads(raw)})
+        # A tournament from before openings existed played every game from the start: it goes on so (and
+        # one from before the clock was one record keeps it flat: from_dict reads that too).
+        return Settings.from_dict({"openings": 0, **json.loads(raw)})
 
     def fix_settings(self, settings: Settings) -> None:
         """Record the settings of a new tournament, or refuse a resume under other settings."""
         stored = self.settings()
         if stored is None:
-            self.db.execute("INSERT INTO meta VALUES ('settings', ?)", (json.dumps(asdict(settings)),))
+            self.db.execute("INSERT INTO meta VALUES ('settings', ?)", (json.dumps(settings.to_dict()),))
             return
         if stored != settings:
-            diffs = [
-                f"{k} {getattr(stored, k)} (asked: {getattr(settings, k)})"
-                for k in asdict(settings)
-                if getattr(stored, k) != getattr(settings, k)
-            ]
+            was, asked = stored.named(), settings.named()
+            diffs = [f"{k} {was[k]} (asked: {asked[k]})" for k in asked if was[k] != asked[k]]
             raise StoreError(
                 f"tournament {self.path.parent.name!r} was started with " + ", ".join(diffs) + "; "
                 "resume with the same settings, or give the new ones another --name"

@@ -343,7 +343,7 @@ def check(
             bot, item = _build(bot, conf, say)
         except BuildError as e:
             failed = Item("build", FAIL, "failed", str(e), _tail(e.output))
-            return Report(bot.name, rules.spec, limits.move_ms, (failed,), caps.notes)
+            return Report(bot.name, rules.spec, limits.clock.move_ms, (failed,), caps.notes)
         items.append(item)
     warden = Warden(conf)
     me = Player(bot, warden=warden)
@@ -366,7 +366,7 @@ def check(
         for player in (me, *opponents.values()):
             player.kill()
         warden.close()
-    return Report(bot.name, rules.spec, limits.move_ms, tuple(items), caps.notes)
+    return Report(bot.name, rules.spec, limits.clock.move_ms, tuple(items), caps.notes)
 
 
 def _build(bot: Bot, conf: Confinement, say: Callable[[str], None] | None) -> tuple[Bot, Item]:
@@ -420,7 +420,7 @@ def _game(
     times = [ms for ms, own in zip(record.move_ms, mine, strict=False) if own]
     tally.think += times[1:] if fresh else times
     tally.per_game.append(sum(times[1:] if fresh else times))
-    sent = lines_sent(trial.rules, record, me.name, limits.move_ms, limits.bank_ms) if v1 else ()
+    sent = lines_sent(trial.rules, record, me.name, limits.clock) if v1 else ()
     before = tuple(tally.history)
     if record.faulty == me.name or not me.running:
         tally.history = []
@@ -533,7 +533,8 @@ def _figures(
     process limit holds without cgroups (the bot runs as a uid of its own, whose RLIMIT_NPROC counts it
     alone)."""
     items = []
-    allowance = limits.startup_ms + limits.move_ms
+    clock = limits.clock
+    allowance = clock.startup_ms + clock.move_ms
     if tally.startups:
         worst = max(tally.startups)
         summary = f"first answer {worst:.0f} ms after the process started (allowed {allowance} ms)"
@@ -546,21 +547,21 @@ def _figures(
     think = tally.think
     if think:
         median, worst = statistics.median(think), max(think)
-        summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {limits.move_ms} ms ({len(think)} moves)"
-        near = worst > NEAR * limits.move_ms and not bot.anytime  # an anytime bot's MOVE takes it all
+        summary = f"median {median:.0f} ms, worst {worst:.0f} ms of {clock.move_ms} ms ({len(think)} moves)"
+        near = worst > NEAR * clock.move_ms and not bot.anytime  # an anytime bot's MOVE takes it all
         problem = ""
         if near:
             problem = (
-                f"its worst move took {worst / limits.move_ms:.0%} of the limit: on a busier machine it "
+                f"its worst move took {worst / clock.move_ms:.0%} of the limit: on a busier machine it "
                 "times out; aim for half of the move time"
             )
-        if limits.bank_ms is not None:
+        if clock.bank_ms is not None:
             most = max(tally.per_game)
-            summary += f"; at most {most / 1000:.1f} s of its {limits.bank_ms / 1000:g} s time bank in a game"
-            if most > NEAR * limits.bank_ms:
+            summary += f"; at most {most / 1000:.1f} s of its {clock.bank_ms / 1000:g} s time bank in a game"
+            if most > NEAR * clock.bank_ms:
                 near = True
                 problem = (
-                    f"it used {most / limits.bank_ms:.0%} of its time bank in a game: fine if it budgets by "
+                    f"it used {most / clock.bank_ms:.0%} of its time bank in a game: fine if it budgets by "
                     "what is left (each MOVE says it), a timeout in a longer game if not"
                 )
         items.append(Item("think time", WARN if near else OK, summary, problem))

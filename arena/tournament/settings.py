@@ -1,8 +1,9 @@
 """A tournament's settings: one frozen object for the rules, the clock, the schedule seed and the limits.
 
-The defaults live where the things they set live (`Limits` for the clock, `Confinement` for the limits);
-this object gathers them, is stored with the tournament for its whole life, and hands the referee and the
-warden their parts. Confinement is on unless turned off.
+The defaults live where the things they set live (`TimeControl` for the clock, `Confinement` for the
+limits); this object gathers them, is stored with the tournament for its whole life, and hands the referee
+and the warden their parts. Confinement is on unless turned off. A setting is asked for by its name, the
+clock's by theirs (`move_ms`, as the CLI's flags and `Tournament(..., move_ms=200)` ask).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.game.rules import MANKALAH, Kalah, Relay, parse_rules
 from arena.match.bots import Bot
-from arena.match.clock import Limits
+from arena.match.clock import Limits, TimeControl
 from arena.match.record import GameRecord
 from arena.sandbox import Capabilities, Confinement, capabilities, ungranted
 
@@ -55,14 +56,12 @@ class Settings:
     """What a tournament (or a series of `arena play` games) is played under."""
 
     rules: str = "kalah"
-    move_ms: int = _LIMITS.move_ms
-    startup_ms: int = _LIMITS.startup_ms
+    clock: TimeControl = TimeControl()
     seed: int = 1
     memory_mb: int = _CONFINEMENT.memory_mb
     max_procs: int = _CONFINEMENT.max_procs
     ponder: bool = _LIMITS.ponder
     sandbox: bool = True  # asked for; whether the machine had it is in the store's meta 'confinement'
-    bank_ms: int | None = _LIMITS.bank_ms  # time bank per bot per game (chess clock); None: move_ms only
     openings: int = (
         50  # openings generated from the seed (arena/game/openings.py); 0: every game from the start
     )
@@ -72,14 +71,34 @@ class Settings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "read_only", tuple(self.read_only))  # a stored list reads back as one
+        if not isinstance(self.clock, TimeControl):  # a script's Settings("kalah", 1000) of before
+            raise TypeError(
+                f"the clock is a TimeControl, as in Settings(clock=TimeControl(move_ms=200)): {self.clock!r}"
+            )
 
     def game_rules(self) -> Kalah | Relay:
         return parse_rules(self.rules)
 
     def limits(self) -> Limits:
-        return Limits(
-            move_ms=self.move_ms, startup_ms=self.startup_ms, ponder=self.ponder, bank_ms=self.bank_ms
-        )
+        return Limits(self.clock, ponder=self.ponder)
+
+    def named(self) -> dict[str, Any]:
+        """Every setting by the name it is asked for (`NAMES`), the clock's beside the others."""
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "clock"}
+        return {**own, **{name: getattr(self.clock, name) for name in CLOCK}}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the store keeps it (and the server is handed it): plain JSON values, the clock as one object."""
+        return {**dataclasses.asdict(self), "read_only": list(self.read_only)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Settings:
+        """`to_dict`'s settings back. A store written before the clock was one record keeps the clock's
+        fields beside the others (`move_ms` beside `seed`): read so too, so that its tournament reports,
+        exports and resumes as it did."""
+        own = {k: v for k, v in data.items() if k not in CLOCK and k != "clock"}
+        clock = data.get("clock") or {k: v for k, v in data.items() if k in CLOCK}
+        return cls(**own, clock=TimeControl(**clock))
 
     def confinement(self) -> Confinement:
         """The limits as asked; `confine.capabilities` then says which of them this machine can enforce."""
@@ -92,7 +111,8 @@ class Settings:
         )
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
+CLOCK = tuple(f.name for f in dataclasses.fields(TimeControl))
+NAMES = tuple(Settings().named())  # what may be asked for, by name
 
 
 def resolve(base: Settings | None, asked: Mapping[str, object]) -> Settings:
@@ -101,15 +121,17 @@ def resolve(base: Settings | None, asked: Mapping[str, object]) -> Settings:
     limit per move but the bank; the Manchester engine's rules without a time control asked bring that
     engine's clock (a bank of an hour per agent per game, no limit per move), as their agents expect."""
     changes: dict[str, Any] = {k: v for k, v in asked.items() if v is not None}
-    unknown = set(changes) - set(FIELDS)
+    unknown = set(changes) - set(NAMES)
     if unknown:
-        raise TypeError(f"unknown setting {sorted(unknown)[0]!r}; known: {', '.join(FIELDS)}")
-    rules = parse_rules(str(changes.get("rules", (base or Settings()).rules)))  # RulesError now, not later
-    if base is None and "move_ms" not in changes and "bank_ms" not in changes and rules == MANKALAH:
-        changes["bank_ms"] = MANKALAH_BANK_MS
-    if base is None and changes.get("bank_ms") is not None and "move_ms" not in changes:
-        changes["move_ms"] = changes["bank_ms"]
-    return dataclasses.replace(base or Settings(), **changes)
+        raise TypeError(f"unknown setting {sorted(unknown)[0]!r}; known: {', '.join(NAMES)}")
+    timed = {k: changes.pop(k) for k in CLOCK if k in changes}
+    start = base or Settings()
+    rules = parse_rules(str(changes.get("rules", start.rules)))  # RulesError now, not later
+    if base is None and "move_ms" not in timed and "bank_ms" not in timed and rules == MANKALAH:
+        timed["bank_ms"] = MANKALAH_BANK_MS
+    if base is None and timed.get("bank_ms") is not None and "move_ms" not in timed:
+        timed["move_ms"] = timed["bank_ms"]
+    return dataclasses.replace(start, clock=dataclasses.replace(start.clock, **timed), **changes)
 
 
 def confinement_here(settings: Settings) -> tuple[Confinement, Capabilities]:

@@ -479,7 +479,7 @@ def practice_replay(
     place = next((Where(b.path, b.argv) for b in opponents(where) if b.name == bot), None)
     folder = named(bot, "")
     return replay(
-        record, settings.move_ms, settings.bank_ms, places={bot: place} if place else None,
+        record, settings.clock, places={bot: place} if place else None,
         named={bot: folder} if folder is not None else None,
     )  # fmt: skip
 

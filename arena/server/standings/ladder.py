@@ -302,8 +302,7 @@ def _as_run(
     folder_named = named(bot, _labels(folder, store).get(ident, ""))
     return replay(
         record,
-        settings.move_ms if settings else None,
-        settings.bank_ms if settings else None,
+        settings.clock if settings else None,
         places={bot: place} if place else None,
         named={bot: folder_named} if folder_named is not None else None,
     )

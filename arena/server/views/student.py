@@ -126,7 +126,9 @@ def practice_game(
         raise Http404("no such game")
     record, at = played[number - 1]
     may_see = partial(sees_stderr, member)
-    lines = kgp.practice_replay(class_dir(), record, Settings(**settings.ARENA_SETTINGS), may_see, folder_of)
+    lines = kgp.practice_replay(
+        class_dir(), record, Settings.from_dict(settings.ARENA_SETTINGS), may_see, folder_of
+    )
     shown = ladder.replayed(record, number, may_see, at, lines)
     return render(request, "classroom/game.html", {"member": member, "game": shown, "which": "practice"})
 
@@ -135,7 +137,7 @@ def practice_game(
 def version(request: HttpRequest, number: int, member: Member) -> HttpResponse:
     """One version's checklist (its stderr and faults among it)."""
     found = own_submission(member, number)
-    games = Settings(**settings.ARENA_SETTINGS)
+    games = Settings.from_dict(settings.ARENA_SETTINGS)
     memory = {"mb": games.memory_mb, "most": games.max_memory_mb or games.memory_mb}
     return render(request, "classroom/version.html", {"member": member, "version": found, "memory": memory})
 
