@@ -124,7 +124,7 @@ def test_a_run_stopped_by_repeats_says_so_not_the_cap_and_counts_its_distinct_ga
     # the planner leaves a pair alone once it replayed a whole pairing: before, 160 games, 85 of them repeats
     assert len(stored) <= 48, (len(stored), repeated)
     # the standings export and the page count as the Elo does: W-D-L of the distinct games
-    exported = arena(tmp_path, "export", "--out", tmp_path / "reports", "--name", "t", "--standings")
+    exported = arena("export", "--out", tmp_path / "reports", "--name", "t", "--standings", cwd=tmp_path)
     rows = [json.loads(x) for x in exported.stdout.splitlines()]
     mine = Counter(b for r in kept for b in (r["south"], r["north"]))
     assert {r["bot"]: r["distinct"] for r in rows} == dict(mine)
@@ -185,7 +185,6 @@ def test_sprt_counts_a_repeated_pair_once_stops_when_nothing_is_new_and_warns(tm
     why on the terminal."""
     write_bots(tmp_path / "bots", greedy=GREEDY, first=first_legal())
     out = arena(
-        tmp_path,
         "sprt",
         "greedy",
         "first",
@@ -194,6 +193,7 @@ def test_sprt_counts_a_repeated_pair_once_stops_when_nothing_is_new_and_warns(tm
         "--out",
         tmp_path / "reports",
         *SPRT_ARGS,
+        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     assert "H1 accepted" not in out.stdout and "not decided" in out.stdout

@@ -163,7 +163,7 @@ def test_a_reference_alone_settles_each_bot_against_it_and_says_so_everywhere(tm
     assert set(said) == {"first", "last", "alphabeta"}
     page = (tmp_path / "reports" / "t" / "index.html").read_text(encoding="utf-8")
     assert line.replace(">", "&gt;") in page
-    exported = arena(tmp_path, "export", "--out", tmp_path / "reports", "--name", "t", "--standings")
+    exported = arena("export", "--out", tmp_path / "reports", "--name", "t", "--standings", cwd=tmp_path)
     rows = {r["bot"]: r["against"] for r in map(json.loads, exported.stdout.splitlines())}
     assert rows["greedy"] == {}
     words = {"better": "better", "worse": "worse", "within 100 Elo": "within"}

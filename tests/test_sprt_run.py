@@ -22,7 +22,7 @@ def field(folder: Path) -> Path:
 
 
 def sprt(base: Path, *args: object):  # type: ignore[no-untyped-def]
-    return arena(base, "sprt", *args, "--bots", base / "bots", "--out", base / "reports")
+    return arena("sprt", *args, "--bots", base / "bots", "--out", base / "reports", cwd=base)
 
 
 def stored(base: Path) -> list[tuple]:
