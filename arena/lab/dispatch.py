@@ -91,6 +91,7 @@ class Dispatch:
         self.serial = serial
         self.futures: dict[Any, Task] = {}
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
+        self.seals: dict[str, str] = {}  # bot digest -> its shipment's seal (workers.Shipment.seal)
         # game -> machines (Membership.machine) it is not sent to again where there is another: where its
         # task hung or failed, or that made a claim another machine is to confirm
         self.avoid: dict[int, set[str]] = {}
@@ -157,7 +158,9 @@ class Dispatch:
         if key in self.shipped and self.shipped[key].status == "finished":
             return self.shipped[key]
         unchanged(bot)
-        pack = workers.pack(bot).plain()
+        shipment = workers.pack(bot)
+        self.seals[bot.digest] = shipment.seal
+        pack = shipment.plain()
         client = self.ctx.client
 
         def scatter() -> Any:
@@ -165,7 +168,7 @@ class Dispatch:
             to = [a for a in where if a in self.members.accepted] or sorted(self.members.accepted)
             if not to:
                 raise ClusterError("no accepted worker to send the bots to")
-            key = f"Shipment-{bot.digest}-{next(self.serial)}"  # a key of its own: a tuple, not its items
+            key = f"{workers.SHIPMENT}{bot.digest}-{next(self.serial)}"  # a key of its own
             return client.scatter({key: pack}, workers=to)[key]
 
         self.shipped[key] = self.ctx.patience.patiently(client, scatter)
@@ -181,6 +184,7 @@ class Dispatch:
         slots = self.ctx.slots
         bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
         plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
+        seals = {digest: (str(future.key), self.seals[digest]) for digest, future in bots.items()}
         # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key it still
         # knows); it names the task's first game and how many it carries.
         first = slots[batch[0]]
@@ -193,6 +197,7 @@ class Dispatch:
                 self.members.plugin,
                 bots,
                 plays,
+                seals,
                 key=f"arena-games-{self.ctx.conditions.tag}-{name}",
                 resources={workers.RESOURCE: 1},
                 workers=allowed,

@@ -1,0 +1,169 @@
+"""Faults charged to whoever caused them, on a real guarded TLS lab (`dask scheduler` and `dask worker` with
+their nannies, the guard preloaded, as docs/lab.md starts them, on 127.0.0.1), each machine with its own
+certificate (`arena cluster-certs --machine`):
+
+- a rogue machine (its own certificate, signed by the class, never revoked) serves garbled copies of the
+  bots it holds through `get_data`: the honest machines that fetch them charge it, never themselves, and
+  the run ends with an honest run's games, the rogue named;
+- a bot that recognises one machine and crashes only there is kept off it: its games there are played
+  elsewhere, nobody is charged; a bot that crashes everywhere is charged, no machine dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_cluster import games, library_run
+from test_cluster_lab import WORKER, client, free_port, process, scheduler_args, tls, worker_args
+from test_tournament import GREEDY, records, write_bots
+
+from arena.lab import Cluster, trust
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow
+
+
+def field(folder: Path, **more: str) -> Path:
+    from test_cluster import field as three
+
+    return write_bots(three(folder), **more)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The games of a 2-round tournament of the three bots, played on this machine's cores (seed 7)."""
+    base = tmp_path_factory.mktemp("local")
+    library_run(base, field(base / "bots"), 2)
+    return games(base)
+
+
+def ports(n: int) -> list[int]:
+    """`n` free ports, in the order Dask sorts their workers' addresses (as text)."""
+    return sorted((free_port() for _ in range(n)), key=str)
+
+
+@contextlib.contextmanager
+def lab(
+    tmp_path: Path, certs: Path, honest: dict[str, dict[str, str]], rogue: str | None = None
+) -> Iterator[tuple[str, Path]]:
+    """A guarded lab: the scheduler, one worker (with its nanny) of each `honest` machine (its name ->
+    the worker's environment), and a `rogue` one (its preload's text) listening on the port Dask sorts
+    first, so that the coordinator scatters the bots to it. Its address and certificates."""
+    mine = tmp_path / "certs"
+    shutil.copytree(certs, mine)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    names = [*honest, *(["lab-9"] if rogue else [])]
+    for name in names:
+        trust.make_machine(mine, name)
+    first, *rest = ports(len(names))
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(process(scheduler_args(mine, port), logs / "scheduler.log"))
+        at = [*rest, first] if rogue else [first, *rest]
+        for (name, env), worker_port in zip(honest.items(), at, strict=False):
+            args = [*worker_args(address, mine, f"worker-{name}"), "--worker-port", str(worker_port)]
+            env = {"ARENA_CACHE": str(tmp_path / f"cache-{name}"), "ARENA_MACHINE": name, **env}
+            stack.enter_context(process(args, logs / f"{name}.log", env))
+        if rogue:
+            (tmp_path / "rogue").mkdir()
+            (tmp_path / "rogue" / "rogue_preload.py").write_text(textwrap.dedent(rogue), encoding="utf-8")
+            env = {"ARENA_CACHE": str(tmp_path / "cache-rogue"), "ARENA_MACHINE": "lab-9",
+                   "PYTHONPATH": os.pathsep.join([str(tmp_path / "rogue"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+            args = [*WORKER, address, "--host", "127.0.0.1", "--nthreads", "1", "--resources", "games=1",
+                    "--no-nanny", "--worker-port", str(first), "--dashboard-address", "127.0.0.1:0",
+                    "--preload", "rogue_preload", *tls(mine, "worker-lab-9")]  # fmt: skip
+            stack.enter_context(process(args, logs / "rogue.log", env))
+        with client(address, mine) as c:
+            c.wait_for_workers(len(names), timeout=120)
+        yield address, mine
+
+
+# A rogue machine: arena's own worker, which plays honestly, but serves every bot shipment it holds with
+# one byte of the bot's first file changed (plain data: the wire lets it through; only its seal tells).
+GARBLER = """
+from arena.lab.workers import SHIPMENT
+
+
+def garbled(value):
+    name, digest, entry, files = value
+    (rel, mode, data), *rest = files
+    return [name, digest, entry, [[rel, mode, data[:-1] + b"#"], *rest]]
+
+
+def dask_setup(worker):
+    async def get_data(comm, keys, who=None, serializers=None):
+        data = {k: garbled(worker.data[k]) if str(k).startswith(SHIPMENT) else worker.data[k]
+                for k in keys if k in worker.data}
+        await comm.write({"status": "OK", "data": data}, serializers=["msgpack"])
+        await comm.read()  # its "OK"
+        return "dont-reply"
+
+    worker.handlers["get_data"] = get_data
+"""
+
+
+def test_a_machine_serving_garbled_bots_is_charged_not_the_machines_it_served(
+    tmp_path: Path, certs: Path, reference: list[dict]
+) -> None:
+    """The bots are scattered to the rogue (lab-9), the honest lab-1 and lab-2 fetch them from it: the
+    copies do not match their seals, lab-9 is named for it, and no game is forfeited by a bot or lost by
+    a machine: the games stored are an honest run's."""
+    base = tmp_path / "run"
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, rogue=GARBLER) as (address, mine):
+        back = Cluster(address, certs=mine, connect_s=30)
+        result = library_run(base, field(base / "bots"), 2, back)
+    assert (result.scheduled, result.played) == (12, 12)
+    assert games(base) == reference
+    assert set(back.dropped) >= {"certified lab-9"}, back.dropped
+    assert "served bot" in back.dropped["certified lab-9"] and "garbled" in back.dropped["certified lab-9"]
+    assert not [k for k in back.dropped if "lab-1" in k or "lab-2" in k], back.dropped
+    stored = records(base)
+    assert {r["worker"] for r in stored} <= {"certified lab-1", "certified lab-2", "certified lab-9"}
+
+
+def crasher_on(machine: str) -> str:
+    """Greedy, but a process that finds itself on `machine` (its ARENA_MACHINE... or, in a sandbox, a
+    file of that machine's cache path) crashes at once."""
+    return (
+        "import os, sys\n"
+        f"if {machine!r} in os.environ.get('ARENA_MACHINE', '') + os.path.realpath(__file__):\n"
+        "    sys.exit(3)\n" + GREEDY
+    )
+
+
+def test_a_bot_that_crashes_on_one_machine_only_is_kept_off_it_and_charged_nowhere(
+    tmp_path: Path, certs: Path
+) -> None:
+    """'picky' crashes on lab-2 only (its cache path says lab-2): its games there are played on lab-1,
+    no forfeit of its is stored, no machine is dropped."""
+    base = tmp_path / "run"
+    bots = field(base / "bots", picky=crasher_on("cache-lab-2"))
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}) as (address, mine):
+        back = Cluster(address, certs=mine, connect_s=30)
+        result = library_run(base, bots, 1, back)
+    assert not back.dropped, back.dropped
+    stored = records(base)
+    assert result.scheduled == len(stored) == 12
+    picky = [r for r in stored if "picky" in (r["south"], r["north"])]
+    assert picky and all(r["faulty"] != "picky" for r in picky), [r["detail"] for r in picky]
+    assert {r["worker"] for r in picky} == {"certified lab-1"}
+    assert {r["worker"] for r in stored} == {"certified lab-1", "certified lab-2"}
+
+
+def test_a_bot_that_crashes_everywhere_is_charged_and_no_machine_dropped(tmp_path: Path, certs: Path) -> None:
+    base = tmp_path / "run"
+    bots = field(base / "bots", crasher="import sys\nsys.exit(3)\n")
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}) as (address, mine):
+        back = Cluster(address, certs=mine, connect_s=30)
+        library_run(base, bots, 1, back)
+    assert not back.dropped, back.dropped
+    theirs = [r for r in records(base) if "crasher" in (r["south"], r["north"])]
+    assert theirs and all(r["faulty"] == "crasher" and r["reason"] == "crash" for r in theirs)
