@@ -53,8 +53,9 @@ def lab(
     tmp_path: Path, certs: Path, honest: dict[str, dict[str, str]], rogue: str | None = None
 ) -> Iterator[tuple[str, Path]]:
     """A guarded lab: the scheduler, one worker (with its nanny) of each `honest` machine (its name ->
-    the worker's environment), and a `rogue` one (its preload's text) listening on the port Dask sorts
-    first, so that the coordinator scatters the bots to it. Its address and certificates."""
+    the worker's environment), and a `rogue` one (its preload's text, after arena's guard, so that it
+    serves plain data) listening on the port Dask sorts first, so that the coordinator scatters the bots
+    to it. Its address and certificates."""
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
     logs = tmp_path / "logs"
@@ -75,11 +76,12 @@ def lab(
         if rogue:
             (tmp_path / "rogue").mkdir()
             (tmp_path / "rogue" / "rogue_preload.py").write_text(textwrap.dedent(rogue), encoding="utf-8")
-            env = {"ARENA_CACHE": str(tmp_path / "cache-rogue"), "ARENA_MACHINE": "lab-9",
-                   "PYTHONPATH": os.pathsep.join([str(tmp_path / "rogue"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+            path = os.pathsep.join([str(tmp_path / "rogue"), os.environ.get("PYTHONPATH", "")])
+            env = {"ARENA_CACHE": str(tmp_path / "cache-rogue"), "ARENA_MACHINE": "lab-9", "PYTHONPATH": path}
             args = [*WORKER, address, "--host", "127.0.0.1", "--nthreads", "1", "--resources", "games=1",
                     "--no-nanny", "--worker-port", str(first), "--dashboard-address", "127.0.0.1:0",
-                    "--preload", "rogue_preload", *tls(mine, "worker-lab-9")]  # fmt: skip
+                    "--preload", "arena.lab.guard", "--preload", "rogue_preload",
+                    *tls(mine, "worker-lab-9")]  # fmt: skip
             stack.enter_context(process(args, logs / "rogue.log", env))
         with client(address, mine) as c:
             c.wait_for_workers(len(names), timeout=120)
@@ -129,36 +131,52 @@ def test_a_machine_serving_garbled_bots_is_charged_not_the_machines_it_served(
     assert {r["worker"] for r in stored} <= {"certified lab-1", "certified lab-2", "certified lab-9"}
 
 
-def crasher_on(machine: str) -> str:
-    """Greedy, but a process that finds itself on `machine` (its ARENA_MACHINE... or, in a sandbox, a
-    file of that machine's cache path) crashes at once."""
+def crasher_on(pid: int) -> str:
+    """Greedy, but a process of the worker whose pid is `pid` crashes at once: it finds that pid in its
+    sandbox's mounts (its files' stage, /arena-stage-PID-...) or cgroup (arena-PID-...), or, unconfined,
+    as its parent."""
     return (
         "import os, sys\n"
-        f"if {machine!r} in os.environ.get('ARENA_MACHINE', '') + os.path.realpath(__file__):\n"
+        "def seen(path):\n"
+        "    try:\n"
+        "        return open(path).read()\n"
+        "    except OSError:\n"
+        "        return ''\n"
+        "here = seen('/proc/self/mountinfo') + seen('/proc/self/cgroup')\n"
+        f"if '-{pid}-' in here or os.getppid() == {pid}:\n"
         "    sys.exit(3)\n" + GREEDY
     )
+
+
+def pids(address: str, certs: Path) -> dict[str, int]:
+    """Each worker's pid, by its machine's name."""
+    with client(address, certs) as c:
+        return dict(c.run(lambda: (os.environ["ARENA_MACHINE"], os.getpid())).values())
 
 
 def test_a_bot_that_crashes_on_one_machine_only_is_kept_off_it_and_charged_nowhere(
     tmp_path: Path, certs: Path
 ) -> None:
-    """'picky' crashes on lab-2 only (its cache path says lab-2): its games there are played on lab-1,
+    """'picky' crashes on lab-2 only (it knows lab-2's worker there): its games there are played on lab-1,
     no forfeit of its is stored, no machine is dropped."""
     base = tmp_path / "run"
-    bots = field(base / "bots", picky=crasher_on("cache-lab-2"))
     with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}) as (address, mine):
+        bots = field(base / "bots", picky=crasher_on(pids(address, mine)["lab-2"]))
         back = Cluster(address, certs=mine, connect_s=30)
-        result = library_run(base, bots, 1, back)
+        result = library_run(base, bots, 2, back)
     assert not back.dropped, back.dropped
     stored = records(base)
-    assert result.scheduled == len(stored) == 12
+    assert result.scheduled == len(stored) == 24
     picky = [r for r in stored if "picky" in (r["south"], r["north"])]
     assert picky and all(r["faulty"] != "picky" for r in picky), [r["detail"] for r in picky]
     assert {r["worker"] for r in picky} == {"certified lab-1"}
     assert {r["worker"] for r in stored} == {"certified lab-1", "certified lab-2"}
+    assert back.confirm.disputes, "picky never crashed on lab-2: the test proves nothing"
 
 
 def test_a_bot_that_crashes_everywhere_is_charged_and_no_machine_dropped(tmp_path: Path, certs: Path) -> None:
+    """'crasher' crashes at its first move on both machines: each of its forfeits is confirmed by the
+    other machine, then it is benched; no machine is dropped, and it is kept off none."""
     base = tmp_path / "run"
     bots = field(base / "bots", crasher="import sys\nsys.exit(3)\n")
     with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}) as (address, mine):
@@ -166,4 +184,54 @@ def test_a_bot_that_crashes_everywhere_is_charged_and_no_machine_dropped(tmp_pat
         library_run(base, bots, 1, back)
     assert not back.dropped, back.dropped
     theirs = [r for r in records(base) if "crasher" in (r["south"], r["north"])]
-    assert theirs and all(r["faulty"] == "crasher" and r["reason"] == "crash" for r in theirs)
+    assert {(r["faulty"], r["reason"]) for r in theirs} == {("crasher", "crash"), ("crasher", "benched")}
+    assert not back.confirm.kept_off and not back.confirm.disputes
+
+
+# A rogue machine that forges a forfeit in every game it plays: south "timed out before its first move".
+FORGER = """
+import dataclasses
+
+from arena.game.openings import position_after
+from arena.game.rules import NORTH, SOUTH
+from arena.match.record import Reason
+from arena.lab import workers
+
+real = workers.Arena._games
+
+
+def forged(self, bots, games):
+    played, machine, seconds = real(self, bots, games)
+    out = []
+    for k, r in played:
+        pos = position_after(self.rules, r.opening)
+        r = dataclasses.replace(
+            r, moves=(), move_ms=(), south_store=pos.store(SOUTH), north_store=pos.store(NORTH),
+            winner=r.north, reason=Reason.TIMEOUT, faulty=r.south, detail="timed out before its first move",
+            moves_made={r.south: 0, r.north: 0}, think_ms={r.south: 0.0, r.north: 0.0},
+        )
+        out.append((k, r))
+    return out, machine, seconds
+
+
+def dask_setup(worker):
+    workers.Arena._games = forged
+"""
+
+
+def test_a_machine_whose_forfeits_fail_for_several_bots_that_play_elsewhere_is_dropped(
+    tmp_path: Path, certs: Path, reference: list[dict]
+) -> None:
+    """lab-9 forges a timeout of the south bot in every game: each is played again on lab-1 or lab-2,
+    which disagree; the forged bots are kept off lab-9, and once they are several lab-9 is dropped and
+    named; the games stored are an honest run's."""
+    base = tmp_path / "run"
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, rogue=FORGER) as (address, mine):
+        back = Cluster(address, certs=mine, connect_s=30)
+        result = library_run(base, field(base / "bots"), 2, back)
+    assert (result.scheduled, result.played) == (12, 12)
+    assert games(base) == reference
+    assert "bots that play elsewhere, were not confirmed" in back.dropped.get("certified lab-9", ""), (
+        back.dropped
+    )
+    assert all(m == {"certified lab-9"} for m in back.confirm.kept_off.values()), back.confirm.kept_off

@@ -178,10 +178,14 @@ class Dispatch:
         from arena.lab import workers
 
         accepted = self.members.accepted
+        slots = self.ctx.slots
         avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
+        off = self.ctx.confirm.kept_off  # the machines a bot of the batch failed on only
+        avoid |= set().union(
+            *(off.get(b.name, set()) for i in batch for b in (slots[i].south, slots[i].north))
+        )
         machine = self.members.machine
         allowed = [a for a in sorted(accepted) if machine(a) not in avoid] or sorted(accepted)
-        slots = self.ctx.slots
         bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
         plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
         seals = {digest: (str(future.key), self.seals[digest]) for digest, future in bots.items()}
