@@ -164,6 +164,14 @@ def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_o
     assert guard.refused(beat, may, lab_b, joined) is None
     other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
     assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
+    # its stream's reports are its own worker's: one naming another's (Dask takes the name in the message
+    # over the stream's) is refused, whether it claims keys there or finishes that worker's tasks
+    for op in ("add-keys", "task-finished", "release-worker-data", "long-running", "reschedule"):
+        claim = {"op": op, "worker": "tls://10.0.0.2:4000", "keys": ["Shipment-x-1"], "key": "k"}
+        assert guard.refused([claim], may, lab_a, joined) == f"{op} for a worker it did not register"
+        assert guard.refused([claim], may, lab_b, joined) is None
+        assert guard.refused([{**claim, "worker": "tls://10.0.0.9:1"}], may, lab_b, joined), op  # nobody's
+    assert guard.refused([{"op": "add-keys", "keys": ["k"]}], may, lab_a, joined) is None  # its own
     assert guard.refused(other, may, lab_b, joined) is None
     # an address is the machine's that first registered it: another's claim is refused, its own taken again
     claim = guard.refused({"op": "register-worker", "address": "tls://10.0.0.2:4000"}, may, lab_a, joined)

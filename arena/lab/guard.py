@@ -19,7 +19,8 @@ peer's certificate names (trust.py: an OU of its subject; the end of the common 
 before roles): only the coordinator's may act as a Dask client. Every side is an allowlist, so that an
 operation a later Dask adds, or one nobody thought of, is refused: at the scheduler a worker's certificate
 may ask only what distributed's Worker and Nanny ask (WORKER_OPS: join, heartbeats, who has a key, its
-batched stream's reports), and retire or unregister only workers it registered itself; at a worker another
+batched stream's reports), and retire, unregister, heartbeat or report for (a batched stream's message
+naming a `worker`: add-keys, task-finished...) only workers it registered itself; at a worker another
 worker's certificate may only fetch a task's data (`get_data`, how the bots travel between machines); at a
 nanny only its own worker may ask it to close. An operation refused closes the connection, with one
 line in the server's log naming the peer.
@@ -213,6 +214,12 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
             owner = joined.setdefault(one["address"], them)
             if owner.machine != them.machine:
                 return f"register-worker of {one['address']}, an address {owner} registered"
+        if op in WORKER_OPS and "worker" in one:  # a report of its batched stream, for another worker: Dask's
+            # handler takes the stream's own worker unless the message names one (add-keys would list that
+            # worker as holding keys it does not, task-finished finish its tasks)
+            named = one["worker"]
+            if not isinstance(named, str) or named not in joined or joined[named].machine != them.machine:
+                return f"{op} for a worker it did not register"
         if op in OWN_ADDRESSES:
             named = one.get(OWN_ADDRESSES[op])
             addresses = [named] if isinstance(named, str) else named
