@@ -193,6 +193,28 @@ def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_
     assert "SSL" in said or "certificate" in said.lower(), said[-2000:]
 
 
+def test_arena_run_refuses_a_scheduler_started_without_the_guard_in_one_line(
+    tmp_path: Path, certs: Path
+) -> None:
+    """Without the guard any lab machine's certificate would act as the coordinator's: `arena run --cluster`
+    asks the scheduler whether it runs it, and refuses one that does not before anything is played."""
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    bare = [a for a in scheduler_args(certs, port) if a not in GUARD]
+    with process(bare, tmp_path / "scheduler.log"):
+        client(address, certs).close()  # the scheduler is up
+        out = tournament(
+            tmp_path, field(tmp_path / "bots"), *STEADY, "--cluster", address, "--cluster-certs", certs
+        )
+    assert out.returncode != 0, out.stdout
+    assert out.stderr.splitlines()[-1] == (
+        f"arena: error: the Dask scheduler at {address} runs without arena's guard, which gives each "
+        "certificate its role (without it any lab machine's certificate acts as this one): start it with "
+        "--preload arena.lab.guard, as docs/lab.md's 'Starting the scheduler and the workers' says"
+    ), out.stderr
+    assert count_games(db_file(tmp_path)) == 0
+
+
 def worker_pids(address: str, certs: Path, count: int, timeout: float = 120) -> dict[str, int]:
     """The pid of each of the scheduler's workers by its name, once there are `count`."""
     with client(address, certs) as c:

@@ -68,6 +68,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[tuple
     tmp_path = tmp_path_factory.mktemp("lab")
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     trust.make_machine(mine, "honest")
     script = tmp_path / "two_faced.py"
     script.write_text(TWO_FACED, encoding="utf-8")

@@ -58,6 +58,7 @@ def lab(
     to it. Its address and certificates."""
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     logs = tmp_path / "logs"
     logs.mkdir()
     names = [*honest, *(["lab-9"] if rogue else [])]

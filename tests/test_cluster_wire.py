@@ -98,6 +98,7 @@ def lab(tmp_path: Path, certs: Path) -> Iterator[tuple[str, Path, Path]]:
     lab-9, a rogue machine's, not) and logs."""
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     for name in ("lab-3", "lab-9"):
         trust.make_machine(mine, name)
     (mine / trust.REVOKED).write_text("lab-3\n", encoding="utf-8")

@@ -30,6 +30,9 @@ At the scheduler, every worker that registers is told which machine it is (`cert
 connected from. The coordinator tells machines apart by it, never by what a worker says of itself: one
 machine's several worker processes, whatever ARENA_MACHINE each claims, are one machine to it.
 
+A scheduler with the guard answers the coordinator's GUARD_OP, so that `arena run --cluster` refuses one
+started without it (`Cluster(guarded=True)`).
+
 Importing it also sets arena's Dask settings in the process (background.py: Dask's profiler and timers that
 nothing of arena reads, off or slower; never over one the lab set itself), before the scheduler reads them,
 and in a nanny before it hands its configuration to the worker it starts.
@@ -46,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.lab import background, wire
-from arena.lab.trust import MACHINE_EXTRA, MACHINE_UNIT, REVOKED
+from arena.lab.trust import GUARD_OP, GUARDED, MACHINE_EXTRA, MACHINE_UNIT, REVOKED
 from arena.lab.trust import ROLES as CERT_ROLES
 
 log = logging.getLogger("arena")
@@ -311,8 +314,15 @@ def dask_setup(server: Any) -> None:
         comm.abort()
     me = own(security.tls_scheduler_cert if kind == "scheduler" else security.tls_worker_cert)
     joined: dict[str, Peer] = {}  # this server's, for as long as it lives
+    if kind == "scheduler":  # `arena run --cluster` asks (a worker's certificate may not: not in WORKER_OPS)
+        server.handlers[GUARD_OP] = guarded
     for listener in server.listeners:
         listener.comm_handler = _guarded(listener.comm_handler, kind, me, security.tls_ca_file, joined)
+
+
+def guarded() -> str:
+    """A guarded scheduler's answer to GUARD_OP."""
+    return GUARDED
 
 
 def _guarded(
