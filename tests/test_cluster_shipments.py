@@ -19,14 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import test_cluster_lab
 from test_cluster import games, library_run
-from test_cluster_lab import WORKER, client, free_port, process, scheduler_args, tls, worker_args
+from test_cluster_lab import WORKER, client, free_port, give, process, scheduler_args, tls, worker_args
 from test_tournament import GREEDY, records, write_bots
 
 from arena.lab import Cluster, trust
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
+mode, shared = test_cluster_lab.mode, test_cluster_lab.shared  # root, and an ordinary user (uid 65534)
 
 
 def field(folder: Path, **more: str) -> Path:
@@ -50,13 +52,21 @@ def ports(n: int) -> list[int]:
 
 @contextlib.contextmanager
 def lab(
-    tmp_path: Path, certs: Path, honest: dict[str, dict[str, str]], rogue: str | None = None
+    tmp_path: Path,
+    certs: Path,
+    honest: dict[str, dict[str, str]],
+    rogue: str | None = None,
+    mode: str = "root",
+    shared: Path | None = None,
 ) -> Iterator[tuple[str, Path]]:
     """A guarded lab: the scheduler, one worker (with its nanny) of each `honest` machine (its name ->
-    the worker's environment), and a `rogue` one (its preload's text, after arena's guard, so that it
-    serves plain data) listening on the port Dask sorts first, so that the coordinator scatters the bots
-    to it. Its address and certificates."""
-    mine = tmp_path / "certs"
+    the worker's environment), run by root or (mode 'user', in the `shared` folder) an ordinary user, and a
+    `rogue` one (root; its preload's text, after arena's guard, so that it serves plain data) listening on
+    the port Dask sorts first, so that the coordinator scatters the bots to it. Its address and
+    certificates."""
+    user = mode == "user"
+    base = shared if user and shared is not None else tmp_path
+    mine = base / "certs"
     shutil.copytree(certs, mine)
     shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     logs = tmp_path / "logs"
@@ -64,16 +74,24 @@ def lab(
     names = [*honest, *(["lab-9"] if rogue else [])]
     for name in names:
         trust.make_machine(mine, name)
+    give(mine, mode)
     first, *rest = ports(len(names))
     port = free_port()
     address = f"tls://127.0.0.1:{port}"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(process(scheduler_args(mine, port), logs / "scheduler.log"))
+        stack.enter_context(
+            process(scheduler_args(mine, port), logs / "scheduler.log", {"HOME": str(base)}, user)
+        )
         at = [*rest, first] if rogue else [first, *rest]
         for (name, env), worker_port in zip(honest.items(), at, strict=False):
             args = [*worker_args(address, mine, f"worker-{name}"), "--worker-port", str(worker_port)]
-            env = {"ARENA_CACHE": str(tmp_path / f"cache-{name}"), "ARENA_MACHINE": name, **env}
-            stack.enter_context(process(args, logs / f"{name}.log", env))
+            env = {
+                "ARENA_CACHE": str(base / f"cache-{name}"),
+                "ARENA_MACHINE": name,
+                "HOME": str(base),
+                **env,
+            }
+            stack.enter_context(process(args, logs / f"{name}.log", env, user))
         if rogue:
             (tmp_path / "rogue").mkdir()
             (tmp_path / "rogue" / "rogue_preload.py").write_text(textwrap.dedent(rogue), encoding="utf-8")
@@ -86,6 +104,9 @@ def lab(
             stack.enter_context(process(args, logs / "rogue.log", env))
         with client(address, mine) as c:
             c.wait_for_workers(len(names), timeout=120)
+            if user:  # the honest machines' workers, and the scheduler, are an ordinary user's
+                uids = {uid for uid in c.run(os.getuid).values()} | {c.run_on_scheduler(os.getuid)}
+                assert uids == ({65534, 0} if rogue else {65534}), uids
         yield address, mine
 
 
@@ -114,13 +135,13 @@ def dask_setup(worker):
 
 
 def test_a_machine_serving_garbled_bots_is_charged_not_the_machines_it_served(
-    tmp_path: Path, certs: Path, reference: list[dict]
+    tmp_path: Path, certs: Path, reference: list[dict], mode: str, shared: Path
 ) -> None:
     """The bots are scattered to the rogue (lab-9), the honest lab-1 and lab-2 fetch them from it: the
     copies do not match their seals, lab-9 is named for it, and no game is forfeited by a bot or lost by
     a machine: the games stored are an honest run's."""
     base = tmp_path / "run"
-    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, rogue=GARBLER) as (address, mine):
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, GARBLER, mode, shared) as (address, mine):
         back = Cluster(address, certs=mine, connect_s=30)
         result = library_run(base, field(base / "bots"), 2, back)
     assert (result.scheduled, result.played) == (12, 12)
@@ -221,13 +242,13 @@ def dask_setup(worker):
 
 
 def test_a_machine_whose_forfeits_fail_for_several_bots_that_play_elsewhere_is_dropped(
-    tmp_path: Path, certs: Path, reference: list[dict]
+    tmp_path: Path, certs: Path, reference: list[dict], mode: str, shared: Path
 ) -> None:
     """lab-9 forges a timeout of the south bot in every game: each is played again on lab-1 or lab-2,
     which disagree; the forged bots are kept off lab-9, and once they are several lab-9 is dropped and
     named; the games stored are an honest run's."""
     base = tmp_path / "run"
-    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, rogue=FORGER) as (address, mine):
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, FORGER, mode, shared) as (address, mine):
         back = Cluster(address, certs=mine, connect_s=30)
         result = library_run(base, field(base / "bots"), 2, back)
     assert (result.scheduled, result.played) == (12, 12)
