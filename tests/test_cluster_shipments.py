@@ -257,3 +257,42 @@ def test_a_machine_whose_forfeits_fail_for_several_bots_that_play_elsewhere_is_d
         back.dropped
     )
     assert all(m == {"certified lab-9"} for m in back.confirm.kept_off.values()), back.confirm.kept_off
+
+
+# A rogue machine that serves the bots it holds pickled: the machines that need them refuse to read them
+# (their guard), and Dask would have them ask it again for ever, their tasks past their deadline.
+PICKLER = """
+from distributed.protocol import Serialize
+
+from arena.lab.workers import SHIPMENT
+
+
+def dask_setup(worker):
+    real = worker.handlers["get_data"]
+
+    async def get_data(comm, keys, who=None, serializers=None):
+        if not any(str(k).startswith(SHIPMENT) for k in keys):
+            return await real(comm, keys=keys, who=who, serializers=serializers)
+        data = {k: Serialize(worker.data[k]) for k in keys if k in worker.data}
+        await comm.write({"status": "OK", "data": data}, serializers=["pickle"])
+        await comm.read()  # its "OK", if the reader did not close the connection
+        return "dont-reply"
+
+    worker.handlers["get_data"] = get_data
+"""
+
+
+def test_a_machine_serving_bots_pickled_is_charged_not_the_machines_left_waiting(
+    tmp_path: Path, certs: Path, reference: list[dict]
+) -> None:
+    """The bots are scattered to the rogue (lab-9), which serves them pickled: lab-1's and lab-2's tasks
+    wait for them past their deadline; the coordinator finds what they wait for, reads it from lab-9 itself
+    (refused too), drops lab-9, not them, and ships the bots again: an honest run's games."""
+    base = tmp_path / "run"
+    with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, PICKLER) as (address, mine):
+        back = Cluster(address, certs=mine, connect_s=30, result_s=20)
+        result = library_run(base, field(base / "bots"), 2, back)
+    assert (result.scheduled, result.played) == (12, 12)
+    assert games(base) == reference
+    assert "as something other than plain data" in back.dropped.get("certified lab-9", ""), back.dropped
+    assert not [k for k in back.dropped if "lab-1" in k or "lab-2" in k], back.dropped

@@ -17,7 +17,6 @@ from arena.lab.dispatch import Dispatch, Task
 from arena.lab.membership import Membership, greeted
 from arena.lab.plumbing import answer, line, machine
 from arena.lab.retry import Tries
-from arena.lab.shipments import Shipments
 
 if TYPE_CHECKING:
     from arena.match.record import GameRecord
@@ -76,7 +75,6 @@ class Intake:
         self.dispatch = dispatch
         self.tries = tries
         self.blame = blame
-        self.shipments = Shipments(ctx.client, members.plugin, members.machine)
 
     def settle(self, future: Any, task: Task, address: str) -> None:
         """A task that came back from the worker at `address` (the scheduler's word): its games stored, or
@@ -126,7 +124,7 @@ class Intake:
         if served is not None and served in self.ctx.dropped:  # charged already: its copy is not read again
             self.dispatch.again(task.games)
             return
-        verdict = self.shipments.garbled(address, name, key, served, self.dispatch.seals[digest])
+        verdict = self.dispatch.shipments.garbled(address, name, key, served, self.dispatch.seals[digest])
         if verdict.culprit is not None:
             found = self.ctx.machines.get(verdict.culprit) or self.members.known.get(verdict.culprit)
             self.members.drop(verdict.culprit, found, verdict.why)

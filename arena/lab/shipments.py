@@ -52,7 +52,7 @@ class Shipments:
         while at not in seen and len(seen) < 16:
             seen.add(at)
             copy = self.copy(at, key)
-            if copy is _UNREAD:
+            if copy is _UNREAD or copy is _REFUSED:
                 break
             from arena.lab.workers import arrived
 
@@ -93,9 +93,9 @@ class Shipments:
 
         try:
             said = self.client.sync(ask)
-        except Exception as e:  # closed for a pickle, gone, slow: this side cannot tell
+        except Exception as e:  # closed for a pickle (_REFUSED), gone, slow: this side cannot tell
             log.warning(f"cannot read {key} from {address}: {type(e).__name__}: {line(str(e))}")
-            return _UNREAD
+            return _REFUSED if "arena: " in str(e) and " refused: " in str(e) else _UNREAD
         if not isinstance(said, dict) or said.get("status") != "OK" or key not in said.get("data", {}):
             return _UNREAD
         return said["data"][key]
@@ -111,5 +111,22 @@ class Shipments:
         came = said.get(address) if isinstance(said, dict) else None
         return came if isinstance(came, str) else None
 
+    def withheld(self, waiter: str, name: str, key: str, holders: list[str]) -> list[Verdict]:
+        """The worker at `waiter` has waited past its task's deadline for shipment `key` (bot `name`),
+        which `holders` hold: those that serve it as anything but plain data (which the waiter's guard
+        refuses, and Dask then asks the same holder again, for ever) are charged, not the waiter."""
+        verdicts = []
+        for holder in holders:
+            if holder != waiter and self.copy(holder, key) is _REFUSED:
+                verdicts.append(
+                    Verdict(
+                        holder,
+                        f"it served bot {name}'s files as something other than plain data (refused by the "
+                        "machines that need them, and by this side)",
+                    )
+                )
+        return verdicts
+
 
 _UNREAD = object()  # a copy this side could not read
+_REFUSED = object()  # a copy this side's guard refused to read (wire.py: pickled, not plain data)

@@ -473,3 +473,12 @@ def served_by(plugin: str, key: str, dask_worker: Any) -> str | None:
     coordinator following a garbled copy back; None: the coordinator's own scatter, or not known)."""
     arena = dask_worker.plugins.get(plugin)
     return arena.served.get(key) if isinstance(arena, Arena) else None
+
+
+def waiting_for(key: str, dask_worker: Any) -> list[str]:
+    """The data task `key` waits for on this worker, not here yet (Client.run, asked by the coordinator of
+    a task past its deadline): a worker that cannot get a bot's files is not the one to blame."""
+    ts = dask_worker.state.tasks.get(key)
+    if ts is None:
+        return []
+    return [str(dep.key) for dep in ts.dependencies if dep.state in ("fetch", "flight", "missing")]
