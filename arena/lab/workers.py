@@ -270,6 +270,7 @@ class Arena(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         self.worker = worker
         self.served: dict[str, str] = {}  # shipment key -> the worker it was fetched from
+        self.sealed: set[str] = set()  # shipment keys whose copy here matched its seal
         self.address = str(worker.address)
         self.rules = parse_rules(self.conditions.spec)
         asked = self.conditions.conf
@@ -299,8 +300,13 @@ class Arena(WorkerPlugin):
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
         """Dask's hook on each of this worker's task transitions: a shipment fetched from another worker
-        ('fetch' to 'flight') remembers which worker serves it, so that a garbled copy names its server."""
-        if start == "fetch" and finish == "flight" and isinstance(key, str) and key.startswith(SHIPMENT):
+        ('fetch' to 'flight') remembers which worker serves it, so that a garbled copy names its server;
+        one that leaves memory is no longer known whole."""
+        if not (isinstance(key, str) and key.startswith(SHIPMENT)):
+            return
+        if start == "memory":  # its copy here is gone: one fetched again is checked again
+            self.sealed.discard(key)
+        if start == "fetch" and finish == "flight":
             with contextlib.suppress(Exception):
                 self.served[key] = str(self.worker.state.tasks[key].coming_from)
 
@@ -461,7 +467,11 @@ def play_task(
         return json.dumps({"lost": f"arena's run {plugin} is not set up on this worker"})
     for digest, plain in bots.items():
         key, seal = seals[digest]
-        if arrived(plain, seal) is None:
+        if key in arena.sealed:  # checked by an earlier task (Dask's copy in memory does not change)
+            continue
+        if arrived(plain, seal) is not None:
+            arena.sealed.add(key)
+        else:
             served = arena.served.get(key)
             return json.dumps({"machine": dataclasses.asdict(arena.machine),
                                "shipment": {"bot": digest, "key": key, "served": served}})  # fmt: skip
