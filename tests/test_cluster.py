@@ -48,7 +48,7 @@ from test_tournament import (
 )
 
 from arena.api import Tournament
-from arena.lab import Cluster, ClusterError, membership
+from arena.lab import Cluster, ClusterError, membership, trust
 from arena.match.bots import discover
 from arena.match.clock import TimeControl
 from arena.match.referee import Limits
@@ -292,10 +292,12 @@ def test_a_bot_whose_files_differ_from_the_tournaments_never_runs_on_a_worker(
 
 @pytest.mark.slow
 def test_arena_run_with_a_cluster_stops_and_resumes_like_a_local_run(
-    tmp_path: Path, reference, certs
+    tmp_path: Path, reference, certs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C, then kill -9, of `arena run --cluster`; each time the same command resumes, and the bots on
-    the workers end with the run (after a kill -9, when the tournament runs again)."""
+    the workers end with the run (after a kill -9, when the tournament runs again). The LocalCluster's
+    scheduler runs without the guard (in this test's process): arena is told so (trust.UNGUARDED_ENV)."""
+    monkeypatch.setenv(trust.UNGUARDED_ENV, "1")
     base = tmp_path / "cluster"
     bots = field(base / "bots", delay=0.02)
     cache = tmp_path / "cache"

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +59,15 @@ def tls(certs: Path, role: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+def process(
+    args: list[str], log: Path, env: dict[str, str] | None = None, user: bool = False
+) -> Iterator[subprocess.Popen]:
+    """`args` started in a session of its own, ended with it; `user`: run by uid 65534, an ordinary user
+    (as a lab machine may run its worker), which must be able to read and write what `env` names."""
+    if user:
+        from test_redteam import as_nobody
+
+        args = as_nobody(args, [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1]])
     with log.open("ab") as out:
         proc = subprocess.Popen(
             args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
@@ -73,6 +83,36 @@ def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> It
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+@pytest.fixture(params=["root", "user"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Whom the lab's processes run as: root, or (uid 65534) an ordinary user."""
+    if request.param == "user":
+        if os.geteuid() != 0:
+            pytest.skip("run as root: the test starts the lab as root and, dropping privileges, as a user")
+        if shutil.which("bwrap") is None or shutil.which("setpriv") is None:
+            pytest.skip("the lab is started as an ordinary user with bubblewrap and setpriv, not here")
+    return str(request.param)
+
+
+@pytest.fixture
+def shared(mode: str) -> Iterator[Path]:
+    """A folder the lab's processes can use whoever they run as (pytest's own are root's alone): owned by
+    uid 65534 for an ordinary user's lab."""
+    folder = Path(tempfile.mkdtemp(prefix="arena-lab-", dir="/tmp"))
+    folder.chmod(0o777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def give(folder: Path, mode: str) -> None:
+    """`folder` and all in it made the lab's user's (uid 65534 in mode 'user'): its keys readable by it."""
+    if mode == "user":
+        for path in (folder, *folder.rglob("*")):
+            os.chown(path, 65534, 65534)
 
 
 def scheduler_args(certs: Path, port: int) -> list[str]:
@@ -191,6 +231,28 @@ def test_a_lab_over_tls_plays_and_a_machine_without_the_class_certificate_never_
     assert {r["worker"] for r in records(base)} == {"from 127.0.0.1"}
     said = (logs / "intruder.log").read_text(errors="replace")
     assert "SSL" in said or "certificate" in said.lower(), said[-2000:]
+
+
+def test_arena_run_refuses_a_scheduler_started_without_the_guard_in_one_line(
+    tmp_path: Path, certs: Path
+) -> None:
+    """Without the guard any lab machine's certificate would act as the coordinator's: `arena run --cluster`
+    asks the scheduler whether it runs it, and refuses one that does not before anything is played."""
+    port = free_port()
+    address = f"tls://127.0.0.1:{port}"
+    bare = [a for a in scheduler_args(certs, port) if a not in GUARD]
+    with process(bare, tmp_path / "scheduler.log"):
+        client(address, certs).close()  # the scheduler is up
+        out = tournament(
+            tmp_path, field(tmp_path / "bots"), *STEADY, "--cluster", address, "--cluster-certs", certs
+        )
+    assert out.returncode != 0, out.stdout
+    assert out.stderr.splitlines()[-1] == (
+        f"arena: error: the Dask scheduler at {address} runs without arena's guard, which gives each "
+        "certificate its role (without it any lab machine's certificate acts as this one): start it with "
+        "--preload arena.lab.guard, as docs/lab.md's 'Starting the scheduler and the workers' says"
+    ), out.stderr
+    assert count_games(db_file(tmp_path)) == 0
 
 
 def worker_pids(address: str, certs: Path, count: int, timeout: float = 120) -> dict[str, int]:

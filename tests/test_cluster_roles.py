@@ -56,6 +56,7 @@ def test_only_the_coordinators_certificate_acts_as_a_client_and_a_revoked_machin
 ) -> None:
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     out = subprocess.run(
         [sys.executable, "-m", "arena", "cluster-certs", str(mine), "--machine", "lab-3"],
         capture_output=True, text=True, timeout=60,
@@ -164,6 +165,14 @@ def test_a_worker_certificate_may_only_do_what_a_worker_does_and_name_only_its_o
     assert guard.refused(beat, may, lab_b, joined) is None
     other = {"op": "unregister", "address": "tls://10.0.0.2:4000"}
     assert guard.refused(other, may, lab_a, joined) == "unregister of a worker it did not register"
+    # its stream's reports are its own worker's: one naming another's (Dask takes the name in the message
+    # over the stream's) is refused, whether it claims keys there or finishes that worker's tasks
+    for op in ("add-keys", "task-finished", "release-worker-data", "long-running", "reschedule"):
+        claim = {"op": op, "worker": "tls://10.0.0.2:4000", "keys": ["Shipment-x-1"], "key": "k"}
+        assert guard.refused([claim], may, lab_a, joined) == f"{op} for a worker it did not register"
+        assert guard.refused([claim], may, lab_b, joined) is None
+        assert guard.refused([{**claim, "worker": "tls://10.0.0.9:1"}], may, lab_b, joined), op  # nobody's
+    assert guard.refused([{"op": "add-keys", "keys": ["k"]}], may, lab_a, joined) is None  # its own
     assert guard.refused(other, may, lab_b, joined) is None
     # an address is the machine's that first registered it: another's claim is refused, its own taken again
     claim = guard.refused({"op": "register-worker", "address": "tls://10.0.0.2:4000"}, may, lab_a, joined)
@@ -179,6 +188,7 @@ def test_a_machine_cannot_take_the_address_of_another_that_joined_before(tmp_pat
     lab-3's address as its own (--contact-address) is refused at the scheduler and never takes it."""
     mine = tmp_path / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     for name in ("lab-3", "lab-4"):
         trust.make_machine(mine, name)
     port = free_port()
@@ -212,3 +222,26 @@ def test_a_machine_cannot_take_the_address_of_another_that_joined_before(tmp_pat
                     said[-2000:] + (logs / "rogue.log").read_text(errors="replace")[-2000:]
                 )
                 assert taken not in c.scheduler_info(n_workers=-1)["workers"]
+
+
+def test_cluster_certs_keeps_the_authoritys_key_apart_from_the_folder_the_coordinator_reads(
+    tmp_path: Path,
+) -> None:
+    """`arena cluster-certs certs` writes ca.key into certs.authority (owner only), `--machine` signs with it
+    there, and the coordinator refuses, in one line, a certificates folder that holds a ca.key."""
+    certs = tmp_path / "certs"
+    made = subprocess.run([sys.executable, "-m", "arena", "cluster-certs", str(certs)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    key = tmp_path / "certs.authority" / "ca.key"
+    assert key.is_file() and not (certs / "ca.key").exists()
+    assert key.stat().st_mode & 0o077 == 0 and key.parent.stat().st_mode & 0o077 == 0
+    assert f"keep {key} to yourself" in made.stderr
+    args = [sys.executable, "-m", "arena", "cluster-certs", str(certs), "--machine", "lab-5"]
+    machine = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert machine.returncode == 0 and (certs / "worker-lab-5.pem").is_file(), machine.stderr
+    trust.security(certs)  # the coordinator reads the folder as it is
+    shutil.copy(key, certs / "ca.key")  # as an older arena left it
+    with pytest.raises(trust.TrustError, match=r"ca\.key is in the folder this machine reads") as refused:
+        trust.security(certs)
+    assert "\n" not in str(refused.value) and str(key.parent) in str(refused.value)

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cluster_lab import WORKER, client, free_port, process, scheduler_args, tls, worker_args
+import test_cluster_lab
+from test_cluster_lab import WORKER, client, free_port, give, process, scheduler_args, tls, worker_args
 
 from arena.lab import trust, wire
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
+mode, shared = test_cluster_lab.mode, test_cluster_lab.shared  # root, and an ordinary user (uid 65534)
 
 
 class Marker:
@@ -93,30 +95,40 @@ def security(certs: Path, role: str) -> Any:
 
 
 @pytest.fixture
-def lab(tmp_path: Path, certs: Path) -> Iterator[tuple[str, Path, Path]]:
-    """A guarded TLS lab of one worker (with its nanny): its address, certificates (lab-3, revoked;
-    lab-9, a rogue machine's, not) and logs."""
-    mine = tmp_path / "certs"
+def lab(tmp_path: Path, certs: Path, mode: str, shared: Path) -> Iterator[tuple[str, Path, Path]]:
+    """A guarded TLS lab of one worker (with its nanny), run by root or (mode 'user') by an ordinary user:
+    its address, certificates (lab-3, revoked; lab-9, a rogue machine's, not) and logs."""
+    mine = shared / "certs"
     shutil.copytree(certs, mine)
+    shutil.copytree(trust.authority(certs), trust.authority(mine))  # its key, apart
     for name in ("lab-3", "lab-9"):
         trust.make_machine(mine, name)
     (mine / trust.REVOKED).write_text("lab-3\n", encoding="utf-8")
+    give(mine, mode)
     port = free_port()
     address = f"tls://127.0.0.1:{port}"
     logs = tmp_path / "logs"
     logs.mkdir()
-    env = {"ARENA_CACHE": str(tmp_path / "cache")}
+    env = {"ARENA_CACHE": str(shared / "cache"), "HOME": str(shared)}
+    user = mode == "user"
     with (
-        process(scheduler_args(mine, port), logs / "scheduler.log"),
-        process(worker_args(address, mine), logs / "worker.log", env),
+        process(scheduler_args(mine, port), logs / "scheduler.log", {"HOME": str(shared)}, user),
+        process(worker_args(address, mine), logs / "worker.log", env, user),
     ):
         with client(address, mine) as c:
             c.wait_for_workers(1, timeout=90)
+            uid = 65534 if user else os.getuid()
+            ran_as = {
+                c.run_on_scheduler(os.getuid),
+                *c.run(os.getuid).values(),
+                *c.run(os.getuid, nanny=True).values(),
+            }
+            assert ran_as == {uid}, ran_as
         yield address, mine, logs
 
 
 def test_no_pickle_of_a_lab_machine_or_a_stranger_runs_at_the_scheduler_a_worker_or_a_nanny(
-    tmp_path: Path, lab: tuple[str, Path, Path]
+    shared: Path, lab: tuple[str, Path, Path]
 ) -> None:
     address, certs, logs = lab
     with client(address, certs) as c:
@@ -125,8 +137,9 @@ def test_no_pickle_of_a_lab_machine_or_a_stranger_runs_at_the_scheduler_a_worker
     assert {"register-worker", "run_function", "gather"} <= set(known["scheduler"]), known["scheduler"]
     assert {"get_data", "run"} <= set(known["worker"]) and "kill" in known["nanny"], known
     targets = {"scheduler": address, "worker": worker, "nanny": info["nanny"]}
-    markers = tmp_path / "markers"
-    markers.mkdir()
+    markers = shared / "markers"  # where the lab's processes could write, were they to run a marker
+    markers.mkdir(mode=0o777)
+    markers.chmod(0o777)
     for role in ("worker", "worker-lab-3", "worker-lab-9"):
         for kind, where in targets.items():
             asyncio.run(attack(where, security(certs, role), known[kind], markers, f"{role}-at-{kind}"))
@@ -195,15 +208,16 @@ def dask_setup(worker):
 
 
 def test_a_rogue_workers_pickled_get_data_runs_nowhere_not_at_the_coordinator(
-    tmp_path: Path, lab: tuple[str, Path, Path]
+    tmp_path: Path, shared: Path, lab: tuple[str, Path, Path]
 ) -> None:
     """A rogue machine (its own certificate, not revoked, no guard) answers get_data with pickles; the
     coordinator's client (as arena's Cluster makes it) asks for its tasks' results through the scheduler."""
     from arena.lab import Cluster
 
     address, certs, logs = lab
-    markers = tmp_path / "markers"
-    markers.mkdir()
+    markers = shared / "markers"  # where the lab's processes could write, were they to run a marker
+    markers.mkdir(mode=0o777)
+    markers.chmod(0o777)
     (tmp_path / "rogue").mkdir()
     (tmp_path / "rogue" / "rogue_preload.py").write_text(
         textwrap.dedent(ROGUE.format(marker=str(markers / "rogue"))), encoding="utf-8"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import sys
 import time
 from pathlib import Path
@@ -280,7 +281,10 @@ def _cluster(address: str | None, certs: Path | None, insecure: bool, require_sa
         pass  # no Dask here: the back end says what to install
     if insecure:
         click.echo(f"arena: warning: {address} is played on without TLS (--insecure-cluster)", err=True)
-    return Cluster(address, certs=certs, insecure=insecure, require_sandbox=require_sandbox)
+    # A scheduler without arena's guard is refused, unless the teacher says it runs somewhere only
+    # trusted machines reach (docs/lab.md)
+    guarded = not insecure and not os.environ.get(trust.UNGUARDED_ENV)
+    return Cluster(address, certs=certs, insecure=insecure, require_sandbox=require_sandbox, guarded=guarded)
 
 
 def _stopping_rule(rounds, confidence, resolution, settle, references, max_games):  # type: ignore[no-untyped-def]
@@ -334,7 +338,7 @@ def cluster_certs_cmd(folder, machine):  # type: ignore[no-untyped-def]
     """Make a class's certificate authority and the certificates of its cluster in FOLDER: the scheduler's,
     the workers' and the coordinator's (the machine that runs arena run); with --machine, one machine's own
     worker certificate."""
-    from arena.lab.trust import TrustError, make, make_machine
+    from arena.lab.trust import TrustError, authority, make, make_machine
 
     try:
         written = make_machine(folder, machine) if machine else make(folder)
@@ -348,8 +352,9 @@ def cluster_certs_cmd(folder, machine):  # type: ignore[no-untyped-def]
         )
         return
     click.echo(
-        f"keep {folder / 'ca.key'} to yourself; copy ca.pem and scheduler.pem/.key to the scheduler's "
-        "machine, ca.pem and worker.pem/.key to every lab machine (or one of its own: --machine NAME)",
+        f"keep {authority(folder) / 'ca.key'} to yourself (apart from {folder}, which the coordinator "
+        "reads); copy ca.pem and scheduler.pem/.key to the scheduler's machine, ca.pem and worker.pem/.key "
+        "to every lab machine (or one of its own: --machine NAME)",
         err=True,
     )
 

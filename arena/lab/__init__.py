@@ -56,7 +56,9 @@ class Cluster:
     that a game failed or that it will not play it, or (`require_sandbox`) has no sandbox, is dropped from
     the run: its games are played elsewhere, and it is named (`on_machine`, with `refused`); with every
     worker dropped and none other joining in `workers_s`, the run stops. `require_sandbox` is by default on
-    when the games ask for the sandbox and this machine has it."""
+    when the games ask for the sandbox and this machine has it. `guarded`: a scheduler that does not run
+    arena's guard (arena/lab/guard.py, which gives each certificate its role) is refused (`arena run` asks
+    it; a test's LocalCluster runs without)."""
 
     remote = True
 
@@ -72,6 +74,7 @@ class Cluster:
         result_s: float = 600.0,
         idle_s: float = 30.0,
         tries: int = 5,
+        guarded: bool = False,
     ) -> None:
         self.address = address
         self.certs = certs
@@ -82,6 +85,7 @@ class Cluster:
         self.result_s = result_s
         self.idle_s = idle_s
         self.tries = tries
+        self.guarded = guarded
         self.machines: dict[str, Machine] = {}  # every worker that reported a game, by address
         self.dropped: dict[str, str] = {}  # worker address or machine name -> why it was dropped
         self.named: dict[str, str] = {}  # each dropped worker once, as 'host (address)' -> why
@@ -152,7 +156,7 @@ class Cluster:
             knock(self.address, self.connect_s)  # a refused connection is said at once, not after retries
             from arena.lab import wire
 
-            return distributed().Client(
+            client = distributed().Client(
                 # nothing of the lab unpickled here (the scheduler relays what workers hold): TLS read by
                 # arena/lab/wire.py, the messages of every peer plain data only
                 wire.plain(self.address) if self.address.startswith("tls://") else self.address,
@@ -170,6 +174,27 @@ class Cluster:
                 "docs/lab.md, 'Starting the scheduler and the workers'), or check its address and "
                 "certificates"
             ) from None
+        if self.guarded:
+            self._check_guard(client)
+        return client
+
+    def _check_guard(self, client: Any) -> None:
+        """ClusterError unless the scheduler answers that it runs arena's guard."""
+        from arena.lab import trust
+
+        try:
+            said = client.sync(getattr(client.scheduler, trust.GUARD_OP), callback_timeout=self.connect_s)
+        except Exception:
+            said = None
+        if said != trust.GUARDED:
+            with contextlib.suppress(Exception):
+                client.close(timeout=10)
+            raise ClusterError(
+                f"the Dask scheduler at {self.address} runs without arena's guard, which gives each "
+                "certificate its role (without it any lab machine's certificate acts as this one): start it "
+                "with --preload arena.lab.guard, as docs/lab.md's 'Starting the scheduler and the workers' "
+                "says"
+            )
 
     def _alive(self, client: Any) -> None:
         """Raise ClusterError once the scheduler is gone for more than `connect_s` seconds."""

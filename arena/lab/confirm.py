@@ -4,9 +4,11 @@ which the replay shows illegal but not that the bot gave it: a machine that says
 out before its first move" forges a win a replay accepts. So such a forfeit, which decides its game, is held
 and the game played again on another machine before it counts: the same bot forfeiting there confirms it
 (the first record is stored); otherwise the game as the second machine played it is stored, and the
-disagreement is named with both accounts. A machine whose claims are mostly not confirmed (at least
-UNCONFIRMED of them, more than it had confirmed) is dropped and named; an honest machine with a bot that
-times out now and then is not.
+disagreement is named with both accounts, and the bot is kept off that machine (its games go elsewhere,
+`kept_off`): a bot that fails on one machine only (it may recognise the machine) costs that machine
+nothing, and a machine that forges against one bot gets to play it no more. A machine whose claims are
+mostly not confirmed, for several bots that play elsewhere (UNCONFIRMED of them, more claims than it had
+confirmed), is dropped and named; an honest machine with a bot that times out now and then is not.
 
 "Another machine" is another as the run tells machines apart (Membership.machine: the machine the
 scheduler certified), never another worker process of the same machine, which would confirm its own
@@ -23,7 +25,7 @@ from arena.tournament.schedule import Slot
 # Forfeits a replay cannot test: that a timeout, a crash or a garbled answer happened, that the bot gave
 # the illegal answer its record keeps (the replay checks the answer is illegal there, audit.py)
 UNCHECKABLE = (Reason.TIMEOUT, Reason.CRASH, Reason.GARBLED, Reason.ILLEGAL)
-UNCONFIRMED = 3  # unconfirmed claims (and more than its confirmed ones) that drop a machine
+UNCONFIRMED = 3  # bots whose claims on a machine were not confirmed (more than its confirmed) that drop it
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,14 @@ class Confirm:
         self.replayed = 0  # games played twice to confirm a claim (a held one that the bench then
         # recorded without play is not)
         self.disputes: list[str] = []  # each disagreement, both accounts in words
+        # bot name -> the machines it is kept off: its claims there were not confirmed, or it failed to be
+        # set up there but not elsewhere (blame.py)
+        self.kept_off: dict[str, set[str]] = {}
+
+    def keep_off(self, bot: str, machine: str) -> int:
+        """Bot `bot` played no more on `machine`: how many bots that machine is now kept from."""
+        self.kept_off.setdefault(bot, set()).add(machine)
+        return sum(machine in machines for machines in self.kept_off.values())
 
     def settle(
         self, i: int, slot: Slot, address: str, machine: str, shown: str, record: GameRecord
@@ -83,10 +93,11 @@ class Confirm:
         self.disputes.append(dispute)
         self.unconfirmed[claim.machine] += 1
         n = self.unconfirmed[claim.machine]
-        if n >= UNCONFIRMED and n > self.confirmed[claim.machine]:
+        bots = self.keep_off(claim.record.faulty, claim.machine) if claim.record.faulty else 0
+        if bots >= UNCONFIRMED and n > self.confirmed[claim.machine]:
             why = (
-                f"{n} of its forfeits were not confirmed by other machines (the last: {dispute}): its "
-                "results cannot be trusted"
+                f"{n} of its forfeits, of {bots} bots that play elsewhere, were not confirmed by other "
+                f"machines (the last: {dispute}): its results cannot be trusted"
             )
             return Outcome(record, claim.address, why)
         return Outcome(record)

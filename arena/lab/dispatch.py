@@ -21,6 +21,7 @@ from arena.lab.context import Context
 from arena.lab.membership import Membership
 from arena.lab.plumbing import ClusterError, distributed, line, processing
 from arena.lab.retry import Tries
+from arena.lab.shipments import READ_S, Shipments
 
 if TYPE_CHECKING:
     from arena.match.bots import Bot
@@ -91,11 +92,14 @@ class Dispatch:
         self.serial = serial
         self.futures: dict[Any, Task] = {}
         self.shipped: dict[tuple[str, str], Any] = {}  # bot version -> the future of its files
+        self.seals: dict[str, str] = {}  # bot digest -> its shipment's seal (workers.Shipment.seal)
         # game -> machines (Membership.machine) it is not sent to again where there is another: where its
         # task hung or failed, or that made a claim another machine is to confirm
         self.avoid: dict[int, set[str]] = {}
         self.waiting = deque(range(len(ctx.slots)))  # not yet sent, in schedule order; put back at the front
         self.pace = Pace()
+        self.shipments = Shipments(ctx.client, members.plugin, members.machine)
+        self.shipments_s = READ_S
         self.done = distributed().as_completed([], loop=ctx.client.loop)
         self.news = threading.Event()  # set as each task finishes (from the client's thread)
         self.last_news = time.monotonic()
@@ -157,7 +161,9 @@ class Dispatch:
         if key in self.shipped and self.shipped[key].status == "finished":
             return self.shipped[key]
         unchanged(bot)
-        pack = workers.pack(bot).plain()
+        shipment = workers.pack(bot)
+        self.seals[bot.digest] = shipment.seal
+        pack = shipment.plain()
         client = self.ctx.client
 
         def scatter() -> Any:
@@ -165,7 +171,7 @@ class Dispatch:
             to = [a for a in where if a in self.members.accepted] or sorted(self.members.accepted)
             if not to:
                 raise ClusterError("no accepted worker to send the bots to")
-            key = f"Shipment-{bot.digest}-{next(self.serial)}"  # a key of its own: a tuple, not its items
+            key = f"{workers.SHIPMENT}{bot.digest}-{next(self.serial)}"  # a key of its own
             return client.scatter({key: pack}, workers=to)[key]
 
         self.shipped[key] = self.ctx.patience.patiently(client, scatter)
@@ -175,12 +181,17 @@ class Dispatch:
         from arena.lab import workers
 
         accepted = self.members.accepted
+        slots = self.ctx.slots
         avoid = set().union(*(self.avoid.get(i, set()) for i in batch))
+        off = self.ctx.confirm.kept_off  # the machines a bot of the batch failed on only
+        avoid |= set().union(
+            *(off.get(b.name, set()) for i in batch for b in (slots[i].south, slots[i].north))
+        )
         machine = self.members.machine
         allowed = [a for a in sorted(accepted) if machine(a) not in avoid] or sorted(accepted)
-        slots = self.ctx.slots
         bots = {b.digest: self.ship(b, allowed) for i in batch for b in (slots[i].south, slots[i].north)}
         plays = tuple((slots[i].south.digest, slots[i].north.digest, slots[i].opening) for i in batch)
+        seals = {digest: (str(future.key), self.seals[digest]) for digest, future in bots.items()}
         # A key of its own for every task, a resubmitted one too (Dask hands back the task of a key it still
         # knows); it names the task's first game and how many it carries.
         first = slots[batch[0]]
@@ -193,6 +204,7 @@ class Dispatch:
                 self.members.plugin,
                 bots,
                 plays,
+                seals,
                 key=f"arena-games-{self.ctx.conditions.tag}-{name}",
                 resources={workers.RESOURCE: 1},
                 workers=allowed,
@@ -236,8 +248,13 @@ class Dispatch:
                 continue
             seconds = now - task.sent
             log.warning(f"{future.key}: no answer in {seconds:.0f} s; its games are sent again")
-            self.withdraw(future)
-            if (at := where.get(future.key)) is not None:
+            # (asked before the task is taken back, which ends it there)
+            waited = (at := where.get(future.key)) is not None and self.withheld(at, future.key)
+            if future in self.futures:  # (not taken back by a worker dropped for withholding bots)
+                self.withdraw(future)
+            if waited:
+                continue  # it waited for a bot's files another worker would not serve it plainly
+            if at is not None:
                 for i in task.games:
                     self.avoid.setdefault(i, set()).add(self.members.machine(at))
                 if at in self.members.accepted:
@@ -248,6 +265,34 @@ class Dispatch:
                         f"(its deadline {deadline:.0f} s): is the machine stopped or overloaded?",
                     )
             self.tries.died(task.games, f"no answer in {seconds:.0f} s")
+
+    def withheld(self, at: str, key: str) -> bool:
+        """Whether the late task `key` on the worker at `at` still waits for bots' files: those shipped
+        again, and the workers that would not serve them plainly dropped (not `at`)."""
+        from arena.lab.workers import SHIPMENT, waiting_for
+
+        client = self.ctx.client
+        try:
+            said = client.run(waiting_for, key, workers=[at], callback_timeout=self.shipments_s)
+        except Exception:
+            return False
+        waits = [k for k in said.get(at) or [] if isinstance(k, str) and k.startswith(SHIPMENT)]
+        if not waits:
+            return False
+        try:
+            held = client.sync(client.scheduler.who_has, keys=waits, callback_timeout=self.shipments_s)
+            holders = {str(k): [str(a) for a in v] for k, v in held.items()}
+        except Exception:
+            holders = {}
+        for wanted in waits:
+            digest = wanted.removeprefix(SHIPMENT).rsplit("-", 1)[0]
+            name = self.blame.names.get(digest, digest)
+            for verdict in self.shipments.withheld(at, name, wanted, holders.get(wanted, [])):
+                if verdict.culprit in self.members.accepted:
+                    self.members.drop(verdict.culprit, self.members.known.get(verdict.culprit), verdict.why)
+            self.shipped.pop((name, digest), None)  # the next task's copy: a new key, a fresh scatter
+        log.warning(f"{key}: its worker {at} waited for bots' files; they are shipped again")
+        return True
 
 
 def unchanged(bot: Bot) -> None:

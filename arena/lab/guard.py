@@ -19,7 +19,8 @@ peer's certificate names (trust.py: an OU of its subject; the end of the common 
 before roles): only the coordinator's may act as a Dask client. Every side is an allowlist, so that an
 operation a later Dask adds, or one nobody thought of, is refused: at the scheduler a worker's certificate
 may ask only what distributed's Worker and Nanny ask (WORKER_OPS: join, heartbeats, who has a key, its
-batched stream's reports), and retire or unregister only workers it registered itself; at a worker another
+batched stream's reports), and retire, unregister, heartbeat or report for (a batched stream's message
+naming a `worker`: add-keys, task-finished...) only workers it registered itself; at a worker another
 worker's certificate may only fetch a task's data (`get_data`, how the bots travel between machines); at a
 nanny only its own worker may ask it to close. An operation refused closes the connection, with one
 line in the server's log naming the peer.
@@ -28,6 +29,9 @@ At the scheduler, every worker that registers is told which machine it is (`cert
 `extra`, which replaces whatever the worker sent there): the machine its certificate names, else the IP it
 connected from. The coordinator tells machines apart by it, never by what a worker says of itself: one
 machine's several worker processes, whatever ARENA_MACHINE each claims, are one machine to it.
+
+A scheduler with the guard answers the coordinator's GUARD_OP, so that `arena run --cluster` refuses one
+started without it (`Cluster(guarded=True)`).
 
 Importing it also sets arena's Dask settings in the process (background.py: Dask's profiler and timers that
 nothing of arena reads, off or slower; never over one the lab set itself), before the scheduler reads them,
@@ -45,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.lab import background, wire
-from arena.lab.trust import MACHINE_EXTRA, MACHINE_UNIT, REVOKED
+from arena.lab.trust import GUARD_OP, GUARDED, MACHINE_EXTRA, MACHINE_UNIT, REVOKED
 from arena.lab.trust import ROLES as CERT_ROLES
 
 log = logging.getLogger("arena")
@@ -213,6 +217,12 @@ def refused(msg: object, may: Callable[[str], bool], them: Peer, joined: dict[st
             owner = joined.setdefault(one["address"], them)
             if owner.machine != them.machine:
                 return f"register-worker of {one['address']}, an address {owner} registered"
+        if op in WORKER_OPS and "worker" in one:  # a report of its batched stream, for another worker: Dask's
+            # handler takes the stream's own worker unless the message names one (add-keys would list that
+            # worker as holding keys it does not, task-finished finish its tasks)
+            named = one["worker"]
+            if not isinstance(named, str) or named not in joined or joined[named].machine != them.machine:
+                return f"{op} for a worker it did not register"
         if op in OWN_ADDRESSES:
             named = one.get(OWN_ADDRESSES[op])
             addresses = [named] if isinstance(named, str) else named
@@ -304,8 +314,15 @@ def dask_setup(server: Any) -> None:
         comm.abort()
     me = own(security.tls_scheduler_cert if kind == "scheduler" else security.tls_worker_cert)
     joined: dict[str, Peer] = {}  # this server's, for as long as it lives
+    if kind == "scheduler":  # `arena run --cluster` asks (a worker's certificate may not: not in WORKER_OPS)
+        server.handlers[GUARD_OP] = guarded
     for listener in server.listeners:
         listener.comm_handler = _guarded(listener.comm_handler, kind, me, security.tls_ca_file, joined)
+
+
+def guarded() -> str:
+    """A guarded scheduler's answer to GUARD_OP."""
+    return GUARDED
 
 
 def _guarded(

@@ -97,12 +97,41 @@ class Intake:
         elif said.get("lost"):  # its worker does not have the run set up (it started again): greet it
             self.members.accepted.pop(address, None)
             dispatch.again(task.games)
+        elif isinstance(said.get("shipment"), dict):
+            self.garbled(address, said, task)
         elif failure := said.get("refused") or said.get("error"):
             found, _ = greeted(said, address, self.members.slots(address))
             bot = said.get("bot") if said.get("bot") in self.blame.names else None
             self.failed_there(address, found, task, line(str(failure)), bool(said.get("refused")), bot)
         else:
             self.store(address, said, task)
+
+    def garbled(self, address: str, said: dict[str, Any], task: Task) -> None:
+        """A worker that received a bot's shipment garbled (it does not match the seal its task carried):
+        charged to the machine that served it (arena/lab/shipments.py), never to the finder; the bot is
+        shipped again under a new key, and the games go elsewhere than the accused machine."""
+        bad = said["shipment"]
+        digest, key, served = bad.get("bot"), bad.get("key"), bad.get("served")
+        name = self.blame.names.get(digest) if isinstance(digest, str) else None
+        from arena.lab.workers import SHIPMENT
+
+        if name is None or not isinstance(key, str) or not key.startswith(f"{SHIPMENT}{digest}-"):
+            self.members.drop(address, None, "it named a shipment its task did not carry")
+            self.dispatch.again(task.games)
+            return
+        served = served if isinstance(served, str) else None
+        self.dispatch.shipped.pop((name, digest), None)  # the next task's copy: a new key, a fresh scatter
+        if served is not None and served in self.ctx.dropped:  # charged already: its copy is not read again
+            self.dispatch.again(task.games)
+            return
+        verdict = self.dispatch.shipments.garbled(address, name, key, served, self.dispatch.seals[digest])
+        if verdict.culprit is not None:
+            found = self.ctx.machines.get(verdict.culprit) or self.members.known.get(verdict.culprit)
+            self.members.drop(verdict.culprit, found, verdict.why)
+        elif served is not None:
+            for i in task.games:
+                self.dispatch.avoid.setdefault(i, set()).add(self.members.machine(served))
+        self.dispatch.again(task.games)
 
     def failed_there(
         self, address: str, found: Machine | None, task: Task, failure: str, refused: bool, bot: str | None

@@ -28,7 +28,7 @@ class Run:
         serial = itertools.count(1)
         self.ctx = ctx
         self.tries = Tries(ctx.slots, ctx.patience.tries)
-        self.blame = Blame(ctx.slots, ctx.conditions.spec)
+        self.blame = Blame(ctx.slots, ctx.conditions.spec, ctx.confirm)
         self.members = Membership(ctx, serial, self.withdraw_from)
         self.dispatch = Dispatch(ctx, self.members, self.tries, self.blame, serial)
         self.intake = Intake(ctx, self.members, self.dispatch, self.tries, self.blame)

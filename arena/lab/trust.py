@@ -5,7 +5,9 @@ bots and games. So the cluster speaks TLS with mutual authentication (Dask's `Se
 connection show a certificate signed by the class's authority, and check the other's). `make` writes that
 authority and one key and certificate per role: the scheduler's, the workers' (one for every lab machine)
 and the coordinator's (the machine that runs `arena run`). The authority's key (ca.key) signs them and
-stays with the teacher; no machine of the cluster needs it.
+stays with the teacher; no machine of the cluster needs it, so it is written apart (`authority`: the
+folder beside the certificates' folder, FOLDER.authority), never into the folder the coordinator reads,
+which refuses a folder that holds it.
 
 Each certificate names its role (an OU of its subject: scheduler, worker, coordinator) and a machine's own
 worker certificate (`make_machine`, `arena cluster-certs DIR --machine NAME`) names its machine too (an OU
@@ -29,6 +31,11 @@ REVOKED = "revoked"  # beside the scheduler's ca.pem: machine names or certifica
 # else 'from IP' (where the scheduler saw it connect from, for the class's shared certificate)
 MACHINE_EXTRA = "arena-machine"
 CERTS_ENV = "ARENA_CLUSTER_CERTS"
+GUARD_OP = "arena_guard"  # what the coordinator asks a scheduler: whether it runs arena's guard (guard.py)
+GUARDED = "arena.lab.guard"  # a guarded scheduler's answer
+# Set (to anything), `arena run --cluster` plays on a scheduler without the guard: one only trusted machines
+# reach, or a test's LocalCluster (docs/lab.md)
+UNGUARDED_ENV = "ARENA_UNGUARDED_SCHEDULER"
 YEARS = 5  # a class's certificates outlive a course; a new class makes its own authority
 
 
@@ -36,21 +43,29 @@ class TrustError(ValueError):
     """Certificates or an address that cannot be used as asked; the message is one line saying what to do."""
 
 
+def authority(folder: Path) -> Path:
+    """Where the authority's key of the certificates in `folder` is kept: FOLDER.authority beside it."""
+    folder = folder.absolute()
+    return folder.parent / f"{folder.name}.authority"
+
+
 def make(folder: Path, name: str = "arena class") -> list[Path]:
-    """Write the class's authority (ca.pem, ca.key) and ROLE.pem/ROLE.key for every role into `folder`.
-    Keys are readable by their owner only. Refuses to overwrite an authority already there: certificates
-    handed out under it would stop working."""
+    """Write the class's authority (ca.pem into `folder`, its key ca.key into `authority(folder)`) and
+    ROLE.pem/ROLE.key for every role into `folder`. Keys are readable by their owner only. Refuses to
+    overwrite an authority already there: certificates handed out under it would stop working."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    if (folder / "ca.pem").exists():
-        raise TrustError(
-            f"{folder / 'ca.pem'} exists: the certificates handed out under it would stop working; "
-            "give another folder, or delete that one first"
-        )
+    for there in (folder / "ca.pem", authority(folder) / "ca.key"):
+        if there.exists():
+            raise TrustError(
+                f"{there} exists: the certificates handed out under it would stop working; "
+                "give another folder, or delete that one first"
+            )
     folder.mkdir(parents=True, exist_ok=True)
+    authority(folder).mkdir(mode=0o700, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     until = now + datetime.timedelta(days=365 * YEARS)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -69,7 +84,7 @@ def make(folder: Path, name: str = "arena class") -> list[Path]:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    written = [folder / "ca.pem", _key_file(folder / "ca.key", ca_key)]
+    written = [folder / "ca.pem", _key_file(authority(folder) / "ca.key", ca_key)]
     (folder / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     for role in ROLES:
         written += _issue(folder, role, f"{name} {role}", (role,), ca_key, ca_name, until)
@@ -78,7 +93,8 @@ def make(folder: Path, name: str = "arena class") -> list[Path]:
 
 def make_machine(folder: Path, machine: str) -> list[Path]:
     """Write worker-MACHINE.pem/.key into `folder`: a worker certificate of that machine alone, signed by
-    the authority there (ca.pem, ca.key, as `make` wrote them), revocable by its name in REVOKED."""
+    the authority of its ca.pem (its key in `authority(folder)`, as `make` wrote it, or, as an older arena
+    wrote it, in `folder`), revocable by its name in REVOKED."""
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
@@ -86,7 +102,9 @@ def make_machine(folder: Path, machine: str) -> list[Path]:
         raise TrustError(f"{machine!r} is not a machine name: use letters, digits, '-', '_' and '.'")
     try:
         ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
-        ca_key = serialization.load_pem_private_key((folder / "ca.key").read_bytes(), password=None)
+        key = authority(folder) / "ca.key"
+        key = key if key.exists() else folder / "ca.key"
+        ca_key = serialization.load_pem_private_key(key.read_bytes(), password=None)
     except (OSError, ValueError) as e:
         raise TrustError(
             f"cannot sign a machine's certificate with the authority in {folder} ({e}): make it first with "
@@ -167,6 +185,12 @@ def security(folder: Path | None) -> Any:
             "cert": folder / "coordinator.pem",
             "key": folder / "coordinator.key",
         }
+        if (folder / "ca.key").exists():
+            raise TrustError(
+                f"{folder / 'ca.key'} is in the folder this machine reads to join the cluster: the "
+                f"authority's key signs any certificate; move it to {authority(folder)} (where 'arena "
+                "cluster-certs' keeps it and finds it) or off this machine"
+            )
         lacking = [str(p) for p in files.values() if not p.is_file()]
         if lacking:
             raise TrustError(

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -55,6 +56,7 @@ Game = tuple[str, str, tuple[Move, ...]]  # one game of a task: the south and no
 # What a task returns: (place in the task, record) of the games it played, where, and how long it took.
 Played = tuple[list[tuple[int, GameRecord]], Machine, float]
 MACHINE_ENV = "ARENA_MACHINE"  # a worker's machine name where the host name is not the one to show
+SHIPMENT = "Shipment-"  # how a shipment's Dask key begins: Shipment-DIGEST-SERIAL
 SETUP_S = 60.0  # how long a worker may take to set a run up (the warden's sweep runs apart, after it)
 
 
@@ -101,6 +103,34 @@ class Shipment:
         if not all(isinstance(x, str) for x in words):
             raise ValueError("not a bot's shipment")
         return cls(str(words[0]), str(words[1]), str(words[2]), rows)
+
+    @property
+    def seal(self) -> str:
+        """A hash of all of the shipment as the coordinator packed it (names, modes, contents, each
+        length-prefixed): the task that uses it carries it, so that the machine it arrives at tells a copy
+        garbled on the way (by a machine that served it) from the bot's own files."""
+        h = hashlib.sha256()
+        for word in (self.name, self.digest, self.entry):
+            _chunk(h, word.encode())
+        for rel, mode, data in self.files:
+            _chunk(h, rel.encode())
+            _chunk(h, str(mode).encode())
+            _chunk(h, data)
+        return h.hexdigest()
+
+
+def _chunk(h: Any, data: bytes) -> None:
+    h.update(len(data).to_bytes(8, "big"))
+    h.update(data)
+
+
+def arrived(plain: object, seal: str) -> Shipment | None:
+    """The shipment of `plain` if it is whole (it hashes to the `seal` its task carries), else None."""
+    try:
+        ship = Shipment.of(plain)
+    except ValueError:
+        return None
+    return ship if secrets.compare_digest(ship.seal, seal) else None
 
 
 Plain = tuple[str, str, str, tuple[tuple[str, int, bytes], ...]]  # a Shipment as plain data
@@ -238,6 +268,9 @@ class Arena(WorkerPlugin):
         self.idle_s = idle_s
 
     def setup(self, worker: Any) -> None:
+        self.worker = worker
+        self.served: dict[str, str] = {}  # shipment key -> the worker it was fetched from
+        self.sealed: set[str] = set()  # shipment keys whose copy here matched its seal
         self.address = str(worker.address)
         self.rules = parse_rules(self.conditions.spec)
         asked = self.conditions.conf
@@ -264,6 +297,18 @@ class Arena(WorkerPlugin):
         # The warden sweeps what a killed worker left (frozen bots): off Dask's event loop, which must keep
         # answering the scheduler meanwhile; the first game waits for it.
         threading.Thread(target=self._prepare, args=(conf, slots), name="arena-setup", daemon=True).start()
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        """Dask's hook on each of this worker's task transitions: a shipment fetched from another worker
+        ('fetch' to 'flight') remembers which worker serves it, so that a garbled copy names its server;
+        one that leaves memory is no longer known whole."""
+        if not (isinstance(key, str) and key.startswith(SHIPMENT)):
+            return
+        if start == "memory":  # its copy here is gone: one fetched again is checked again
+            self.sealed.discard(key)
+        if start == "fetch" and finish == "flight":
+            with contextlib.suppress(Exception):
+                self.served[key] = str(self.worker.state.tasks[key].coming_from)
 
     def _prepare(self, conf: Any, slots: int) -> None:
         try:
@@ -409,11 +454,41 @@ async def leave(plugin: str, dask_worker: Any) -> None:
         await dask_worker.plugin_remove(plugin)
 
 
-def play_task(plugin: str, bots: dict[str, Plain], games: Sequence[Game]) -> str:
+def play_task(
+    plugin: str, bots: dict[str, Plain], games: Sequence[Game], seals: dict[str, tuple[str, str]]
+) -> str:
     """The task of a few games, run by Dask on a worker with a free game slot: `bots` are the files of
-    every bot they need, by digest. Its answer is JSON text (`Arena.answer`); a worker that does not have
-    the run set up (one started again at the same address) says so, to be greeted again."""
+    every bot they need, by digest, and `seals` each one's Dask key and seal (`Shipment.seal`). Its answer
+    is JSON text (`Arena.answer`); a worker that does not have the run set up (one started again at the
+    same address) says so, to be greeted again; a shipment that arrived garbled is not used: the answer
+    names it and the worker that served it (`served`, None: the coordinator's own scatter)."""
     arena = get_worker().plugins.get(plugin)
     if not isinstance(arena, Arena):
         return json.dumps({"lost": f"arena's run {plugin} is not set up on this worker"})
+    for digest, plain in bots.items():
+        key, seal = seals[digest]
+        if key in arena.sealed:  # checked by an earlier task (Dask's copy in memory does not change)
+            continue
+        if arrived(plain, seal) is not None:
+            arena.sealed.add(key)
+        else:
+            served = arena.served.get(key)
+            return json.dumps({"machine": dataclasses.asdict(arena.machine),
+                               "shipment": {"bot": digest, "key": key, "served": served}})  # fmt: skip
     return arena.answer(bots, games)
+
+
+def served_by(plugin: str, key: str, dask_worker: Any) -> str | None:
+    """Which worker this one fetched its copy of the shipment `key` from (Client.run, asked by the
+    coordinator following a garbled copy back; None: the coordinator's own scatter, or not known)."""
+    arena = dask_worker.plugins.get(plugin)
+    return arena.served.get(key) if isinstance(arena, Arena) else None
+
+
+def waiting_for(key: str, dask_worker: Any) -> list[str]:
+    """The data task `key` waits for on this worker, not here yet (Client.run, asked by the coordinator of
+    a task past its deadline): a worker that cannot get a bot's files is not the one to blame."""
+    ts = dask_worker.state.tasks.get(key)
+    if ts is None:
+        return []
+    return [str(dep.key) for dep in ts.dependencies if dep.state in ("fetch", "flight", "missing")]
