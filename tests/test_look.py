@@ -239,3 +239,37 @@ def test_the_class_ladder_shows_each_bots_latest_results(ladder: dict[str, Any])
     Classroom.objects.update(freeze_at=None)
     page = ladder["clients"]["alice"].get("/ladder").content.decode()
     assert _forms(page) == _latest(ladder["where"].ladder / "arena.sqlite", 5)
+
+
+# --- the colours ------------------------------------------------------------------------------------------
+
+# Text colour on background colour, as the stylesheet sets them: each must read at WCAG AA (4.5:1).
+READ_ON = (
+    ("--ink", "--paper"), ("--ink", "--card"), ("--ink", "--head"), ("--muted", "--card"),
+    ("--muted", "--paper"), ("--muted", "--head"), ("--accent", "--card"), ("--ok", "--card"),
+    ("--bad", "--card"), ("--warn", "--card"), ("--on-bar", "--bar"), ("--on-bar-link", "--bar"),
+    ("#fff", "--won"), ("#fff", "--drew"), ("#fff", "--lost"), ("#fff", "--bad"),
+)  # fmt: skip
+
+
+def _luminance(colour: str) -> float:
+    digits = colour.lstrip("#")
+    digits = "".join(c * 2 for c in digits) if len(digits) == 3 else digits
+    channels = [int(digits[k : k + 2], 16) / 255 for k in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_every_text_colour_reads_on_its_background() -> None:
+    root = re.search(r"(?s):root \{(.*?)\}", SHEET.read_text()).group(1)  # type: ignore[union-attr]
+    palette = dict(re.findall(r"(--[\w-]+):\s*(#[0-9a-fA-F]{3,6})\s*;", root))
+
+    def colour(name: str) -> str:
+        return palette[name] if name.startswith("--") else name
+
+    low = {}
+    for text, back in READ_ON:
+        light, dark = sorted((_luminance(colour(text)), _luminance(colour(back))), reverse=True)
+        if (light + 0.05) / (dark + 0.05) < 4.5:
+            low[(text, back)] = round((light + 0.05) / (dark + 0.05), 2)
+    assert low == {}, f"below 4.5:1: {low}"
