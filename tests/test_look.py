@@ -224,6 +224,10 @@ def test_a_students_page_says_where_they_stand_and_what_to_do_next(ladder: dict[
     form = re.findall(r'class="res ([WDL])" href="/games/(\d+)"', page[page.index('id="my-form"') :])
     assert len(form) == min(10, len(played)) and all(played[int(game)] == r for r, game in form), form
 
+    missing = clients["alice"].get("/versions/99999")  # a row that is not there reads as a page that is not
+    assert missing.status_code == 404 and findings(missing.content.decode(), zoned=True) == []
+    assert "no such page at this address" in visible(missing.content.decode())
+
     from django.utils import timezone
 
     from arena.server.models import Classroom
