@@ -15,6 +15,7 @@ UNREADABLE = (
     (re.compile(r"\b[Nn]a[Nn]\b"), "nan"),
     (re.compile(r"\b[\w/]+\.html\b|classroom/"), "a template's name"),
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\d\d:\d\d:\d\d|\+00:00"), "a raw ISO time"),
+    (re.compile(r"matches the given query"), "Django's word for a missing row"),
 )
 ZONED = (re.compile(r"\bUTC\b"), "UTC where the page shows times in the reader's zone")
 

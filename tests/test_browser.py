@@ -407,5 +407,5 @@ def test_the_live_page_updates_during_a_run(browser, tmp_path):
     assert proc.returncode == 0, err
     assert opened.read_text().strip() == page.as_uri()
     _wait(browser, "!document.getElementById('live')", timeout=10)  # the final page replaced the live one
-    assert "24 games between the current bots" in browser.find_element("tag name", "header").text
+    assert "24 games between the current bots" in browser.find_element("css selector", ".pagehead").text
     assert not list(page.parent.glob(".*.part")) and not list((page.parent / "games").glob(".*.part"))

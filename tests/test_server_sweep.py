@@ -294,9 +294,12 @@ def test_the_pages_a_phone_opens_fit_390_px(sweep: Sweep, tmp_path: Path) -> Non
         opened |= {"ladder-bob-versions-1", "ladder-bob-ladder", "ladder-bob-games-1", "ladder-bob-me"}
         assert set(sweep.phone) == opened, sorted(sweep.phone)
         wide = {}
+        from arena.report import look
+
+        static = f'href="{look.STATIC.as_uri()}/'  # the site's stylesheet, as the server serves it
         for name, page in sweep.phone.items():
             file = tmp_path / f"{name}.html"
-            file.write_text(page)
+            file.write_text(page.replace('href="/static/', static))
             driver.get(file.as_uri())
             laid = "const e = document.documentElement; return Math.max(e.scrollWidth, e.clientWidth)"
             if driver.execute_script(laid) > 390:  # a page without a phone's viewport is laid out 980 px wide

@@ -4,7 +4,7 @@ limit, its margins and its rating over the tournament. What a student opens to s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -62,6 +62,34 @@ class Links:
 
 
 @dataclass(frozen=True, slots=True)
+class Result:
+    """One game's result from a bot's side, as its form shows it."""
+
+    result: str  # 'W', 'D' or 'L'
+    game: int
+    opponent: str
+
+    def says(self) -> str:
+        word = {"W": "won", "D": "drew", "L": "lost"}[self.result]
+        return f"game {self.game}: {word} against {self.opponent}"
+
+
+def recent_results(
+    store: Store, field: Iterable[int], names: dict[int, str], count: int
+) -> dict[int, tuple[Result, ...]]:
+    """Each bot's latest `count` games' results from its side, oldest first, by bot id."""
+    found: dict[int, list[Result]] = {}
+    for r in queries.recent_results(store, field, count).itertuples(index=False):
+        found.setdefault(int(r.bot), []).append(
+            Result(str(r.result), int(r.game), names.get(int(r.opp), "?"))
+        )
+    return {bot: tuple(results) for bot, results in found.items()}
+
+
+RECENT = 10  # of a bot's games, the latest its page shows the results of
+
+
+@dataclass(frozen=True, slots=True)
 class BotPage:
     name: str
     place: str
@@ -80,6 +108,7 @@ class BotPage:
     margin_facts: str
     rating_chart: Markup
     colour: str
+    recent: tuple[Result, ...] = ()  # its latest RECENT games, oldest first
 
 
 def _pct(x: float) -> str:
@@ -162,6 +191,7 @@ def bot_pages(
         for k in queries.random_moves(store, standings.field).itertuples()
     }
     margins = queries.margins(store, standings.field)
+    recent = recent_results(store, standings.field, names, RECENT)
     pairs = standings.pairs
     pages = []
     for r in board.itertuples(index=False):
@@ -210,6 +240,7 @@ def bot_pages(
                 margin_facts=mfacts,
                 rating_chart=charts.rating_chart(history.games, series, f"{r.bot}: TrueSkill mu ± sigma"),
                 colour=styles[bot].colour,
+                recent=recent.get(bot, ()),
             )
         )
     return pages

@@ -21,10 +21,10 @@ from markupsafe import Markup
 
 from arena.game.rules import parse_rules
 from arena.match.record import GameRecord
-from arena.report import charts
-from arena.report.botpages import BotPage, FaultKind, Links, Opponent, bot_pages
+from arena.report import charts, look
+from arena.report.botpages import BotPage, FaultKind, Links, Opponent, Result, bot_pages
 from arena.report.games import REASON_ORDER, Think, encode
-from arena.report.page import RUN_FROM, bot_href, leaderboard_rows, matrix_rows
+from arena.report.page import RUN_FROM, bot_href, form, leaderboard_rows, matrix_rows
 from arena.report.replay import Replay, replay
 from arena.stats import ratings
 from arena.store import queries
@@ -69,11 +69,12 @@ def standings(
     ranked = board[board["unranked"] == ""].assign(author="")
     styles = {int(bot): charts.style(k) for k, bot in enumerate(board["id"])}
     variety = queries.pair_variety(store, standings.field)
+    names = {int(bot): str(name) for bot, name in zip(board["id"], board["bot"], strict=True)}
     return Markup(
         _env()
         .get_template("parts.html")
         .render(
-            places=leaderboard_rows(ranked, styles),
+            places=leaderboard_rows(ranked, styles, form(store, standings.field, names)),
             matrix=matrix_rows(board, standings.pairs, variety, link=False),
             adaptive=store.stopping() is not None,
             links=bots is not None,
@@ -109,21 +110,24 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
     charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
     data = {"random_moves": "", **data}  # a page made before KGP's random moves were counted has none
     opponents = tuple(Opponent(**o) for o in data["opponents"])
+    recent = tuple(Result(**r) for r in data.get("recent", ()))  # a page stored before had none
     # "distinct": a page's data stored before it was counted had no repeats counted apart
-    page = BotPage(**{"distinct": data["games"], **data, **charts_, "opponents": opponents, "faults": faults})
+    page = BotPage(
+        **{
+            "distinct": data["games"],
+            **data,
+            **charts_,
+            "opponents": opponents,
+            "faults": faults,
+            "recent": recent,
+        }
+    )
     return Markup(_env().get_template("botpage.html").render(b=page, to=links, alone=True))
 
 
-def palette() -> Markup:
-    """The colours and type the report and the class server share (palette.css), as CSS properties."""
-    return Markup(_env().get_template("palette.css").render())
-
-
 def style() -> Markup:
-    """The report's style, for the box (class `arena-report`) a page holds the report's parts in: scoped,
-    so that the page's own tables and headings keep theirs."""
-    css = _env().get_template("style.html").render()
-    return Markup(f"@scope (.arena-report) {{\n{css}\n}}")
+    """The style the parts are drawn in: the site's one stylesheet (look.py), as CSS."""
+    return look.stylesheet()
 
 
 def game(

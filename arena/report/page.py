@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,8 +24,8 @@ import pandas as pd
 from markupsafe import Markup
 
 from arena.match.record import told
-from arena.report import charts
-from arena.report.botpages import Links, bot_pages
+from arena.report import charts, look
+from arena.report.botpages import Links, Result, bot_pages, recent_results
 from arena.report.games import BLOCK, POOL_FROM, GameFiles, write_games
 from arena.report.machines import tally
 from arena.report.marked import write_analyses
@@ -65,6 +66,12 @@ class Place:
     elo: str
     colour: str  # the bot's colour on the charts
     odds: tuple[tuple[int, int], ...] = ()  # (place, percent) of its chance of each place, the likely ones
+    form: tuple[Result, ...] = ()  # its latest games, oldest first (FORM of them)
+    interval: tuple[float, float, float] = (
+        0.0,
+        0.0,
+        0.0,
+    )  # its Elo interval on the field's: left, width, Elo %
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +185,37 @@ REPORT_LINKS = Links(
 )  # a bot page's links within the report: its game list, filtered, and its replays
 
 
-def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> list[Place]:
-    """The leaderboard's rows, in its order (the report's page and the class server's, face.py)."""
+FORM = 5  # the latest games a leaderboard row shows the results of: a bot's trend at a glance
+
+
+def form(store: Store, field: Iterable[int], names: dict[int, str]) -> dict[int, tuple[Result, ...]]:
+    """Each bot's latest FORM games' results, oldest first, by bot id."""
+    return recent_results(store, field, names, FORM)
+
+
+def _intervals(board: pd.DataFrame) -> dict[int, tuple[float, float, float]]:
+    """Each rated bot's Elo interval as percentages of the field's whole range (left, width, Elo)."""
+    rated = board[board["bt_elo"].notna()]
+    if rated.empty:
+        return {}
+    lo = float((rated["bt_elo"] - rated["bt_pm"]).min())
+    span = max(float((rated["bt_elo"] + rated["bt_pm"]).max()) - lo, 1.0)
+    return {
+        int(r.id): (
+            round(100 * (r.bt_elo - r.bt_pm - lo) / span, 1),
+            round(100 * 2 * r.bt_pm / span, 1),
+            round(100 * (r.bt_elo - lo) / span, 1),
+        )
+        for r in rated.itertuples(index=False)
+    }
+
+
+def leaderboard_rows(
+    board: pd.DataFrame, styles: dict[int, charts.Style], recent: dict[int, tuple[Result, ...]] | None = None
+) -> list[Place]:
+    """The leaderboard's rows, in its order (the report's page and the class server's, face.py); `recent`:
+    each bot's form (`form`)."""
+    intervals = _intervals(board)
     return [
         Place(
             place=str(r.place),
@@ -203,6 +239,8 @@ def leaderboard_rows(board: pd.DataFrame, styles: dict[int, charts.Style]) -> li
             elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
             colour=styles[int(r.id)].colour,
             odds=tuple((k + 1, round(100 * p)) for k, p in enumerate(r.rank_odds)),
+            form=(recent or {}).get(int(r.id), ()),
+            interval=intervals.get(int(r.id), (0.0, 0.0, 0.0)),
         )
         for r in board.itertuples(index=False)
     ]
@@ -422,7 +460,8 @@ def render(
     enforced = store.confinement()
     return env.get_template("report.html").render(
         title=store.path.parent.name,
-        places=leaderboard_rows(board[board["unranked"] == ""], styles),
+        places=leaderboard_rows(board[board["unranked"] == ""], styles, form(store, standings.field, names)),
+        stylesheet=look.stylesheet(),
         unranked=[(str(b), str(why)) for b, why in zip(board["bot"], board["unranked"], strict=True) if why],
         not_entered=[entry for entry, _ in store.not_entered()],
         unconfined=list(enforced.notes) if enforced else [],

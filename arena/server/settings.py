@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 
+from arena.report import look
 from arena.server.classdir import ClassDir, database
 from arena.server.people.throttle import COOL_OFF, FAILURES
 
@@ -92,6 +93,9 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en"
 STATIC_URL = "/static/"
 STATIC_ROOT = None
+STATICFILES_DIRS = [
+    str(look.STATIC)
+]  # the site's one stylesheet, which the report inlines (arena/report/look.py)
 WHITENOISE_USE_FINDERS = True  # the admin's files, served from the installed packages (no collectstatic)
 CSRF_FAILURE_VIEW = "arena.server.views.common.csrf_failure"
 FILE_UPLOAD_HANDLERS = ["arena.server.versions.uploads.CappedUpload"]

@@ -311,6 +311,23 @@ def margins(store: Store, field: Iterable[int]) -> pd.DataFrame:
     return _table(store, query, {"field": _field(field)})
 
 
+def recent_results(store: Store, field: Iterable[int], count: int) -> pd.DataFrame:
+    """Per bot of the field, its latest `count` games in schedule order, oldest first: the game's id, its
+    result from the bot's side ('W', 'D' or 'L') and the opponent's id (a leaderboard's form)."""
+    sides = (
+        "SELECT id AS game, round, ordinal, south_id AS bot, north_id AS opp, winner_id FROM games "
+        f"WHERE {_IN_FIELD} "
+        f"UNION ALL SELECT id, round, ordinal, north_id, south_id, winner_id FROM games WHERE {_IN_FIELD}"
+    )
+    query = (
+        f"WITH {_FIELD}, sides AS ({sides}), numbered AS (SELECT *, row_number() OVER (PARTITION BY bot "
+        "ORDER BY round DESC, ordinal DESC, game DESC) AS back FROM sides) "
+        "SELECT bot, game, CASE WHEN winner_id IS NULL THEN 'D' WHEN winner_id = bot THEN 'W' ELSE 'L' END "
+        "AS result, opp FROM numbered WHERE back <= :count ORDER BY bot, back DESC"
+    )
+    return _table(store, query, {"field": _field(field), "count": count})
+
+
 def pair_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int, int | None]]:
     """(round, south id, north id, winner id or None) of the field's games, one at a time: a round's two
     games of two bots, one from each side, are a pair of games from one opening. A game that repeats an

@@ -22,6 +22,7 @@ from arena.server.standings import field, final, gradebook, ladder
 
 ODDS_SHOWN = 3  # the likeliest places listed
 PRACTICE_SHOWN = 30  # of a student's KGP practice games, the latest
+LETTER = {"won": "W", "draw": "D", "lost": "L"}  # a result's badge (arena.css .res) from the reader's side
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ class Standing:
     odds: tuple[tuple[int, int], ...]  # (place, percent), likeliest first
     games: int
     record: str  # W-D-L
+    of: int = 0  # the bots on the ladder
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,7 @@ def _whole(value: Any) -> str:
     return "" if value is None or value == "" else str(round(float(value)))
 
 
-def standing(row: dict[str, Any]) -> Standing:
+def standing(row: dict[str, Any], of: int = 0) -> Standing:
     odds = sorted(enumerate(row.get("rank_odds") or [], start=1), key=lambda p: -p[1])[:ODDS_SHOWN]
     return Standing(
         place=str(row.get("place", "")),
@@ -70,6 +72,7 @@ def standing(row: dict[str, Any]) -> Standing:
         odds=tuple((place, round(100 * p)) for place, p in odds if p > 0),
         games=int(row.get("games", 0)),
         record=f"{row.get('wins', 0)}-{row.get('draws', 0)}-{row.get('losses', 0)}",
+        of=of,
     )
 
 
@@ -89,7 +92,7 @@ def on_ladder(where: ClassDir, member: Member, version: str = "", bot: str = "")
         (opp, "{}-{}-{}".format(*wdl), opp in refs)
         for opp, wdl in sorted(mine.get("against", {}).items(), key=lambda kv: (kv[0] in refs, kv[0]))
     )
-    return Ladder(standing(row) if row else None, against, tuple(games), versions)
+    return Ladder(standing(row, len(board)) if row else None, against, tuple(games), versions)
 
 
 def as_theirs(game: dict[str, Any], slug: str) -> dict[str, Any]:
@@ -103,7 +106,7 @@ def as_theirs(game: dict[str, Any], slug: str) -> dict[str, Any]:
     stores = str(game.get("score", "")).split("-")
     score = "-".join(stores if south else stores[::-1])
     return {**game, "side": "south" if south else "north", "opponent": other, "outcome": outcome,
-            "score": score, "my_version": versions.get(slug, "")}  # fmt: skip
+            "res": LETTER[outcome], "score": score, "my_version": versions.get(slug, "")}  # fmt: skip
 
 
 def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
@@ -158,8 +161,8 @@ def practice(where: ClassDir, member: Member) -> tuple[dict[str, Any], ...]:
 def _practised(number: int, record: GameRecord, at: datetime, agent: str) -> dict[str, Any]:
     south = record.south == agent
     winner = record.winner
+    outcome = "draw" if winner is None else "won" if winner == agent else "lost"
     return {"number": number, "opponent": record.north if south else record.south,
-            "side": "south" if south else "north", "at": at,
-            "outcome": "draw" if winner is None else "won" if winner == agent else "lost",
+            "side": "south" if south else "north", "at": at, "outcome": outcome, "res": LETTER[outcome],
             "score": f"{record.south_store}-{record.north_store}" if south else
                      f"{record.north_store}-{record.south_store}", "reason": str(record.reason)}  # fmt: skip

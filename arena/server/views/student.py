@@ -29,6 +29,7 @@ from arena.server.versions.checking import activate, folder_of
 from arena.server.versions.uploads import stored
 from arena.server.views import mine
 from arena.server.views.common import class_dir, in_class
+from arena.server.views.nextstep import next_step
 from arena.tournament.settings import Settings
 
 SHOWN_BYTES = 200_000  # of one source file on the page
@@ -41,16 +42,21 @@ def me(request: HttpRequest, member: Member, classroom: Classroom) -> HttpRespon
     chosen = request.GET.get("version", "")
     chosen = chosen if chosen[:1] == "v" and chosen[1:].isdigit() else ""
     where = class_dir()
+    versions = list(member.submissions.all()[:50])
+    on_ladder = mine.on_ladder(where, member, chosen)
+    deadline = mine.deadline(where, classroom, member)
+    sees = sees_ladder(member, classroom)
     context = {
         "member": member,
         "classroom": classroom,
-        "versions": member.submissions.all()[:50],
+        "versions": versions,
         "frozen": classroom.frozen(),
         "server": request.build_absolute_uri("/").rstrip("/"),
-        "ladder": mine.on_ladder(where, member, chosen),
+        "ladder": on_ladder,
         "chosen": chosen,
-        "deadline": mine.deadline(where, classroom, member),
-        "sees_ladder": sees_ladder(member, classroom),
+        "deadline": deadline,
+        "next": next_step(versions, member.active, on_ladder if sees else None, deadline),
+        "sees_ladder": sees,
         "passed": member.submissions.filter(status=Status.PASSED)[:50],
         "opponents": [(e, scrimmages.shown(e)) for e in scrimmages.opponents(where, member)],
         "scrimmages": member.scrimmages.select_related("submission")[:20],
