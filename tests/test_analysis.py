@@ -17,6 +17,7 @@ import pytest
 
 from arena.game.analysis import Analysis, Budget, Mark, analyse, mark, positions
 from arena.game.rules import SWAP, Move, Position, Rules, parse_rules
+from arena.game.solver import Solver
 from arena.match.record import GameRecord
 from arena.report.analysed import mover
 from arena.store.analyses import ANALYSES_FILE, Analyses, game_key, kept_or_analysed
@@ -158,6 +159,34 @@ def test_every_late_position_of_random_games_on_kalah_4_3_is_the_brute_forces() 
         assert analysis.values[0].exact and analysis.values[0].seeds == 6
         checked += check_exact(rules, brute, plies, analysis, lambda pos: in_play(pos) <= 14)
     assert checked >= 80
+
+
+@pytest.mark.slow  # the whole tree's brute force: about 15 s of one core
+def test_every_position_of_kalah_4_3_is_the_brute_forces() -> None:
+    """Kalah(4,3) whole: the brute force walks every line from the start (1.5 million positions by their
+    pits), then the analysis is held to it at every position of random games, from the start to the end
+    (every value exact and right, every mark), and the solver at a sample of all the positions the game can
+    reach, each with stores some line could have left (plain Kalah's play never looks at them)."""
+    rules = parse_rules("kalah,pits=4,seeds=3")
+    brute = BruteForce(rules, stores=False)
+    assert brute.value(rules.initial()) == 6, "the table's value"
+    reachable = list(brute.memo)
+    assert len(reachable) > 1_000_000
+    rng = random.Random(4343)
+    solver = Solver(rules)
+    checked = 0
+    for _ in range(10):
+        plies = random_game(rules, rng)
+        analysis = analyse(rules, plies, 0, ROOMY, solver=solver)
+        assert analysis.exact_positions() == len(plies) + 1
+        checked += check_exact(rules, brute, plies, analysis, lambda pos: True)
+    assert checked >= 150
+    for pits, to_move, turn, can_swap in rng.sample(reachable, 2000):
+        banked = rules.total_seeds - sum(pits)
+        south = rng.randint(0, banked)
+        pos = Position(pits[:4] + (south,) + pits[4:] + (banked - south,), to_move, turn, None, can_swap)
+        found = solver.search(pos)
+        assert found.exact and found.value == brute.value(pos), (pos, found)
 
 
 # The solver's table (tests/test_solver.py): the starts' perfect-play values, first player's margin.

@@ -96,3 +96,33 @@ def test_the_class_servers_game_page_asks_for_no_analyses_file(browser, tmp_path
     )
     assert asked == []
     assert not browser.find_element(By.ID, "r-eval-graph").is_displayed()
+
+
+def test_the_class_servers_game_page_draws_its_analysis_in_the_same_viewer(browser, tmp_path):  # noqa: F811
+    """A game analysed on the class server (arena/server/analyses.py) is drawn by the report's own viewer
+    from the page's inline data: the same graph, marks and turning point as the report's replay."""
+    from selenium.webdriver.common.by import By
+
+    from arena.game.analysis import Budget, analyse
+    from arena.game.rules import parse_rules
+    from arena.match.record import GameRecord
+    from arena.report import face, marked
+
+    rules = parse_rules("kalah,pits=3,seeds=3")
+    plies = (1, 2, 3)
+    record = GameRecord(rules.spec, "a", "b", plies, 0, 0, None, "normal", None, "", ())  # type: ignore[arg-type]
+    analysis = analyse(rules, plies, budget=Budget(5, 30))
+    data = marked.encode(record, analysis)
+    body = face.game(record, 7, face.Viewer(), analysis=data)
+    page = tmp_path / "game.html"
+    page.write_text(f"<!DOCTYPE html><html><head>{face.style()}</head><body>{body}</body></html>", "utf-8")
+    browser.get(page.as_uri() + "#game-7/1")
+    _wait(browser, "document.querySelectorAll('#r-eval-graph circle').length > 0")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#r-eval-graph circle")) == len(analysis.values)
+    assert browser.find_element(By.ID, "r-turn").text == data["t"][1]
+    marks = {
+        int(li.get_attribute("data-ply")): li.find_element(By.CSS_SELECTOR, ".tag[data-mark]").text
+        for li in browser.find_elements(By.CSS_SELECTOR, "#moves li")
+        if li.find_elements(By.CSS_SELECTOR, ".tag[data-mark]")
+    }
+    assert marks == {m.ply: m.words() for m in analysis.moves if m.mark.name != "BEST"}

@@ -193,10 +193,12 @@ def _cells(w: World) -> list[tuple[str, str, str, dict[str, str], tuple[str, ...
         ("ladder", "get", "/ladder", members, ()),
         ("ladder_json", "get", "/ladder.json", members, ()),
         ("game", "get", f"/games/{w.game}", members, ()),
+        ("game_analyse", "post", f"/games/{w.game}/analyse", members, ()),  # refused in a line, not a 403
         ("ladder_bot", "get", "/ladder/bots/bob", members, ()),
         ("final", "get", "/final", teacher, ()),
         ("final_json", "get", "/final.json", teacher, ("alice",)),
         ("final_game", "get", f"/final/games/{w.final_game}", teacher, ("alice",)),
+        ("final_game_analyse", "post", f"/final/games/{w.final_game}/analyse", teacher, ()),
         ("final_bot", "get", "/final/bots/alice", teacher, ("alice",)),
         ("reference_game", "get", "/final/references/games/1", teacher, ("STDERR",)),
         ("teacher", "get", "/teacher", teacher, (w.tokens["alice"],)),

@@ -111,9 +111,11 @@ def _paths(where: Any, ids: dict[str, Any]) -> dict[str, list[str]]:
         "practice_game": ["/practice/alice/1"],
         "ladder": ["/ladder"], "ladder_json": ["/ladder.json"],
         "game": [f"/games/{n}" for n in games(where.ladder)] or ["/games/1"],
+        "game_analyse": [f"/games/{n}/analyse" for n in games(where.ladder)[:1]] or ["/games/1/analyse"],
         "ladder_bot": [f"/ladder/bots/{b}" for b in bots(where.ladder)] or ["/ladder/bots/alice"],
         "final": ["/final"], "final_json": ["/final.json"],
         "final_game": [f"/final/games/{n}" for n in games(final.final_folder(where))] or ["/final/games/1"],
+        "final_game_analyse": ["/final/games/1/analyse"],
         "final_bot": [f"/final/bots/{b}" for b in bots(final.final_folder(where))] or ["/final/bots/alice"],
         "reference_game": [f"/final/references/games/{n}" for n in ref_games[:4]]
         or ["/final/references/games/1"],

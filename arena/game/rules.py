@@ -66,6 +66,58 @@ class Position:
         return self.board[half:] + self.board[:half]
 
 
+_SLOTS = tuple(Position.__dict__[name].__set__ for name in ("board", "to_move", "turn", "ended", "can_swap"))
+
+
+def _position(
+    board: tuple[int, ...], to_move: int, turn: int, ended: str | None = None, can_swap: bool = False
+) -> Position:
+    """`Position(board, to_move, turn, ended, can_swap)`, made the fast way for the engine's hot path: a
+    frozen dataclass's own __init__ sets each field through object.__setattr__, which cost a third of a
+    move (benchmarks/rules_openspiel.py); its slots are set here directly, to the same object."""
+    made = object.__new__(Position)
+    set_board, set_to_move, set_turn, set_ended, set_can_swap = _SLOTS
+    set_board(made, board)
+    set_to_move(made, to_move)
+    set_turn(made, turn)
+    set_ended(made, ended)
+    set_can_swap(made, can_swap)
+    return made
+
+
+_Sowing = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]
+
+
+@lru_cache(maxsize=256)
+def _board_of(n: int) -> tuple[_Sowing, _Sowing]:
+    """For each side of a board of `n` pits: the holes in sowing order (the opponent's store left out) from
+    the side's first pit, twice round; where each hole first comes in it; and the side's (pit number, hole)
+    pairs. Seeds sown from a pit go to the holes after it in that order: one slice, no test per seed.
+    Looked up once a move (a dict of the board sizes seen, `_BOARDS`), not computed."""
+    size = 2 * n + 2
+    out = []
+    for side in (SOUTH, NORTH):
+        skip = (1 - side) * (n + 1) + n
+        start = side * (n + 1)
+        lap = tuple(j % size for j in range(start, start + size) if j % size != skip)
+        at = [0] * size
+        for k, hole in enumerate(lap):
+            at[hole] = k
+        out.append((lap + lap, tuple(at), tuple((p + 1, start + p) for p in range(n))))
+    return out[0], out[1]
+
+
+class _Boards(dict[int, tuple[_Sowing, _Sowing]]):
+    """`_board_of` by board size, as a plain dict's lookup (a cached function's call costs more)."""
+
+    def __missing__(self, n: int) -> tuple[_Sowing, _Sowing]:
+        self[n] = found = _board_of(n)
+        return found
+
+
+_BOARDS: Final = _Boards()
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """How a finished game stands: final stores per side and the winning side (None for a draw)."""
@@ -188,9 +240,8 @@ class _Board:
     def legal_moves(self, pos: Position) -> tuple[Move, ...]:
         if pos.ended:
             return ()
-        start = pos.to_move * (self.pits + 1)
         board = pos.board
-        moves: tuple[Move, ...] = tuple(p + 1 for p in range(self.pits) if board[start + p])
+        moves: tuple[Move, ...] = tuple([p for p, hole in _BOARDS[self.pits][pos.to_move][2] if board[hole]])
         if pos.can_swap:
             moves += (SWAP,)
         return moves
@@ -324,29 +375,24 @@ class Kalah(_Board):
         n = self.pits
         side = pos.to_move
         store = side * (n + 1) + n
-        skip = (1 - side) * (n + 1) + n  # the opponent's store is never sown
-        size = 2 * n + 2
         board = list(pos.board)
         assert isinstance(move, int)  # `check` passed: a pit number
-        i = side * (n + 1) + move - 1
-        seeds = board[i]
-        board[i] = 0
-        # Whole laps first (every hole but the opponent's store, the emptied pit included), then the rest.
-        laps, seeds = divmod(seeds, size - 1)
+        lifted = side * (n + 1) + move - 1
+        seeds = board[lifted]
+        board[lifted] = 0
+        # Whole laps first (every hole but the opponent's store, the emptied pit included), then the rest,
+        # into the holes after the lifted pit in sowing order (_sowing): the last seed's hole is `i`.
+        order, at, _ = _BOARDS[n][side]
+        laps, seeds = divmod(seeds, 2 * n + 1)
         if laps:
-            for j in range(size):
-                if j != skip:
-                    board[j] += laps
-        while seeds:
-            i += 1
-            if i == size:
-                i = 0
-            if i != skip:
-                board[i] += 1
-                seeds -= 1
+            for j in order[: 2 * n + 1]:
+                board[j] += laps
+        k = at[lifted]
+        for j in order[k + 1 : k + 1 + seeds]:
+            board[j] += 1
+        i = order[k + seeds]
         if log is not None:  # written after the sowing, which stays as fast as without a log
-            lifted = side * (n + 1) + move - 1
-            log += _sown(lifted, pos.board[lifted], size, skip)
+            log += _sown(lifted, pos.board[lifted], 2 * n + 2, (1 - side) * (n + 1) + n)
         if i == store and not (self.no_first_extra and pos.turn == 0):
             nxt = side
         else:
@@ -363,7 +409,11 @@ class Kalah(_Board):
                     board[opposite] = 0
                     board[i] = 0
         turn = pos.turn + (nxt != side)
-        return self._settle(board, nxt, turn, self.pie and turn == 1 and nxt != side, log)
+        can_swap = self.pie and turn == 1 and nxt != side
+        if self.end == "any-empty" and not self.early and any(board[:n]) and any(board[n + 1 : 2 * n + 1]):
+            # Most moves: both rows still hold seeds, the game goes on (what `_settle` would find, sooner)
+            return _position(tuple(board), nxt, turn, None, can_swap)
+        return self._settle(board, nxt, turn, can_swap, log)
 
     play = _move  # `_move` itself, no second call on the hot path
 
@@ -380,11 +430,11 @@ class Kalah(_Board):
             over = north_empty if nxt == NORTH else south_empty
         if over:
             self._bank_rows(board, n, log)
-            return Position(tuple(board), nxt, turn, "normal")
+            return _position(tuple(board), nxt, turn, "normal")
         # While a swap is pending, who owns the leading store is not settled: no early finish yet.
         if self.early and not can_swap and 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
-            return Position(tuple(board), nxt, turn, "early")
-        return Position(tuple(board), nxt, turn, None, can_swap)
+            return _position(tuple(board), nxt, turn, "early")
+        return _position(tuple(board), nxt, turn, None, can_swap)
 
 
 MANKALAH: Final = Kalah(pits=7, seeds=7, pie=True, no_first_extra=True)
@@ -467,11 +517,11 @@ class Relay(_Board):
         nxt = 1 - side
         turn = pos.turn + 1
         if 2 * max(board[n], board[2 * n + 1]) > self.total_seeds:
-            return Position(tuple(board), nxt, turn, "normal")
+            return _position(tuple(board), nxt, turn, "normal")
         if not any(board[nxt * (n + 1) : nxt * (n + 1) + n]):
             self._bank_rows(board, n, log)
-            return Position(tuple(board), nxt, turn, "normal")
-        return Position(tuple(board), nxt, turn, None, self.pie and turn == 1)
+            return _position(tuple(board), nxt, turn, "normal")
+        return _position(tuple(board), nxt, turn, None, self.pie and turn == 1)
 
     play = _move  # `_move` itself, no second call on the hot path
 

@@ -1,5 +1,6 @@
 """A page per bot, within the report: its results by opponent, its faults by kind, its think time against the
-limit, its margins and its rating over the tournament. What a student opens to see how their bot did."""
+limit, its margins, its rating over the tournament, and what its analysed games say (mistakes.py). What a
+student opens to see how their bot did."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from arena.match.record import told
-from arena.report import charts
+from arena.report import charts, mistakes
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
 from arena.stats.ratings import History, Standings
 from arena.store import queries
@@ -109,6 +110,12 @@ class BotPage:
     rating_chart: Markup
     colour: str
     recent: tuple[Result, ...] = ()  # its latest RECENT games, oldest first
+    # its analysed games' figures (mistakes.py): its own row, then the reference bots'; () if none analysed
+    analysed: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def phase_words(self) -> str:
+        return mistakes.PHASE_WORDS
 
 
 def _pct(x: float) -> str:
@@ -193,6 +200,7 @@ def bot_pages(
     margins = queries.margins(store, standings.field)
     recent = recent_results(store, standings.field, names, RECENT)
     pairs = standings.pairs
+    figures = mistakes.tally(mistakes.analysed_games(store))
     pages = []
     for r in board.itertuples(index=False):
         bot = int(r.id)
@@ -241,6 +249,7 @@ def bot_pages(
                 rating_chart=charts.rating_chart(history.games, series, f"{r.bot}: TrueSkill mu ± sigma"),
                 colour=styles[bot].colour,
                 recent=recent.get(bot, ()),
+                analysed=mistakes.rows_for(str(r.bot), figures),
             )
         )
     return pages

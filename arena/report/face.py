@@ -108,7 +108,8 @@ def bot_page(data: dict[str, Any], viewer: Viewer, links: Links) -> Markup:
     if not viewer.sees(str(data["name"])):
         faults = tuple(dataclasses.replace(k, said="") for k in faults)
     charts_ = {key: Markup(data[key]) for key in ("think", "margins", "rating_chart")}
-    data = {"random_moves": "", **data}  # a page made before KGP's random moves were counted has none
+    # a page made before KGP's random moves were counted has none, nor one made before analyses were
+    data = {"random_moves": "", "analysed": (), **data}
     opponents = tuple(Opponent(**o) for o in data["opponents"])
     recent = tuple(Result(**r) for r in data.get("recent", ()))  # a page stored before had none
     # "distinct": a page's data stored before it was counted had no repeats counted apart
@@ -131,11 +132,17 @@ def style() -> Markup:
 
 
 def game(
-    record: GameRecord, game_id: int, viewer: Viewer, round_no: int = 0, shown: Replay | None = None
+    record: GameRecord,
+    game_id: int,
+    viewer: Viewer,
+    round_no: int = 0,
+    shown: Replay | None = None,
+    analysis: dict[str, Any] | None = None,
 ) -> Markup:
     """One game's replay in the report's viewer (its board, controls, moves and fault box), with the data it
     draws inline: the bots' words only where `viewer.sees` allows, a fault's reason and detail for all.
-    `shown`: the game replayed by the caller, who knows where its bots are (for the reproduce command)."""
+    `shown`: the game replayed by the caller, who knows where its bots are (for the reproduce command);
+    `analysis`: its analysis as the report's viewer draws it (marked.encode), if it has one."""
     rules = parse_rules(record.rules)
     shown = shown or replay(record, rules=rules)
     data = encode(shown, record)
@@ -169,7 +176,8 @@ def game(
         "o": [len(record.opening)],
         "sw": [int(shown.swap_at >= 0)],
     }  # fmt: skip
-    config = {"list": "", "live": False, "stamp": "", "liveSrc": "", "game": game_id}
+    config: dict[str, Any] = {"list": "", "live": False, "stamp": "", "liveSrc": "", "game": game_id}
+    config["analyses"] = {str(game_id): analysis} if analysis else {}
     return Markup(
         _env()
         .get_template("game.html")

@@ -76,6 +76,7 @@ class Classroom(models.Model):
     # waiting for its check). With the build's cap (arena.match.build.BUILD_BYTES) it bounds a student's disk.
     kept_versions = models.PositiveIntegerField(default=10)
     scrimmages_per_day = models.PositiveIntegerField(default=10)  # a student's unranked matches a day
+    analyses_per_day = models.PositiveIntegerField(default=10)  # a student's asked-for game analyses a day
     undo_seconds = models.PositiveIntegerField(default=int(UNDO.total_seconds()))  # the freeze's undo window
     rule_reference = models.CharField(max_length=64, default="greedy")
     rule_wins = models.PositiveIntegerField(default=8)
@@ -206,6 +207,29 @@ class Scrimmage(models.Model):
     opponent = models.CharField(max_length=100)  # the bot's entry in the ladder's field (bots/)
     created = models.DateTimeField(default=timezone.now)
     status = models.CharField(max_length=10, choices=Progress.choices, default=Progress.QUEUED)
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+
+
+class Analysing(models.TextChoices):
+    QUEUED = "queued", "queued for analysis"
+    RUNNING = "running", "being analysed"
+    DONE = "done", "analysed"
+    FAILED = "failed", "could not be analysed"
+
+
+class AnalysisAsked(models.Model):
+    """A game of the ladder or the final whose analysis (arena/game/analysis.py) a member asked for, done by
+    the scrimmages worker after the scrimmages queued before it (arena/server/analyses.py); the analysis
+    itself is kept in the tournament's analyses.sqlite, beside its store, as `arena analyse` keeps it."""
+
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="analyses_asked")
+    which = models.CharField(max_length=10)  # "ladder" or "final"
+    game = models.PositiveIntegerField()  # the game's id in that tournament's store
+    created = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=10, choices=Analysing.choices, default=Analysing.QUEUED)
     note = models.TextField(blank=True, default="")
 
     class Meta:

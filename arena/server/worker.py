@@ -8,7 +8,8 @@
   remote agents, the field also holds the students' agents connected to the KGP port (kgp_ranked.py); one
   that leaves ends the run at once. At the deadline it plays the final instead (final.py);
 - `scrimmages`: the unranked games students ask for, oldest first, each a tournament of its own
-  (scrimmages.py), played in the sandbox as the ladder's are;
+  (scrimmages.py), played in the sandbox as the ladder's are; and, while none is waiting, the game
+  analyses members ask for on a game's page (analyses.py), oldest first;
 - `kgp`: the KGP port (`arena serve --kgp-port`), where students' agents play practice games (kgp.py).
 
 Each is the arena library's one writer of what they write; a kill -9 loses at most the games and the check
@@ -88,18 +89,26 @@ def checks(stop: Stop) -> None:
 
 
 def scrimmages(cluster: str | None, stop: Stop) -> None:
-    """Play asked-for scrimmages until stopped (on the ladder's cluster, if it has one)."""
+    """Play asked-for scrimmages (on the ladder's cluster, if it has one), and run asked-for analyses when
+    no scrimmage waits, until stopped. An analysis is one process's search of a few seconds (its budget):
+    it waits for the games, which have bots waiting on them."""
+    from arena.server import analyses
     from arena.server import scrimmages as asked
 
     where, settings = class_dir(), settings_here()
     asked.requeue_interrupted()
+    analyses.requeue_interrupted()
     while True:
         stop.check()
         found = asked.claim_next()
-        if found is None:
-            time.sleep(IDLE_S)
+        if found is not None:
+            asked.play(where, found, settings, cluster=backend(cluster))
             continue
-        asked.play(where, found, settings, cluster=backend(cluster))
+        wanted = analyses.claim_next()
+        if wanted is not None:
+            analyses.run(where, wanted)
+            continue
+        time.sleep(IDLE_S)
 
 
 class Watch:

@@ -3,8 +3,9 @@
 Their own SQLite file (`analyses.sqlite` in the tournament's folder, or beside a replay file), not a table
 of the tournament's store: `arena analyse` may run while a tournament holds the store as its one writer,
 and the store's schema stays the writer's. An analysis is found by what it analysed (the rules and every
-ply, hashed), so a store rebuilt under the same name never shows another game's marks; the store's game id
-is kept too, for the report to look them up by.
+ply, hashed), so a store rebuilt under the same name never shows another game's marks; the store's game ids
+are kept too (analysed_games: two games played move for move alike share one analysis), for the report
+to look them up by.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ CREATE TABLE IF NOT EXISTS analyses (
     analysed_at TEXT NOT NULL DEFAULT (datetime('now'))
 );
 CREATE INDEX IF NOT EXISTS analyses_game ON analyses (game);
+CREATE TABLE IF NOT EXISTS analysed_games (
+    game INTEGER PRIMARY KEY,
+    key TEXT NOT NULL
+);
+INSERT OR IGNORE INTO analysed_games (game, key) SELECT game, key FROM analyses WHERE game IS NOT NULL;
 """
 
 
@@ -81,10 +87,17 @@ class Analyses:
             "INSERT OR REPLACE INTO analyses (key, game, analysis) VALUES (?, ?, ?)",
             (key, game, json.dumps(analysis.to_dict())),
         )
+        self.name(key, game)
+
+    def name(self, key: str, game: int | None) -> None:
+        """Record that stored game `game` is the one `key` analyses (as is any game played alike)."""
+        if game is not None:
+            self.db.execute("INSERT OR REPLACE INTO analysed_games (game, key) VALUES (?, ?)", (game, key))
 
     def games(self) -> list[int]:
-        """The stored games' ids that have an analysis kept."""
-        rows = self.db.execute("SELECT DISTINCT game FROM analyses WHERE game IS NOT NULL ORDER BY game")
+        """The stored games' ids that were analysed (asked for by id: a game played move for move as
+        another shares its analysis, and is listed once asked for)."""
+        rows = self.db.execute("SELECT game FROM analysed_games ORDER BY game")
         return [game for (game,) in rows]
 
     def of_games(self, games: Iterable[tuple[int, str]]) -> dict[int, Analysis]:
@@ -118,6 +131,7 @@ def kept_or_analysed(
     with Analyses(folder) as kept:
         found = None if again else kept.get(key)
         if found is not None:
+            kept.name(key, game)
             return found, True
         analysis = analyse(rules, record.plies, len(record.opening), budget, progress)
         kept.put(key, analysis, game)

@@ -8,7 +8,7 @@ one place and the authorization tests (tests/test_server_access.py) hold them to
   whatever the address asks for (a version or a game's stderr is looked up, then refused unless it is
   theirs: a guessed id gets the same 404 as a missing one), and their own scrimmages, whose replays carry
   the opponent's stderr for its author and the teacher only, and their own practice games over the KGP
-  port (own_practice);
+  port (own_practice); an analysis of a game of their own bot's, asked for (may_analyse);
 - the teacher: everything.
 """
 
@@ -125,6 +125,12 @@ def sees_ladder(member: Member, classroom: Classroom) -> bool:
 def sees_final(member: Member, classroom: Classroom) -> bool:
     """The final's results and games: the teacher always, students once released."""
     return member.teacher or classroom.visibility == Visibility.RELEASED
+
+
+def may_analyse(member: Member, south: str, north: str) -> bool:
+    """Asking for a game's analysis (analyses.py): the game's two authors and the teacher. `south` and
+    `north` are the names its bots played under: a student's is their slug, a reference bot has no author."""
+    return member.teacher or member.slug in (south, north)
 
 
 def sees_stderr(member: Member, bot: str) -> bool:

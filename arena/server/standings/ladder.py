@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,14 +24,16 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from arena.api import Tournament
+from arena.game.rules import parse_rules
 from arena.kgp.server import ranked as kgp_ranked
 from arena.match.record import GameRecord
-from arena.report import face
+from arena.report import face, marked, mistakes
 from arena.report.games import Think, think_times
 from arena.report.replay import Replay, replay, unpiped
 from arena.server.standings import rated
 from arena.stats import ratings
 from arena.store import queries
+from arena.store.analyses import AnalysesError, game_key, read_only
 from arena.store.writer import STORE_FILE, Store, StoreError, now
 
 SNAPSHOT = "snapshot.json"
@@ -277,7 +280,35 @@ def game(
         shown = _as_run(folder, store, record, row, may_see, named)
     finally:
         store.close()
-    return replayed(record, game_id, may_see, row["finished_at"], shown)
+    return replayed(record, game_id, may_see, row["finished_at"], shown, analysed(folder, record))
+
+
+def analysed_rows(folder: Path, name: str) -> tuple[tuple[str, ...], ...] | None:
+    """Bot `name`'s figures over the tournament's analysed games (report/mistakes.py), read now: an analysis
+    asked for after the ladder settled shows on its bot page at once, not at the next drawing of the
+    pages. None where they cannot be read now (the page keeps the drawn ones)."""
+    path = folder / STORE_FILE
+    if not path.is_file():
+        return None
+    try:
+        with Store(path, create=False) as store:
+            return mistakes.rows_for(name, mistakes.tally(mistakes.analysed_games(store)))
+    except (StoreError, AnalysesError, sqlite3.Error):
+        return None
+
+
+def analysed(folder: Path, record: GameRecord) -> dict[str, Any] | None:
+    """The game's analysis kept beside the store (analyses.sqlite: `arena analyse`, or asked for on its
+    page, arena/server/analyses.py) as the report's viewer draws it; None where it has none."""
+    try:
+        kept = read_only(folder)
+        if kept is None:
+            return None
+        with kept:
+            found = kept.get(game_key(parse_rules(record.rules).spec, record.plies))
+    except (AnalysesError, sqlite3.Error):  # being written by the worker, or damaged: shown as none yet
+        return None
+    return None if found is None else marked.encode(record, found)
 
 
 def _as_run(
@@ -309,12 +340,17 @@ def _as_run(
 
 
 def replayed(
-    record: GameRecord, game_id: int, may_see: Callable[[str], bool], at: Any, shown: Replay | None = None
+    record: GameRecord,
+    game_id: int,
+    may_see: Callable[[str], bool],
+    at: Any,
+    shown: Replay | None = None,
+    analysis: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`record` replayed for the game page, whichever store it came from (a tournament's, or a student's
     practice file): `at` is when it was played (a datetime or the store's ISO text); its replay is the
     report's viewer (`viewer`), with what `may_see` allows of the bots' words; `shown`: as `_as_run`
-    replayed it."""
+    replayed it; `analysis`: as `analysed` found it, drawn by the viewer."""
     fault = None
     if record.faulty:
         detail = record.told() if may_see(record.faulty) else record.detail
@@ -331,5 +367,6 @@ def replayed(
         "stderr": {name: text for name, text in record.stderr.items() if text and may_see(name)},
         "hidden": sorted(name for name, text in record.stderr.items() if text and not may_see(name)),
         "at": at,
-        "viewer": face.game(record, game_id, viewer, shown=shown),
+        "analysed": analysis is not None,
+        "viewer": face.game(record, game_id, viewer, shown=shown, analysis=analysis),
     }

@@ -1,5 +1,6 @@
 """The ladder and the final as pages: the leaderboard and latest games (kept current by polling their
-JSON), a bot's page and a game's replay, each the report's (arena.report.face). Each asks access.py
+JSON), a bot's page and a game's replay, each the report's (arena.report.face), with its analysis or,
+for its authors and the teacher, the offer of one (analyses.py). Each asks access.py
 whether the viewer may see it now; a replay carries stderr, and a bot page what the bot said in its
 faults and the link to its source, only for the viewer's own bot (the teacher's: every bot's)."""
 
@@ -8,15 +9,18 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.gzip import gzip_page
+from django.views.decorators.http import require_POST
 
 from arena.report import face
 from arena.report.botpages import Links
+from arena.server import analyses
 from arena.server.models import Classroom, Member, Submission
-from arena.server.people.access import sees_final, sees_ladder, sees_stderr, signed_in
+from arena.server.people.access import may_analyse, sees_final, sees_ladder, sees_stderr, signed_in
 from arena.server.standings import field, final, ladder
 from arena.server.versions.checking import folder_of
 from arena.server.views import mine
@@ -81,7 +85,34 @@ def game(
     shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member), folder_of)
     if shown is None:
         raise Http404("no such game")
-    return render(request, "classroom/game.html", {"member": member, "game": shown, "which": which})
+    context = {"member": member, "game": shown, "which": which}
+    if not shown["analysed"] and may_analyse(member, shown["south"], shown["north"]):
+        # offered to its authors and the teacher: the request under way, or the button
+        context["analysis"] = {
+            "asked": analyses.last(which, game_id),
+            "to": reverse("final_game_analyse" if which == "final" else "game_analyse", args=[game_id]),
+            "per_day": None if member.teacher else classroom.analyses_per_day,
+        }
+    return render(request, "classroom/game.html", context)
+
+
+@require_POST
+@signed_in
+@in_class
+def analyse(
+    request: HttpRequest, game_id: int, member: Member, classroom: Classroom, which: str = "ladder"
+) -> HttpResponse:
+    """Ask for the game's analysis (analyses.py); a refusal is said in one line on the game's page."""
+    why = _allowed(member, classroom, which)
+    if why:
+        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    try:
+        analyses.ask(class_dir(), classroom, member, which, game_id)
+    except analyses.Refused as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(request, f"game {game_id} is queued for analysis: its marks appear here when done")
+    return redirect("final_game" if which == "final" else "game", game_id=game_id)
 
 
 @signed_in
@@ -98,6 +129,8 @@ def bot(
     found = ladder.bot(folder, name)
     if found is None:
         raise Http404("no such bot")
+    rows = ladder.analysed_rows(folder, name)  # its analysed games' figures as of now
+    page = found["page"] if rows is None else {**found["page"], "analysed": rows}
     game = "final_game" if which == "final" else "game"
     links = Links(
         back=reverse(which),
@@ -116,7 +149,7 @@ def bot(
         "classroom": classroom,
         "name": name,
         "which": which,
-        "page": face.bot_page(found["page"], face.Viewer(partial(sees_stderr, member)), links),
+        "page": face.bot_page(page, face.Viewer(partial(sees_stderr, member)), links),
         "games": [mine.as_theirs(g, name) for g in ladder.players(folder).get(name, {}).get("games", [])],
         "game_url": game,
         "drawn": found.get("drawn"),  # a playing ladder draws its bot pages every PAGES_S, not each snapshot

@@ -63,6 +63,7 @@ def class_settings(request: HttpRequest, member: Member, classroom: Classroom) -
     classroom.scrimmages_per_day = _number(
         request, "scrimmages_per_day", 0, 1000, classroom.scrimmages_per_day
     )
+    classroom.analyses_per_day = _number(request, "analyses_per_day", 0, 1000, classroom.analyses_per_day)
     classroom.undo_seconds = _number(request, "undo_seconds", 0, 24 * 3600, classroom.undo_seconds)
     reference = request.POST.get("rule_reference", classroom.rule_reference)
     if reference in REFERENCES:
