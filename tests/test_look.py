@@ -133,6 +133,7 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     from django.conf import settings
 
     from arena.api import Tournament
+    from arena.match.clock import TimeControl
     from arena.server.classdir import ClassDir
     from arena.server.models import Classroom, Status
     from arena.server.people import members as accounts
@@ -154,7 +155,7 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     members["erin"].active = None
     members["erin"].save()
     fields.sync(where.bots, fields.wanted(where, classroom))
-    with Tournament(where.ladder, Settings(move_ms=150, openings=0)) as cup:
+    with Tournament(where.ladder, Settings(clock=TimeControl(move_ms=150), openings=0)) as cup:
         entered = cup.enter(where.bots)
         ladders.remember_versions(
             where.ladder, {b.name: b.digest for b in entered.bots}, fields.versions(where.bots)
