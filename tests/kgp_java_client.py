@@ -12,9 +12,11 @@ at once, and the main thread, having noted the state meanwhile, says `yield` wit
 
 With --race-every K, that interleaving is forced on every Kth state it is sent (the main thread notes the
 state only once the search is done); the others are answered normally. It writes to stderr `dropped STATE`
-for each move it dropped, and at its end `states S dropped D`.
+for each move it dropped, and at its end `states S dropped D`; at its start, how it is scheduled
+(`scheduled as SCHED_BATCH`).
 """
 
+import os
 import queue
 import re
 import socket
@@ -73,6 +75,8 @@ def main(argv):
             done.set()
             events.put(("finished", ref))
 
+    policy = {getattr(os, n, -1): n for n in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE")}
+    print(f"scheduled as {policy.get(os.sched_getscheduler(0), '?')}", file=sys.stderr, flush=True)
     threading.Thread(target=network, daemon=True).start()
     threading.Thread(target=search, daemon=True).start()
     states = 0

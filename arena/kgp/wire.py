@@ -26,7 +26,8 @@ from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("relay.py")
 STOP_AFTER_YIELD_S = 0.1  # a yielded state's `stop` is sent this long after the `yield`
-ASK_AGAIN = 2  # a position yielded without a move is sent again (a new `state`) this often, time allowing
+ASK_AGAIN = 6  # a position yielded without a move is sent again (a new `state`) this often, time allowing
+ASK_PAUSE_S = 0.004  # before the first new `state`, doubled for each one after
 PONG_S = 5.0  # the least an agent is given to answer `ping` after a `stop` found no move (go-kgp: 20 s)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
@@ -260,6 +261,9 @@ class Kgp:
                 # again, a new `state` on the same clock, is searched afresh (protocol.md: "Where arena
                 # chooses").
                 self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                # A pause first: the threads' race, once lost, is often lost again at once (the same
+                # scheduling), and a moment later seldom.
+                time.sleep(max(0.0, min(ASK_PAUSE_S * 2**asked, until - time.monotonic() - ASK_PAUSE_S)))
                 state = self._send("state", board, deadline=deadline)
                 asked += 1
                 continue
