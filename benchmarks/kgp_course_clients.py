@@ -146,10 +146,10 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     )
                     _until(lambda: len(rows()) >= args.games or client.poll() is not None, args.games * 120,
                            lambda: len(rows()))  # fmt: skip
+                    games = rows()  # not the game the kill below cuts short
                     client.kill()
                     client.wait()
                     time.sleep(3)
-                    games = rows()
                     print(
                         f"practice {name} {'ws ' if ws else 'tcp'}: {_summary(games, 'tom (KGP)')}",
                         flush=True,
@@ -165,10 +165,10 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     )
                     _until(lambda: len(_ranked(store)) - len(seen) >= args.games or client.poll() is not None,
                            args.games * 150, lambda: len(_ranked(store)))  # fmt: skip
+                    games = [g for k, g in _ranked(store).items() if k not in seen]  # not the one cut short
                     client.kill()
                     client.wait()
                     people["teach"].post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
-                    games = [g for k, g in _ranked(store).items() if k not in seen]
                     print(
                         f"ranked   {name} {'ws ' if ws else 'tcp'}: {_summary(games, 'tom.kgp')}", flush=True
                     )

@@ -1,10 +1,12 @@
 """A KGP agent written from the spec alone (KWARC kalah-game, spec/: grammar, freeplay, set), standard library
-only, as a student's agent would be: `python3 kgp_agent.py [HOST [PORT]] [--style STYLE] [--token TOKEN]`. It
-connects, says its name (and its token, given one, as the class server asks), asks for freeplay, and
+only, as a student's agent would be: `python3 kgp_agent.py [HOST [PORT]] [--style STYLE] [--token TOKEN]
+[--version V]`. It connects, says its name (its version and token, given them, as the class server asks),
+asks for freeplay, and
 answers each `state` as South: its first legal pit at once, then its best
 pit by a one-move look-ahead, then `yield`. The tests give it a style that breaks one thing:
 
     greedy        as above (the default)
+    first         its first legal pit only, then `yield` (a weak agent)
     illegal-last  a legal best, then an empty pit last
     illegal-only  a pit beyond the board, and nothing else
     silent        reads the states and answers none
@@ -71,7 +73,8 @@ def gain(store, south, north, pit):
 def main(argv):
     style = argv[argv.index("--style") + 1] if "--style" in argv else "greedy"
     token = argv[argv.index("--token") + 1] if "--token" in argv else None
-    args = [a for a in argv[1:] if not a.startswith("--") and a not in (style, token)]
+    version = argv[argv.index("--version") + 1] if "--version" in argv else None
+    args = [a for a in argv[1:] if not a.startswith("--") and a not in (style, token, version)]
     host, port = (args + ["localhost"])[0], int((args + ["", "2671"])[1] or 2671)
     if style == "elsewhere":
         try:
@@ -99,6 +102,8 @@ def main(argv):
                 send('error "protocol not supported"')
                 break
             send('set info:name "spec agent"')
+            if version is not None:
+                send(f'set info:version "{version}"')
             if token is not None:
                 send(f'set auth:token "{token}"')
             send("mode freeplay")
@@ -119,6 +124,9 @@ def main(argv):
                 send("yield", cid)
                 continue
             send(f"move {legal[0]}", cid)
+            if style == "first":
+                send("yield", cid)
+                continue
             best = max(legal, key=lambda p: gain(store, list(south), list(north), p))
             send(f"move {best}", cid)
             if style == "illegal-last":

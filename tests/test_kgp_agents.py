@@ -18,6 +18,7 @@ import pytest
 from botsrc import FIRST_LEGAL
 
 from arena.game.rules import SOUTH, RulesError, parse_rules
+from arena.kgp.wire import ASK_AGAIN
 from arena.match.bots import BotError, load_bot
 from arena.match.clock import Limits, TimeControl
 from arena.match.referee import Player, play_game
@@ -32,18 +33,23 @@ needs_sandbox = pytest.mark.skipif(not CONF.sandbox, reason="a KGP agent's priva
 
 
 COURSE = ROOT / "tests" / "kgp_course_client.py"
+JAVA_LIKE = ROOT / "tests" / "kgp_java_client.py"
 
 
 def agent_folder(bots: Path, name: str, style: str = "greedy", extra: str = "") -> Path:
     """An agent's folder: the spec agent in `style`, or (style "course", "course --race") the client that
-    behaves as the course's Python library (tests/kgp_course_client.py)."""
+    behaves as the course's Python library (tests/kgp_course_client.py), or (style "java ...") the one that
+    behaves as its Java library (tests/kgp_java_client.py)."""
     folder = bots / name
     folder.mkdir(parents=True)
     shutil.copy(AGENT, folder / "kgp_agent.py")
     shutil.copy(COURSE, folder / "kgp_course_client.py")
+    shutil.copy(JAVA_LIKE, folder / "kgp_java_client.py")
     command = f"python3 kgp_agent.py localhost 2671 --style {style}"
     if style.startswith("course"):
         command = f"python3 kgp_course_client.py localhost 2671{style.removeprefix('course')}"
+    if style.startswith("java"):
+        command = f"python3 kgp_java_client.py localhost 2671{style.removeprefix('java')}"
     (folder / "bot.toml").write_text(f'command = "{command}"\nprotocol = "kgp"\n{extra}')
     return folder
 
@@ -159,6 +165,34 @@ def test_the_stop_of_a_yielded_state_comes_late_enough_for_the_course_library(tm
     record, _ = play(tmp_path, jailer, "course --race")
     assert record.faulty is None, record.detail
     assert record.random_moves == {} and "stuck" not in record.stderr["agent"], record.stderr
+
+
+@needs_sandbox
+def test_a_position_yielded_without_a_move_is_sent_again_as_the_java_library_needs(tmp_path, jailer):
+    """The course's Java library can drop the moves of a search that starts before its main thread has
+    noted the state, and then yields with none sent (a race of its threads, frequent on a loaded machine):
+    the course server plays a random move; arena sends the position again on the same clock, and the agent
+    plays every position itself. An agent that yields nothing every time gets its random move once the
+    position has been sent again a few times (as often as ASK_AGAIN says and its clock lets)."""
+    record, _ = play(tmp_path, jailer, "java --race-every 2")
+    assert record.faulty is None, record.detail
+    assert "dropped" in record.stderr["agent"], record.stderr
+    assert record.random_moves == {}, record.stderr
+    always, _ = play(tmp_path / "always", jailer, "java --race-every 1")
+    assert always.faulty is None, always.detail
+    assert always.random_moves == {"agent": positions_asked(always)}, always.stderr
+    dropped = len(re.findall(r"^dropped \d+$", always.stderr["agent"], re.M))
+    assert 2 * positions_asked(always) <= dropped <= (ASK_AGAIN + 1) * positions_asked(always), always.stderr
+
+
+@needs_sandbox
+def test_an_agent_runs_as_a_batch_job_so_a_thread_it_wakes_does_not_preempt_its_waker(tmp_path, jailer):
+    """The course's Java library loses its moves when the search thread its main thread wakes runs first
+    (a busy machine, one CPU): arena starts a KGP agent as a batch job (SCHED_BATCH), whose woken threads
+    wait for their turn, as on the idle machine the library was written for."""
+    record, _ = play(tmp_path, jailer, "java")
+    assert record.faulty is None, record.detail
+    assert "scheduled as SCHED_BATCH" in record.stderr["agent"], record.stderr
 
 
 @needs_sandbox

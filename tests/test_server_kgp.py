@@ -560,6 +560,55 @@ def test_the_teachers_switch_puts_connected_agents_on_the_ranked_ladder_marked(k
     assert not ranked()
 
 
+def test_a_ranked_agent_that_connects_again_after_the_ladder_settled_plays_at_once(kit: Kit) -> None:
+    """An agent connected until the ladder settled, gone, and connected again with the same version is the
+    same player (its games count) and plays ranked games again at once: a settled ladder would give it
+    none, and its student would see a connected agent that never plays."""
+    teach, url = kit.people["teach"], kit.server.url
+    store = kit.server.class_dir / "ladder" / "arena.sqlite"
+    argv = [sys.executable, str(AGENT), "127.0.0.1", str(kit.port), "--token", kit.token]
+    argv += ["--style", "first", "--version", "weak"]  # far weaker than greedy: settled in a few games
+
+    def played() -> int:
+        if not store.exists():
+            return 0
+        query = "SELECT count(*) FROM games WHERE faulty IS NULL AND 'tom.kgp' IN (south, north)"
+        try:
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+                return int(db.execute(query).fetchone()[0])
+        except sqlite3.OperationalError:  # its tables not made yet
+            return 0
+
+    def digests() -> int:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT count(*) FROM bots WHERE name = 'tom.kgp'").fetchone()[0])
+
+    def note(words: str) -> bool:
+        return f'id="ladder-note">{words}' in teach.http.get(url + "/teacher", timeout=30).text
+
+    def agents() -> list[str]:
+        path = kit.server.class_dir / "agents.json"
+        return list(json.loads(path.read_text())) if path.exists() else []
+
+    teach.post("/teacher/settings", {"kgp_options": "1", "kgp_ranked": "on"}, page="/teacher")
+    agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        until("the agent at the desk", lambda: agents() == ["tom"], 30)
+        until("the ladder settled with the agent", lambda: note("settled") and played() >= 2, 240)
+        agent.kill()
+        agent.wait()
+        until("the agent out of the field", lambda: agents() == [], 30)
+        until("the ladder without it", lambda: not note("playing"), 60)
+        before, versions = played(), digests()
+        agent = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        until("the same version's new ranked games", lambda: played() >= before + 2, 90)
+        assert digests() == versions, "the same version is the same player"
+    finally:
+        agent.kill()
+        agent.wait()
+        teach.post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
+
+
 def test_the_final_plays_the_agents_connected_when_it_begins_marked(kit: Kit) -> None:
     """With the switch on, the final's ranking has the agents connected when it began (the class is frozen
     from here on: the tests after this one need no ladder)."""

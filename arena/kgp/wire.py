@@ -26,6 +26,8 @@ from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("relay.py")
 STOP_AFTER_YIELD_S = 0.1  # a yielded state's `stop` is sent this long after the `yield`
+ASK_AGAIN = 6  # a position yielded without a move is sent again (a new `state`) this often, time allowing
+ASK_PAUSE_S = 0.004  # before the first new `state`, doubled for each one after
 PONG_S = 5.0  # the least an agent is given to answer `ping` after a `stop` found no move (go-kgp: 20 s)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
@@ -217,7 +219,9 @@ class Kgp:
             self._greet(deadline)
         assert self._rules is not None, "new_game comes first"
         legal = self._rules.legal_moves(pos)
-        state = self._send("state", Board.seen_by(pos, side), deadline=deadline)
+        board = Board.seen_by(pos, side)
+        state = self._send("state", board, deadline=deadline)
+        asked = 0  # times the position was sent again after a `yield` without a move
         best: Move | None = None
         illegal: Move | None = None
         soon = soon or deadline
@@ -250,6 +254,19 @@ class Kgp:
                 until = deadline  # a new connection's first answer may take the startup allowance
                 continue
             yielded = command is not None and command.name == "yield"
+            unanswered = yielded and best is None and illegal is None
+            if unanswered and asked < ASK_AGAIN and time.monotonic() < until:
+                # The course's Java library can drop the first moves of a search that starts before it has
+                # noted the state (a race of its threads), then yields with none sent: the same position
+                # again, a new `state` on the same clock, is searched afresh (protocol.md: "Where arena
+                # chooses").
+                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                # A pause first: the threads' race, once lost, is often lost again at once (the same
+                # scheduling), and a moment later seldom.
+                time.sleep(max(0.0, min(ASK_PAUSE_S * 2**asked, until - time.monotonic() - ASK_PAUSE_S)))
+                state = self._send("state", board, deadline=deadline)
+                asked += 1
+                continue
             if yielded and best is not None:  # its `stop` a moment later (`_stop_yielded`)
                 self._yielded = (state, time.monotonic())
                 return best
@@ -259,6 +276,7 @@ class Kgp:
             if illegal is not None:
                 return illegal
             said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
+            said += f" (its position sent {asked + 1} times)" if asked else ""
             if not yielded:
                 self._alive(said, max(PONG_S, ms / 1000))
             raise NoMove(

@@ -20,6 +20,7 @@ in flight, which are played and checked again on the next start.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -41,6 +42,7 @@ NICE = {"checks": 5, "ladder": 10, "scrimmages": 8, "kgp": 8}
 # A run is restarted for a changed field at most this often: a burst of new versions (a class uploading at
 # the deadline) joins in one restart, not one each (a restart surveys, hashes and starts the workers again).
 RESTART_S = 10.0
+RIVALS = 2  # a remote agent that connects again meets this many of its closest rivals at once
 log = logging.getLogger("arena")
 
 
@@ -172,6 +174,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
     where, settings = class_dir(), settings_here()
     with Tournament(where.ladder, settings) as cup:
         seen = -1
+        welcomed: dict[str, int] = {}  # each remote agent's connection whose first games were played
         while True:
             stop.check()
             classroom = Classroom.current()
@@ -201,6 +204,7 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
             seen = classroom.generation
             field.sync(where.bots, field.wanted(where, classroom))
             agents = Agents(where, on=classroom.kgp_ranked and not cluster, no_move=classroom.kgp_no_move)
+            arrived = [b for b in agents.bots if welcomed.get(b.name) != agents.sessions.get(b.author or "")]
             try:
                 entered = cup.enter(agents.with_folder(where.bots))
             except BotError as e:
@@ -215,7 +219,14 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
             _note(classroom, f"playing: {len(entered.bots)} bots{remote}")
             watch = Watch(cup, seen, "playing", agents)
             try:
-                result = cup.run(entered, None, progress=watch, cluster=backend(cluster))
+                for agent, rival, rnd in welcome(cup.store.results(), entered.bots, arrived):
+                    pair = dataclasses.replace(entered, bots=(agent, rival), hero=agent)
+                    result = cup.run(pair, rnd, progress=watch, cluster=backend(cluster))
+                    if result.interrupted:
+                        break
+                else:  # welcomed: a welcome cut short is played in the next run
+                    welcomed = {b.name: agents.sessions.get(b.author or "", 0) for b in agents.bots}
+                    result = cup.run(entered, None, progress=watch, cluster=backend(cluster))
             except ClusterError as e:
                 _note(classroom, f"the cluster cannot play: {e}")
                 seen = -1
@@ -234,6 +245,28 @@ def ladder_loop(cluster: str | None, stop: Stop) -> None:
                 _note(classroom, "settled: waiting for a new version")
 
 
+def welcome(results: Any, field: Any, arrived: Any) -> list[tuple[Any, Any, int]]:
+    """The games a remote agent that connected again plays before the ladder's adaptive run: a round (a
+    game from each side) against each of its RIVALS closest rivals, those it met in the most rounds (the
+    adaptive schedule pairs the bots near each other), as (agent, rival, round). Its games so far count as
+    ever (the same version is the same player), and a settled ladder would give it none: the student sees
+    their agent play as soon as it is connected. A new agent or version gets its placement games anyway."""
+    rounds: dict[tuple[str, str], int] = {}
+    versions = {(bot.name, bot.digest) for bot in field}
+    for r in results:
+        if r.south in versions and r.north in versions:
+            for me, you in ((r.south[0], r.north[0]), (r.north[0], r.south[0])):
+                rounds[me, you] = max(rounds.get((me, you), 0), r.round)
+    games = []
+    for agent in arrived:
+        met = sorted(
+            ((rnd, bot) for bot in field if (rnd := rounds.get((agent.name, bot.name), 0))),
+            key=lambda x: (-x[0], x[1].name),
+        )
+        games += [(agent, bot, rnd + 1) for rnd, bot in met[:RIVALS]]
+    return games
+
+
 class Agents:
     """The connected remote agents a ladder run enters when the teacher ranks them (arena/server/
     kgp_ranked.py; not on a cluster, whose machines cannot reach this server's KGP worker, nor without a
@@ -244,6 +277,7 @@ class Agents:
 
         self.where = where
         self.bots = kgp_ranked.bots(where, no_move=no_move) if on and kgp_ranked.port_on() else []
+        self.sessions = kgp_ranked.sessions(where)  # by student: a new connection is welcomed with games
 
     def with_folder(self, folder: Path) -> Any:
         """What the run enters: the bots folder, and the agents beside it."""

@@ -41,6 +41,7 @@ SUFFIX = ".kgp"  # SLUG.kgp: a student's remote agent on the ladder
 MARK = "remote agent (computing power not limited by arena)"  # what the pages say of one
 AGENTS = "agents.json"
 VERSIONS = "agent_versions.json"  # the version each connected agent states (its newest connection's)
+SESSIONS = "agent_sessions.json"  # each connected agent's count of connections: a new one plays at once
 SOCKET = "kgp.sock"
 BRIDGE = Path(__file__).with_name("bridge.py")
 ASK_S = 10.0  # for a bridge to say whose agent it wants
@@ -75,6 +76,16 @@ def stated_versions(where: ClassDir) -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def sessions(where: ClassDir) -> dict[str, int]:
+    """Each connected agent's count of connections since the KGP worker started, as it last wrote: the
+    ladder gives an agent with a new one games at once, though the ladder had settled (worker.py)."""
+    try:
+        found = json.loads((where.root / SESSIONS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in found.items() if isinstance(v, int)} if isinstance(found, dict) else {}
 
 
 def port_on() -> bool:
@@ -136,6 +147,7 @@ class Desk:
         self.told = told  # after agents.json changed: the ladder told (kgp.py: the field's generation moved)
         self._changed = threading.Condition()
         self._seats: dict[str, list[Lent]] = {}
+        self._sessions: dict[str, int] = {}  # connections made, by student
         self._publishing = threading.Lock()  # one agents.json at a time, each from the seats as they are
         if connected(where):  # a killed worker's agents: gone, and the ladder told
             self._publish()
@@ -168,11 +180,9 @@ class Desk:
         returned, as the games left it."""
         seat = Lent(lines, top=after, version=version)
         with self._changed:
-            first = slug not in self._seats
-            newer = not first and self._seats[slug][-1].version != version  # a new version: it plays now
             self._seats.setdefault(slug, []).append(seat)
-        if first or newer:
-            self._publish()
+            self._sessions[slug] = self._sessions.get(slug, 0) + 1
+        self._publish()  # a new connection, even of the same version, plays at once
         try:
             looked = time.monotonic()
             while not lines.closed:
@@ -332,10 +342,12 @@ class Desk:
             with self._changed:
                 slugs = sorted(self._seats)
                 versions = {slug: self._seats[slug][-1].version for slug in slugs}
+                made = {slug: self._sessions.get(slug, 0) for slug in slugs}
             for name, data in (
                 (VERSIONS, versions),
+                (SESSIONS, made),
                 (AGENTS, slugs),
-            ):  # the versions first: read with the slugs
+            ):  # the versions and sessions first: read with the slugs
                 path = self.where.root / name
                 part = path.with_name(f".{name}.{os.getpid()}.part")
                 part.write_text(json.dumps(data))
