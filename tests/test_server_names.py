@@ -4,6 +4,7 @@ Unicode ones: `aIice` beside `alice` showed two alices in the member list and on
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,4 +84,6 @@ def test_the_class_name_heads_every_page(alice: Any) -> None:
 
     for path in ("/signin", "/join", "/setup/not-a-token"):
         page = Client().get(path).content.decode()
-        assert "<strong>Arena · Names</strong>" in page, path
+        brand = re.search(r'<a class="brand"[^>]*>(.*?)</a>', page, re.S)
+        assert brand, path
+        assert " ".join(re.sub(r"<[^>]+>", "", brand[1]).split()) == "Arena · Names", (path, brand[1])
