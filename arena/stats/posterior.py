@@ -28,11 +28,13 @@ ELO_CENTRE = 1500.0  # Bradley-Terry points are shown on the Elo scale, the fiel
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054  # the ± shown is a 95% interval
 PRIOR_DRAWS = 1.0  # virtual drawn games of every bot, spread over its opponents (see fit): a finite start
-# Virtual draws kept under the field's prior (see `posterior`): none. The prior keeps every strength finite,
-# and a virtual draw of a bot far from the middle against its group is a second pull towards the middle on
-# top of the prior's: at 30 bots (SD 250) one a bot pulled the weakest tenth's estimates up by 0.84 SD and
-# the intervals covered 91%, with the true spread known 91% (none: 94%; benchmarks/interval_coverage.py).
-VIRTUAL_DRAWS = 0.0
+# Virtual draws kept under the field's prior (see `posterior`): a quarter a bot. A virtual draw of a bot far
+# from the middle against its group is a second pull towards the middle on top of the prior's: at 30 bots
+# (SD 250) one a bot pulled the weakest tenth's estimates up by 0.84 SD and the intervals covered 91%, with
+# the true spread known 91% (none: 93.9%, a quarter: 93.6%; benchmarks/interval_coverage.py). None at all
+# left a perfectly ordered field (every pair 10-0) nothing to bound its spread: the likelihood grows with it
+# without end, and three bots 10-0 apart were not told apart.
+VIRTUAL_DRAWS = 0.25
 SCORES = 5  # a pair's score in half points: 0 (lost both) .. 4 (won both)
 DISPERSION_WEIGHT = 5.0  # the dispersion's prior: as many units of variance at 1 as ~10 even pairs carry
 RANK_SAMPLES = 4000  # draws behind P(rank = k): its error is below 0.008 at any probability
@@ -407,8 +409,9 @@ def posterior(
     and widens the intervals by what the spread is not known to. A bot without games sits at a
     group's centre with its spread as its uncertainty. The `prior_draws` virtual draws keep only the first
     fit (the one without a prior) finite; under the prior the prior does that, within a group and (the
-    centres' prior, SD `CENTRES`) between groups, and `virtual_draws` (spread over each bot's own group) are
-    none by default: each pulled a bot far from its group's middle in once more (`VIRTUAL_DRAWS`)."""
+    centres' prior, SD `CENTRES`) between groups, but a perfectly ordered field needs a few `virtual_draws`
+    (spread over each bot's own group) to bound its spread; more pulled a bot far from its group's middle in
+    once more (`VIRTUAL_DRAWS`)."""
     n = pairs.n
     prior = prior_games(n, prior_draws)
     score, games = pairs.points()
