@@ -25,7 +25,11 @@ The fields (`FIELDS`), each scaled to n bots by its shares:
 - class: as a class is, from 24 bots: 3 strong at +600, 13 middling (SD 150), 4 near random (-500), 4
   broken that lose every game; 12% draws;
 - lab (this benchmark's own): 2 of 20 broken (lose every game), 3 crashing often (-400, SD 80), a bunch of
-  5 copies of one sample bot (equal, +100), the rest SD 200; 20% draws, as among careful bots.
+  5 copies of one sample bot (equal, +100), the rest SD 200; 20% draws, as among careful bots;
+- tails (not tuned to): Student's t with 3 degrees of freedom, scale 120 Elo: a few bots far out where a
+  normal prior expects none; 6% draws;
+- dominant (not tuned to): one bot 900 Elo above a field of SD 150 (a teacher's reference, or a student
+  far ahead), which wins nearly every game; 10% draws.
 Broken bots are left out of the coverage: no finite Elo is true of them.
 """
 
@@ -45,12 +49,20 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from schedule_efficiency import FORFEIT, adaptive, judge  # noqa: E402
+from schedule_efficiency import FORFEIT, adaptive, judge, wilson  # noqa: E402
 
 from arena.stats.settle import Rule  # noqa: E402
 
-FIELDS = ("normal", "tight", "groups", "class", "lab")
-DRAWS = {"normal": 0.06, "tight": 0.06, "groups": 0.06, "class": 0.12, "lab": 0.20}
+FIELDS = ("normal", "tight", "groups", "class", "lab", "tails", "dominant")
+DRAWS = {
+    "normal": 0.06,
+    "tight": 0.06,
+    "groups": 0.06,
+    "class": 0.12,
+    "lab": 0.20,
+    "tails": 0.06,
+    "dominant": 0.10,
+}
 
 
 def shares(n: int, parts: list[int]) -> list[int]:
@@ -92,6 +104,10 @@ def field(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
             ]
         )
         broken[:dead] = True
+    elif kind == "tails":
+        elo = 120.0 * rng.standard_t(3, n)  # a few bots far out, as a normal prior expects none
+    elif kind == "dominant":
+        elo = np.concatenate([[900.0], rng.normal(0.0, 150.0, n - 1)])  # one bot that beats everyone
     else:
         raise ValueError(f"unknown field {kind!r}")
     return elo, broken
@@ -163,7 +179,7 @@ def main() -> None:
     print(
         f"{'bots':>4} {'field':7} {'runs':>4} {'coverage (95% CI)':>22} {'relative (95% CI)':>22} "
         f"{'z strong':>8} {'z weak':>7} "
-        f"{'reversed/settled':>16} {'RR-100 share':>12} {'s/run':>6}"
+        f"{'reversed/settled (Wilson 95%)':>29} {'RR-100 share':>12} {'s/run':>6}"
     )
     with Pool(args.jobs) as pool:
         for n in args.bots:
@@ -176,12 +192,14 @@ def main() -> None:
                 settled = sum(r.settled for r in rows)
                 wrong = sum(r.reversed for r in rows)
                 share = np.mean([r.games for r in rows]) / (n * (n - 1) * 100)
-                ci = f"{cover:.1%} ({cover - half:.1%}-{cover + half:.1%})"
-                rci = f"{rel:.1%} ({rel - rel_half:.1%}-{rel + rel_half:.1%})"
+                ci = f"{cover:.1%} ({cover - half:.1%}-{min(1.0, cover + half):.1%})"
+                rci = f"{rel:.1%} ({rel - rel_half:.1%}-{min(1.0, rel + rel_half):.1%})"
+                low, high = wilson(wrong, settled)
+                rev = f"{wrong}/{settled} ({low:.0%}-{high:.0%})"
                 print(
                     f"{n:>4} {kind:7} {len(rows):>4} {ci:>22} {rci:>22} "
                     f"{np.mean([r.z_top for r in rows]):>+8.2f} "
-                    f"{np.mean([r.z_bottom for r in rows]):>+7.2f} {f'{wrong}/{settled}':>16} {share:>12.1%} "
+                    f"{np.mean([r.z_bottom for r in rows]):>+7.2f} {rev:>29} {share:>12.1%} "
                     f"{took:>6.1f}",
                     flush=True,
                 )

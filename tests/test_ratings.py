@@ -504,3 +504,34 @@ def test_the_kept_history_ends_at_the_current_ratings_and_stays_a_charts_worth(t
     assert all(b - a == kept.every for a, b in itertools.pairwise(xs))
     for i, skill in full_pass(tour.store).items():
         assert (history.mu[i][-1], history.sigma[i][-1]) == (skill.mu, skill.sigma)
+
+
+def test_trueskill_counts_a_repeated_game_once_in_a_full_pass_and_in_advance(tour):
+    """Deterministic bots replaying one game from one opening: the Elo counts it once, and so must TrueSkill,
+    else each replay made it surer of the same one result."""
+    alice, bob, carol = make_bot("alice"), make_bot("bob"), make_bot("carol")
+
+    def same_game(south: Bot, north: Bot, winner: Bot) -> GameRecord:
+        return GameRecord(
+            rules="kalah", south=south.name, north=north.name, moves=(1, 3), south_store=30, north_store=18,
+            winner=winner.name, reason="normal", faulty=None, detail="", move_ms=(1.0, 2.0),
+            think_ms={south.name: 1.0, north.name: 1.0}, moves_made={south.name: 1, north.name: 1},
+            stderr={south.name: "", north.name: ""},
+        )  # fmt: skip
+
+    tour.store.add_game(Slot(1, "0", alice, bob), same_game(alice, bob, alice))
+    tour.play(bob, carol, bob, round=2)
+    once = full_pass(tour.store)
+    kept = ratings.advance(tour.store, None, queries.field_ids(tour.store))
+    for rnd in range(3, 13):  # the same game again and again, and one that differs only in its sides
+        tour.store.add_game(Slot(rnd, "0", alice, bob), same_game(alice, bob, alice))
+        kept = ratings.advance(tour.store, kept, queries.field_ids(tour.store))
+    assert full_pass(tour.store) == once
+    assert kept.skills == once and kept.games == 12
+    history = ratings.rating_history(tour.store, queries.field_ids(tour.store))
+    assert history.games[-1] == 12 and {i: v[-1] for i, v in history.mu.items()} == {
+        i: s.mu for i, s in once.items()
+    }
+    tour.store.add_game(Slot(20, "0", bob, alice), same_game(bob, alice, alice))  # the other side: new
+    assert full_pass(tour.store)[queries.field_ids(tour.store)[0]] != once[queries.field_ids(tour.store)[0]]
+    assert ratings.advance(tour.store, kept, queries.field_ids(tour.store)).skills == full_pass(tour.store)

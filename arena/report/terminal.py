@@ -336,7 +336,7 @@ def format_table(board: pd.DataFrame) -> str:
     if repeated:
         lines.append(
             "Some games repeated an earlier game exactly (same bots, sides, opening, moves and end): W-D-L, "
-            "the score and the Elo count each distinct game once; TrueSkill takes every game as played."
+            "the score, the Elo and TrueSkill count each distinct game once."
         )
     for r in board[board["unranked"] != ""].itertuples(index=False):
         lines.append(f"not ranked: {r.bot}: {r.unranked}")

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from arena.stats.settle import Rule, Verdict
 
 
+Game = tuple[
+    int, int, int | None, bool
+]  # (south, north, winner or None for a draw, repeat): queries.rating_games
+
+
 @dataclass(frozen=True, slots=True)
 class Skill:
     """A TrueSkill belief: mean and uncertainty of a bot's playing strength."""
@@ -108,10 +113,12 @@ class Model:
 
 
 def trueskill_ratings(
-    games: Iterable[tuple[int, int, int | None]], bots: Iterable[int], model: Model | None = None
+    games: Iterable[Game], bots: Iterable[int], model: Model | None = None
 ) -> dict[int, Skill]:
-    """TrueSkill of every bot after `games` (south, north, winner or None for a draw), taken in the order
-    given. The winner field already makes a forfeit a loss of the faulty bot."""
+    """TrueSkill of every bot after `games` (south, north, winner or None for a draw, repeat), taken in the
+    order given. The winner field already makes a forfeit a loss of the faulty bot; a repeat of an earlier
+    game (deterministic bots meeting again in the same position) changes nothing, as in the Elo: TrueSkill
+    would take it as new evidence and grow surer of the same one result each time it was replayed."""
     model = model or Model.of()
     start = model.initial()
     mu = dict.fromkeys(bots, start.mu)
@@ -121,11 +128,12 @@ def trueskill_ratings(
     return {i: Skill(mu[i], sigma[i]) for i in mu}
 
 
-def _rate(
-    model: Model, mu: dict[int, float], sigma: dict[int, float], game: tuple[int, int, int | None]
-) -> None:
-    """Update `mu` and `sigma` in place by one game (south, north, winner or None for a draw)."""
-    south, north, winner = game
+def _rate(model: Model, mu: dict[int, float], sigma: dict[int, float], game: Game) -> None:
+    """Update `mu` and `sigma` in place by one game (south, north, winner or None for a draw, repeat): a
+    repeat leaves them as they are."""
+    south, north, winner, repeat = game
+    if repeat:
+        return
     a, b = (north, south) if winner == north else (south, north)  # the winner first; a draw as given
     mu[a], sigma[a], mu[b], sigma[b] = model.update(mu[a], sigma[a], mu[b], sigma[b], winner is None)
 
@@ -142,7 +150,7 @@ class History:
 
 
 def history(
-    games: Iterable[tuple[int, int, int | None]],
+    games: Iterable[Game],
     bots: Iterable[int],
     total: int,
     points: int = 120,
@@ -247,8 +255,8 @@ def advance(store: Store, kept: Rated | None, field: Iterable[int], model: Model
     sigmas = {i: list(v) for i, v in kept.sampled.sigma.items()}
     count, id_sum, winner_sum = kept.check
     key, every = kept.key, kept.every
-    for gid, rnd, ordinal, south, north, winner in queries.rating_games_after(store, ids, kept.key):
-        _rate(model, mu, sigma, (south, north, winner))
+    for gid, rnd, ordinal, south, north, winner, repeat in queries.rating_games_after(store, ids, kept.key):
+        _rate(model, mu, sigma, (south, north, winner, repeat))
         count, id_sum, winner_sum, key = (
             count + 1,
             id_sum + gid,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.match.bots import Where
-from arena.store.writer import _DECODE, EXPORT_FIELDS, REPEAT, Store
+from arena.store.writer import _DECODE, EXPORT_FIELDS, REPEAT, REPEAT_OF, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,10 +48,15 @@ def field_ids(store: Store) -> list[int]:
 _SCHEDULED = "ORDER BY round, ordinal, id"  # schedule order; the id only breaks a tie a hash never makes
 
 
-def rating_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int | None]]:
-    """(south id, north id, winner id or None) of the field's games in schedule order, one at a time."""
-    query = f"WITH {_FIELD} SELECT south_id, north_id, winner_id FROM games WHERE {_IN_FIELD} {_SCHEDULED}"
-    yield from store.db.execute(query, {"field": _field(field)})
+def rating_games(store: Store, field: Iterable[int]) -> Iterator[tuple[int, int, int | None, bool]]:
+    """(south id, north id, winner id or None, repeat) of the field's games in schedule order, one at a
+    time; `repeat`: the game repeats an earlier one exactly (`store.REPEAT`), no new evidence."""
+    query = (
+        f"WITH {_FIELD} SELECT south_id, north_id, winner_id, {REPEAT} AS repeat FROM games "
+        f"WHERE {_IN_FIELD} {_SCHEDULED}"
+    )
+    for south, north, winner, repeat in store.db.execute(query, {"field": _field(field)}):
+        yield south, north, winner, bool(repeat)
 
 
 Key = tuple[int, str, int]  # where a game stands in schedule order: (round, ordinal, id)
@@ -59,16 +64,17 @@ Key = tuple[int, str, int]  # where a game stands in schedule order: (round, ord
 
 def rating_games_after(
     store: Store, field: Iterable[int], key: Key
-) -> Iterator[tuple[int, int, str, int, int, int | None]]:
-    """(id, round, ordinal, south id, north id, winner id or None) of the field's games after `key` in
-    schedule order, one at a time: what an incremental rating (ratings.advance) has not rated yet."""
+) -> Iterator[tuple[int, int, str, int, int, int | None, bool]]:
+    """(id, round, ordinal, south id, north id, winner id or None, repeat) of the field's games after `key`
+    in schedule order, one at a time: what an incremental rating (ratings.advance) has not rated yet.
+    `repeat` as `rating_games` has it, looked up per game (`store.REPEAT_OF`) rather than over the field."""
     query = (
-        f"WITH {_FIELD} SELECT id, round, ordinal, south_id, north_id, winner_id FROM games "
-        f"WHERE {_IN_FIELD} AND (round, ordinal, id) > (:round, :ordinal, :id) {_SCHEDULED}"
+        f"WITH {_FIELD} SELECT id, round, ordinal, south_id, north_id, winner_id, {REPEAT_OF} AS repeat "
+        f"FROM games g WHERE {_IN_FIELD} AND (round, ordinal, id) > (:round, :ordinal, :id) {_SCHEDULED}"
     )
-    yield from store.db.execute(
-        query, {"field": _field(field), "round": key[0], "ordinal": key[1], "id": key[2]}
-    )
+    params = {"field": _field(field), "round": key[0], "ordinal": key[1], "id": key[2]}
+    for gid, rnd, ordinal, south, north, winner, repeat in store.db.execute(query, params):
+        yield gid, rnd, ordinal, south, north, winner, bool(repeat)
 
 
 def rated_check(store: Store, field: Iterable[int], key: Key) -> tuple[int, int, int]:

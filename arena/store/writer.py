@@ -88,6 +88,14 @@ REPEAT = (
     "(row_number() OVER (PARTITION BY south_id, north_id, opening, moves, winner_id, reason "
     "ORDER BY round, ordinal) > 1)"
 )
+# The same fact of one game `g` of a query, without a window over the field's games: an earlier game (in
+# schedule order) of the same versions on the same sides, from the same opening, with the same moves and end.
+# For what reads only the games after a point (ratings.advance); `games_pair` finds the candidates.
+REPEAT_OF = (
+    "EXISTS (SELECT 1 FROM games e WHERE e.south_id = g.south_id AND e.north_id = g.north_id "
+    "AND e.opening IS g.opening AND e.moves IS g.moves AND e.winner_id IS g.winner_id "
+    "AND e.reason IS g.reason AND (e.round, e.ordinal) < (g.round, g.ordinal))"
+)
 _GAMES_ORDER = "CREATE INDEX IF NOT EXISTS games_order ON games (round, ordinal)"
 # A field's games found by its bot versions, not by reading every game: a class's ladder holds a semester
 # of retired versions' games, and each batch, snapshot and rating reads only the current field's.
