@@ -2,6 +2,8 @@
 the last; the referee plays the last legal one when the MOVE's time is up, and forfeits only when none came.
 Real subprocess bots through the real referee."""
 
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from arena.game.rules import parse_rules
 from arena.match.bots import BotError, load_bot
 from arena.match.clock import Limits, TimeControl
+from arena.match.process import BotProcess
+from arena.match.protocol import V1
 from arena.match.referee import Player, play_game
 
 RULES = parse_rules("kalah,pits=4,seeds=3")
@@ -171,3 +175,21 @@ def test_a_bad_anytime_setting_says_what_is_wrong(tmp_path, toml, words):
     (tmp_path / "b" / "bot.toml").write_text(toml)
     with pytest.raises(BotError, match=words):
         load_bot(tmp_path / "b")
+
+
+def test_answers_written_in_time_count_when_a_loaded_machine_lets_the_referee_look_late(tmp_path):
+    """The referee, not the bot, is late (CI at load 18 saw one answer of a MOVE 'dropped' as late): both
+    answers are written 20 ms into a 100 ms MOVE while the referee sleeps past its end. Both were waiting
+    when it looked, as any bot's line is taken then: the second is played, and neither is counted late."""
+    script = tmp_path / "twice.py"
+    script.write_text(answers_then("time.sleep(0.02); print(1, flush=True); print(2, flush=True)"))
+    script.write_text("import time\n" + script.read_text())
+    wire = V1(BotProcess.start([sys.executable, str(script)], cwd=tmp_path), anytime=True)
+    try:
+        pos = RULES.initial()
+        wire.new_game(RULES, pos.to_move, time.monotonic() + 5)
+        played = wire.move(pos, pos.to_move, 100, time.monotonic() + 0.1, on_slow=lambda: time.sleep(0.3))
+        wire.new_game(RULES, pos.to_move, time.monotonic() + 5)  # finds any line the MOVE left behind
+        assert (played, wire.answers, wire.late) == (2, [2], 0)
+    finally:
+        wire.proc.kill()

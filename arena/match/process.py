@@ -276,6 +276,14 @@ class BotProcess:
             self._poll_in.poll(min(remaining, _POLL_SLICE) * 1000)
             self._drain_stderr()
 
+    def waiting_output(self) -> int:
+        """Bytes the bot has written that were not yet taken as lines: the referee's buffer and the pipe's."""
+        try:
+            piped = struct.unpack("i", fcntl.ioctl(self._out, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            piped = 0
+        return len(self._buffer) + piped
+
     def has_output(self) -> bool:
         """Whether stdout holds something not yet read as a line (cheap: one poll, no wait)."""
         return bool(self._buffer) or self._eof or bool(self._poll_out.poll(0))
