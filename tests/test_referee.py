@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -810,3 +811,56 @@ def test_a_games_stderr_holds_nothing_of_the_bots_previous_game(bots, ponder) ->
         assert sum(line.startswith("got NEWGAME") for line in lines) == 1, (k, tail)
         if k:  # a game after the first: no END of the game before it
             assert not any(line.startswith("got END") for line in lines[:-1]), (k, tail)
+
+
+# --- a loaded machine: the referee's own wait for a CPU ---------------------------------------------------
+
+
+def _late_answer(tmp_path: Path, after: float) -> Path:
+    script = tmp_path / "late.py"
+    script.write_text(
+        f"import sys, time\nfor line in sys.stdin:\n    time.sleep({after})\n    print(1, flush=True)\n"
+    )
+    return script
+
+
+def test_a_deadline_moves_on_by_the_time_the_referee_itself_waited_for_a_cpu(tmp_path, monkeypatch) -> None:
+    """The kernel's count of this thread's waits for a CPU, as a loaded machine makes it (CI at load 22: a
+    bot that logged 3 MiB a move answered after 530 ms of a 300 ms MOVE, its flood drained late): 200 ms
+    of the referee's waits let an answer at 150 ms of a 100 ms wait in; without them, it is late."""
+    import arena.match.process as process
+
+    for waited, expected in ((0.0, None), (0.2, "1")):
+        bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 0.15))])
+        try:
+            bot.send("MOVE", time.monotonic() + 5)
+            assert bot.read_line(time.monotonic() + 5) == "1"  # started: the next MOVE is timed alone
+            waits = [1.0, 1.0 + waited]  # at the read's start, then at every look after
+            monkeypatch.setattr(
+                process,
+                "_waited_for_cpu",
+                lambda waits=waits: waits.pop(0) if len(waits) > 1 else waits[0],
+                raising=False,
+            )
+            start = time.monotonic()
+            bot.send("MOVE", start + 5)
+            assert bot.read_line(start + 0.1) == expected
+        finally:
+            bot.kill()
+
+
+def test_the_referee_s_waits_move_a_deadline_on_by_its_own_length_at_most(tmp_path, monkeypatch) -> None:
+    """However long the machine kept the referee waiting, a bot that never answers times out by twice its
+    time: a machine so loaded that each look waits longer than the last cannot hold a game for ever."""
+    import arena.match.process as process
+
+    waited = iter(range(0, 10_000, 5))  # five seconds more at every look
+    monkeypatch.setattr(process, "_waited_for_cpu", lambda: float(next(waited)), raising=False)
+    bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 60))])
+    try:
+        start = time.monotonic()
+        bot.send("MOVE", start + 5)
+        assert bot.read_line(start + 0.2) is None
+        assert 0.2 <= time.monotonic() - start < 2.0
+    finally:
+        bot.kill()

@@ -64,6 +64,16 @@ def _read_now(fd: int) -> bytes | None:
         return b""
 
 
+def _waited_for_cpu() -> float:
+    """Seconds this thread has waited, runnable, for a CPU (the kernel's run delay, /proc schedstat); 0.0
+    where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -307,6 +317,10 @@ class BotProcess:
         # The referee's hot path, run for every move: few calls, and the slow-bot bookkeeping only when asked.
         buffer = self._buffer
         slow_at = 0.0
+        # The time the referee itself waited for a CPU (a loaded machine) is the machine's, not the bot's: the
+        # deadline moves on by it, up to the wait's own length once (a flood of logs the referee drained late
+        # kept a bot from its answer past a 300 ms MOVE at load 22).
+        began, waited, moved = time.monotonic(), _waited_for_cpu(), 0.0
         while True:
             if buffer:
                 newline = buffer.find(b"\n")
@@ -337,7 +351,11 @@ class BotProcess:
                     self._drain_stderr()  # before stdout: what it logged before answering goes with it
             if not readable:
                 if remaining <= 0:
-                    return None
+                    owed = min(_waited_for_cpu() - waited, deadline - moved - began)
+                    if owed <= moved + 0.001:
+                        return None
+                    deadline, moved = deadline + owed - moved, owed
+                    continue
                 if on_slow is not None and time.monotonic() >= slow_at:
                     on_slow()
                     on_slow = None
