@@ -317,10 +317,11 @@ class BotProcess:
         # The referee's hot path, run for every move: few calls, and the slow-bot bookkeeping only when asked.
         buffer = self._buffer
         slow_at = 0.0
-        # The time the referee itself waited for a CPU (a loaded machine) is the machine's, not the bot's: the
-        # deadline moves on by it, up to the wait's own length once (a flood of logs the referee drained late
-        # kept a bot from its answer past a 300 ms MOVE at load 22).
-        began, waited, moved = time.monotonic(), _waited_for_cpu(), 0.0
+        # A bot that logs waits for the referee to drain its stderr: the referee's waits for a CPU (a loaded
+        # machine) before each drain are the machine's time, not the bot's, and the deadline moves on by them,
+        # up to the wait's own length once (3 MiB of logs drained late took 530 ms of a 300 ms MOVE at load
+        # 22). Counted from the second drain on, so that a quiet bot's wait costs no look at /proc.
+        began, owed, moved, asleep = time.monotonic(), 0.0, 0.0, -1.0
         while True:
             if buffer:
                 newline = buffer.find(b"\n")
@@ -348,13 +349,16 @@ class BotProcess:
                 if fd == self._out:
                     readable = True
                 else:
+                    if asleep >= 0:
+                        owed += _waited_for_cpu() - asleep
                     self._drain_stderr()  # before stdout: what it logged before answering goes with it
+                    asleep = _waited_for_cpu()
             if not readable:
                 if remaining <= 0:
-                    owed = min(_waited_for_cpu() - waited, deadline - moved - began)
-                    if owed <= moved + 0.001:
+                    extra = min(owed, deadline - moved - began)
+                    if extra <= moved + 0.001:
                         return None
-                    deadline, moved = deadline + owed - moved, owed
+                    deadline, moved = deadline + extra - moved, extra
                     continue
                 if on_slow is not None and time.monotonic() >= slow_at:
                     on_slow()
