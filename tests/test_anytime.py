@@ -2,6 +2,8 @@
 the last; the referee plays the last legal one when the MOVE's time is up, and forfeits only when none came.
 Real subprocess bots through the real referee."""
 
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from arena.game.rules import parse_rules
 from arena.match.bots import BotError, load_bot
 from arena.match.clock import Limits, TimeControl
+from arena.match.process import BotProcess
+from arena.match.protocol import V1
 from arena.match.referee import Player, play_game
 
 RULES = parse_rules("kalah,pits=4,seeds=3")
@@ -150,8 +154,12 @@ def test_a_garbled_answer_is_a_fault_at_once(tmp_path):
 
 
 def test_a_new_process_has_its_startup_allowance_for_its_first_answer(tmp_path):
-    """A first MOVE waits past its time (the startup allowance) for a slow starter's first legal answer."""
-    slow = "import time; time.sleep(0.8)\n" + FIRST_LEGAL
+    """A first MOVE waits past its time (the startup allowance) for a slow starter's first legal answer.
+    It is slow once it has read that MOVE, so that the 800 ms are all the MOVE's, however long a loaded
+    machine took between its start and the MOVE."""
+    slow = "import time\nslow = True\n" + FIRST_LEGAL.replace(
+        "        board = ", "        if slow: time.sleep(0.8); slow = False\n        board = ", 1
+    )
     bot = folder_bot(tmp_path, "slow", slow)
     record = play(tmp_path, bot)
     assert record.faulty is None, record.detail
@@ -171,3 +179,21 @@ def test_a_bad_anytime_setting_says_what_is_wrong(tmp_path, toml, words):
     (tmp_path / "b" / "bot.toml").write_text(toml)
     with pytest.raises(BotError, match=words):
         load_bot(tmp_path / "b")
+
+
+def test_answers_written_in_time_count_when_a_loaded_machine_lets_the_referee_look_late(tmp_path):
+    """The referee, not the bot, is late (CI at load 18 saw one answer of a MOVE 'dropped' as late): both
+    answers are written 20 ms into a 100 ms MOVE while the referee sleeps past its end. Both were waiting
+    when it looked, as any bot's line is taken then: the second is played, and neither is counted late."""
+    script = tmp_path / "twice.py"
+    script.write_text(answers_then("time.sleep(0.02); print(1, flush=True); print(2, flush=True)"))
+    script.write_text("import time\n" + script.read_text())
+    wire = V1(BotProcess.start([sys.executable, str(script)], cwd=tmp_path), anytime=True)
+    try:
+        pos = RULES.initial()
+        wire.new_game(RULES, pos.to_move, time.monotonic() + 5)
+        played = wire.move(pos, pos.to_move, 100, time.monotonic() + 0.1, on_slow=lambda: time.sleep(0.3))
+        wire.new_game(RULES, pos.to_move, time.monotonic() + 5)  # finds any line the MOVE left behind
+        assert (played, wire.answers, wire.late) == (2, [2], 0)
+    finally:
+        wire.proc.kill()

@@ -896,7 +896,9 @@ def test_a_task_that_never_answers_is_sent_again_to_another_worker(
     base = tmp_path / "cluster"
     bots = field(base / "bots")
     with local_cluster(tmp_path / "cache", certs, preload=(script,)) as cluster:
-        back = Cluster(cluster.scheduler_address, certs=certs, result_s=4)
+        # the deadline of a task not yet timed: long enough for an honest worker's first task (its warden,
+        # its bots' first start) on a machine at load 18, which took over 4 s; the hung task never answers
+        back = Cluster(cluster.scheduler_address, certs=certs, result_s=20)
         result = library_run(base, bots, 3, back)
     assert (result.scheduled, result.played) == (18, 18)
     assert games(base) == reference  # every game once

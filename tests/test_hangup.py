@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from procs import is_running, processes_mentioning
+from procs import is_running, proc_state, processes_mentioning
 from test_redteam import as_nobody
 from test_tournament import describe, left_after
 
@@ -237,9 +237,17 @@ def test_frozen_bots_of_a_killed_arena_are_ended_by_the_next_one(tmp_path: Path)
         time.sleep(0.5)
         # frozen, with the kill -9 of its arena (asked of its cgroups: another arena on the machine may have
         # swept the dead one's copy of the bot, by which processes_mentioning finds it); or already ended,
-        # with its folders, by an arena that another test started meanwhile (the suite runs in parallel)
-        swept = not is_running(pid) and not any(f.exists() for f in folders)
-        assert swept or (is_running(pid) and any(frozen(f) for f in folders))
+        # with its folders, by an arena that another test started meanwhile (the suite runs in parallel). A
+        # sweep in between (thawed, killed, its folders not yet removed: seconds on a loaded machine) is
+        # waited for; a bot that is neither frozen nor swept for a minute is the failure this looks for.
+        deadline = time.monotonic() + 60
+        while True:
+            swept = not is_running(pid) and not any(f.exists() for f in folders)
+            held = is_running(pid) and any(frozen(f) for f in folders)
+            if swept or held or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert swept or held, (proc_state(pid), {f: (f.exists(), frozen(f)) for f in folders})
         Warden(
             Confinement()
         ).close()  # the next arena: every hierarchy's folders go, the freezer's thawed first

@@ -8,9 +8,12 @@ detail its author can act on, and must leave no process behind.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -810,3 +813,62 @@ def test_a_games_stderr_holds_nothing_of_the_bots_previous_game(bots, ponder) ->
         assert sum(line.startswith("got NEWGAME") for line in lines) == 1, (k, tail)
         if k:  # a game after the first: no END of the game before it
             assert not any(line.startswith("got END") for line in lines[:-1]), (k, tail)
+
+
+# --- a loaded machine: the referee's own wait for a CPU ---------------------------------------------------
+
+
+def _late_answer(tmp_path: Path, after: float, logs: int) -> Path:
+    """A bot that logs `logs` lines 10 ms apart, then answers `after` s into each MOVE."""
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import sys, time\nfor line in sys.stdin:\n    began = time.monotonic()\n"
+        f"    for _ in range({logs}):\n"
+        "        sys.stderr.write('thinking\\n'); sys.stderr.flush(); time.sleep(0.01)\n"
+        f"    time.sleep(max(0.0, {after} - (time.monotonic() - began)))\n    print(1, flush=True)\n"
+    )
+    return script
+
+
+def _looks(step: float) -> Callable[[], float]:
+    """The kernel's count of the referee's waits for a CPU, as a loaded machine makes it: `step` s more at
+    every look."""
+    looks = itertools.count()
+    return lambda: step * next(looks)
+
+
+def test_a_deadline_moves_on_by_the_time_the_referee_itself_waited_for_a_cpu_to_drain_logs(
+    tmp_path, monkeypatch
+) -> None:
+    """CI at load 22: a bot that logged 3 MiB a move answered after 530 ms of a 300 ms MOVE, for the referee
+    drained its logs late. Its waits before each drain are the machine's time: here 100 ms a drain let an
+    answer at 150 ms of a 100 ms wait in; a bot that logs nothing gets no such time."""
+    import arena.match.process as process
+
+    for logs, expected in ((0, None), (4, "1")):
+        bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 0.15, logs))])
+        try:
+            bot.send("MOVE", time.monotonic() + 5)
+            assert bot.read_line(time.monotonic() + 5) == "1"  # started: the next MOVE is timed alone
+            monkeypatch.setattr(process, "_waited_for_cpu", _looks(0.1), raising=False)
+            start = time.monotonic()
+            bot.send("MOVE", start + 5)
+            assert bot.read_line(start + 0.1) == expected, logs
+        finally:
+            bot.kill()
+
+
+def test_the_referee_s_waits_move_a_deadline_on_by_its_own_length_at_most(tmp_path, monkeypatch) -> None:
+    """However long the machine kept the referee waiting, a bot that logs and never answers times out by
+    twice its time: a machine so loaded that each look waits longer than the last cannot hold a game."""
+    import arena.match.process as process
+
+    monkeypatch.setattr(process, "_waited_for_cpu", _looks(5.0), raising=False)
+    bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 60, 6000))])
+    try:
+        start = time.monotonic()
+        bot.send("MOVE", start + 5)
+        assert bot.read_line(start + 0.2) is None
+        assert 0.2 <= time.monotonic() - start < 2.0
+    finally:
+        bot.kill()

@@ -178,19 +178,33 @@ class V1:
         illegal: Move | None = None
         answers = 0
         until = soon
+
+        def take(line: str) -> None:
+            nonlocal best, illegal, answers
+            if is_comment(line):
+                return
+            if self.proc.unread_input():
+                self.late += 1  # written before it read this MOVE: a late answer to the last one
+                return
+            move = parse_move(line)
+            answers += 1
+            if move in legal:
+                best = move
+            else:
+                illegal = move
+
         while True:
             line = self.proc.read_line(until, on_slow)
             on_slow = None
-            if line is not None and not is_comment(line) and self.proc.unread_input():
-                self.late += 1  # written before it read this MOVE: a late answer to the last one
-            elif line is not None and not is_comment(line):
-                move = parse_move(line)
-                answers += 1
-                if move in legal:
-                    best = move
-                else:
-                    illegal = move
+            if line is not None:
+                take(line)
             if line is None or time.monotonic() > until:  # the window closed (a stream of lines too)
+                # What the bot had written by the time the referee looked is taken, as a waiting line is from
+                # any bot: a referee that a loaded machine let look late does not charge the bot for it.
+                waiting = self.proc.waiting_output()
+                while waiting > 0 and (line := self.proc.read_line(0.0)) is not None:
+                    waiting -= len(line) + 1
+                    take(line)
                 if until < deadline and best is None:
                     until = deadline
                     continue
