@@ -818,13 +818,13 @@ def test_a_games_stderr_holds_nothing_of_the_bots_previous_game(bots, ponder) ->
 # --- a loaded machine: the referee's own wait for a CPU ---------------------------------------------------
 
 
-def _late_answer(tmp_path: Path, after: float, logs: int) -> Path:
-    """A bot that logs `logs` lines 10 ms apart, then answers `after` s into each MOVE."""
+def _late_answer(tmp_path: Path, after: float, logs: int, every: float = 0.01) -> Path:
+    """A bot that logs `logs` lines `every` s apart, then answers `after` s into each MOVE."""
     script = tmp_path / "late.py"
     script.write_text(
         "import sys, time\nfor line in sys.stdin:\n    began = time.monotonic()\n"
         f"    for _ in range({logs}):\n"
-        "        sys.stderr.write('thinking\\n'); sys.stderr.flush(); time.sleep(0.01)\n"
+        f"        sys.stderr.write('thinking\\n'); sys.stderr.flush(); time.sleep({every})\n"
         f"    time.sleep(max(0.0, {after} - (time.monotonic() - began)))\n    print(1, flush=True)\n"
     )
     return script
@@ -837,23 +837,25 @@ def _looks(step: float) -> Callable[[], float]:
     return lambda: step * next(looks)
 
 
+@pytest.mark.slow
 def test_a_deadline_moves_on_by_the_time_the_referee_itself_waited_for_a_cpu_to_drain_logs(
     tmp_path, monkeypatch
 ) -> None:
     """CI at load 22: a bot that logged 3 MiB a move answered after 530 ms of a 300 ms MOVE, for the referee
-    drained its logs late. Its waits before each drain are the machine's time: here 100 ms a drain let an
-    answer at 150 ms of a 100 ms wait in; a bot that logs nothing gets no such time."""
+    drained its logs late. Its waits before each drain are the machine's time: here 1 s a drain let an
+    answer at 1.3 s of a 1 s wait in; a bot that logs nothing gets no such time. (Seconds, and logs 50 ms
+    apart, so that a busy machine neither delays the answer past 2 s nor gathers the logs in one drain.)"""
     import arena.match.process as process
 
-    for logs, expected in ((0, None), (4, "1")):
-        bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 0.15, logs))])
+    for logs, expected in ((0, None), (10, "1")):
+        bot = process.BotProcess.start([sys.executable, str(_late_answer(tmp_path, 1.3, logs, 0.05))])
         try:
             bot.send("MOVE", time.monotonic() + 5)
             assert bot.read_line(time.monotonic() + 5) == "1"  # started: the next MOVE is timed alone
-            monkeypatch.setattr(process, "_waited_for_cpu", _looks(0.1), raising=False)
+            monkeypatch.setattr(process, "_waited_for_cpu", _looks(1.0), raising=False)
             start = time.monotonic()
             bot.send("MOVE", start + 5)
-            assert bot.read_line(start + 0.1) == expected, logs
+            assert bot.read_line(start + 1.0) == expected, logs
         finally:
             bot.kill()
 
