@@ -12,6 +12,7 @@ certificate (`arena cluster-certs --machine`):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import textwrap
@@ -287,16 +288,22 @@ def dask_setup(worker):
 
 
 def test_a_machine_serving_bots_pickled_is_charged_not_the_machines_left_waiting(
-    tmp_path: Path, certs: Path, reference: list[dict]
+    tmp_path: Path, certs: Path, reference: list[dict], caplog: pytest.LogCaptureFixture
 ) -> None:
     """The bots are scattered to the rogue (lab-9), which serves them pickled: lab-1's and lab-2's tasks
-    wait for them past their deadline; the coordinator finds what they wait for, reads it from lab-9 itself
-    (refused too), drops lab-9, not them, and ships the bots again: an honest run's games."""
+    wait for them past their deadline; the coordinator finds what the first late one waits for, reads it
+    from lab-9 itself (refused too), drops lab-9, not them, and ships the bots again: an honest run's
+    games. The other tasks waiting for lab-9's copies are taken back with it, on a new clock, not left to
+    pass their own deadlines (where a loaded machine's late answer about what it waits for got it
+    dropped in lab-9's stead)."""
     base = tmp_path / "run"
     with lab(tmp_path, certs, {"lab-1": {}, "lab-2": {}}, PICKLER) as (address, mine):
         back = Cluster(address, certs=mine, connect_s=30, result_s=20)
-        result = library_run(base, field(base / "bots"), 2, back)
+        with caplog.at_level(logging.WARNING, logger="arena"):
+            result = library_run(base, field(base / "bots"), 2, back)
     assert (result.scheduled, result.played) == (12, 12)
     assert games(base) == reference
     assert "as something other than plain data" in back.dropped.get("certified lab-9", ""), back.dropped
     assert not [k for k in back.dropped if "lab-1" in k or "lab-2" in k], back.dropped
+    late = [r.getMessage() for r in caplog.records if "no answer in" in r.getMessage()]
+    assert len(late) == 1, late  # only the task that found lab-9 out: the others were sent again with it

@@ -71,12 +71,14 @@ class Pace:
 
 @dataclasses.dataclass
 class Task:
-    """A task out on the cluster: its games (indices of the run's slots), when it was sent, and the workers
-    it may run on."""
+    """A task out on the cluster: its games (indices of the run's slots), when it was sent, the workers
+    it may run on, and the keys of the bots' shipments it needs (a task left waiting for a shipment that
+    only a dropped machine holds is sent again with a new one, on a new clock, charged to nobody)."""
 
     games: tuple[int, ...]
     sent: float
     workers: tuple[str, ...]
+    shipments: frozenset[str] = frozenset()
 
 
 class Dispatch:
@@ -100,6 +102,7 @@ class Dispatch:
         self.pace = Pace()
         self.shipments = Shipments(ctx.client, members.plugin, members.machine)
         self.shipments_s = READ_S
+        self.tainted: set[str] = set()  # shipment keys found withheld, or held only by dropped machines
         self.done = distributed().as_completed([], loop=ctx.client.loop)
         self.news = threading.Event()  # set as each task finishes (from the client's thread)
         self.last_news = time.monotonic()
@@ -213,7 +216,8 @@ class Dispatch:
         )
         if not self.futures:
             self.last_news = time.monotonic()  # nothing was out: the wait for news starts now
-        self.futures[future] = Task(batch, time.monotonic(), tuple(allowed))
+        keys = frozenset(str(f.key) for f in bots.values())
+        self.futures[future] = Task(batch, time.monotonic(), tuple(allowed), keys)
         self.done.add(future)
         future.add_done_callback(lambda _: self.news.set())
 
@@ -231,6 +235,36 @@ class Dispatch:
         for future in [f for f in self.futures if f.key in there]:
             self.withdraw(future)
         self.shipped.clear()
+        self.stranded()
+
+    def stranded(self, known: frozenset[str] = frozenset()) -> None:
+        """Take back the tasks that need a shipment no accepted worker holds (`known`: ones found withheld),
+        before they wait for it: a task of an honest worker left waiting for a copy only a dropped machine
+        holds would pass its deadline, and be charged, through no fault of its own. Their games are sent
+        again, with the bots shipped again under new keys, each task on a clock of its own from then."""
+        from arena.lab.workers import SHIPMENT
+
+        client = self.ctx.client
+        wanted = {k for task in self.futures.values() for k in task.shipments if k.startswith(SHIPMENT)}
+        if not wanted - known:
+            lost = set(known)
+        else:
+            try:
+                held = client.sync(
+                    client.scheduler.who_has, keys=sorted(wanted), callback_timeout=self.shipments_s
+                )
+                holders = {str(k): {str(a) for a in v} for k, v in held.items()}
+            except Exception:
+                holders = {k: set(self.members.accepted) for k in wanted}  # not known: nothing taken back
+            accepted = set(self.members.accepted)
+            lost = set(known) | {k for k in wanted if not holders.get(k, set()) & accepted}
+        self.tainted |= lost
+        for future, task in list(self.futures.items()):
+            if task.shipments & lost and future in self.futures:
+                log.warning(
+                    f"{future.key}: a bot's files it needs are held only by dropped machines: sent again"
+                )
+                self.withdraw(future)
 
     def late(self) -> None:
         """A task far slower than its games' pace taken back and sent again, to another worker; the
@@ -247,6 +281,13 @@ class Dispatch:
             if future not in self.futures:  # taken back with a worker dropped just before
                 continue
             seconds = now - task.sent
+            if task.shipments & self.tainted:  # it waited for a copy only a dropped machine held: nobody's
+                log.warning(
+                    f"{future.key}: it needs bots' files a dropped machine held; they are shipped again"
+                )
+                self.withdraw(future)
+                self.shipped.clear()
+                continue
             log.warning(f"{future.key}: no answer in {seconds:.0f} s; its games are sent again")
             # (asked before the task is taken back, which ends it there)
             waited = (at := where.get(future.key)) is not None and self.withheld(at, future.key)
@@ -291,6 +332,7 @@ class Dispatch:
                 if verdict.culprit in self.members.accepted:
                     self.members.drop(verdict.culprit, self.members.known.get(verdict.culprit), verdict.why)
             self.shipped.pop((name, digest), None)  # the next task's copy: a new key, a fresh scatter
+        self.stranded(frozenset(waits))  # the other tasks waiting for those copies: sent again now
         log.warning(f"{key}: its worker {at} waited for bots' files; they are shipped again")
         return True
 
