@@ -16,6 +16,7 @@ import subprocess
 import textwrap
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,6 +25,9 @@ from arena.match.bots import Bot, load_bot
 from arena.match.record import GameRecord
 from arena.match.referee import Player
 from arena.sandbox import Confinement, Jail, Warden
+
+if TYPE_CHECKING:
+    from tests.server_kit import Server
 
 PRELUDE = '''\
 import os, subprocess, sys, time
@@ -163,6 +167,19 @@ def django_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.server_kit import empty_class
 
     return empty_class(tmp_path_factory)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """An `arena serve` of a new class folder of this test's own (tests/server_kit.py), stopped after it; a
+    module of tests that need a server of another kind defines its own `server`."""
+    from tests.server_kit import Server
+
+    made = Server(tmp_path / "class")
+    try:
+        yield made
+    finally:
+        made.stop()
 
 
 @pytest.fixture

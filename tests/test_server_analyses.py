@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ pytest.importorskip("requests", reason="the tests' HTTP client is not installed:
 from tests.test_server_e2e import RANDOM, make_class, store_games, until  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path / "class")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def said(page: str) -> list[str]:

@@ -5,7 +5,6 @@ teacher read everything. Two students whose bots pass their checks and then faul
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,15 +40,6 @@ FAULTS = {
     "alice": ("crash", f'print("{CRASH_SECRET}", file=sys.stderr, flush=True); sys.exit(3)'),
     "bob": ("garbled", f'print("{GARBLE_SECRET}", flush=True); continue'),
 }
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path / "class")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def _faulted(root: Path) -> dict[str, int] | None:

@@ -3,7 +3,6 @@ showed 'playing: 7 bots' with the server down), and a time is shown in the reade
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,6 @@ need_extra()
 from tests.test_server_e2e import PASSWORD, _by, browser, click, fill, make_class, text, until  # noqa: E402, F401
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path / "class")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def sign_in(driver: Any, server: Server, username: str) -> None:

@@ -9,8 +9,6 @@ import html
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import requests
@@ -20,15 +18,6 @@ from tests.test_server_e2e import FIRST_LEGAL, Student, make_class, until
 
 need_extra()
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path / "class")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def page(student: Student, path: str = "/me") -> str:

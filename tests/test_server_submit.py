@@ -9,7 +9,6 @@ import re
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,6 @@ need_extra()
 from tests.test_server_e2e import RANDOM, make_class  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    made = Server(tmp_path / "class")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def arena_submit(

@@ -64,6 +64,11 @@ class Refused(Exception):
     """A worker will not play a game: one line saying which bot, where, and why."""
 
 
+class Unwritable(Refused):
+    """A worker cannot keep any bot (its cache folder): its machine's failure, whichever bot it was setting
+    up, so it names no bot and is not charged to one."""
+
+
 class Unready(Exception):
     """A bot this worker could not set up (cache, check): the bot's digest, and what went wrong, as
     words (a refusal as its message). The coordinator charges it to the bot once it follows the bot to a
@@ -195,8 +200,8 @@ class Cache:
                 )
             return bot
 
-    def _unwritable(self, e: OSError) -> Refused:
-        return Refused(
+    def _unwritable(self, e: OSError) -> Unwritable:
+        return Unwritable(
             f"{self.where} cannot keep bots in {self.root} ({e.strerror}): give it a writable folder in "
             f"${CACHE_ENV}"
         )
@@ -388,6 +393,8 @@ class Arena(WorkerPlugin):
         """`Cache.bot`, a failure of which names the bot (Unready)."""
         try:
             return self.cache.bot(ship)
+        except Unwritable:
+            raise  # the machine's, not this bot's
         except Refused as e:
             raise Unready(ship.digest, str(e), None) from e
         except Exception as e:
