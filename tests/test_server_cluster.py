@@ -25,11 +25,14 @@ def workers(class_dir: Path) -> dict[str | None, int]:
 
 
 def games_of(class_dir: Path, bot: str) -> int:
-    """Ladder games that `bot` played."""
+    """Ladder games that `bot` played; none while the store is being made (its file comes before its
+    tables)."""
     path = class_dir / "ladder" / "arena.sqlite"
     if not path.exists():
         return 0
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        if not db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'games'").fetchone()[0]:
+            return 0
         query = (
             "SELECT count(*) FROM games g JOIN bots s ON s.id = g.south_id JOIN bots n ON n.id = g.north_id"
         )
