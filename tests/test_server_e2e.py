@@ -677,6 +677,8 @@ def ladder_stderr(class_dir: Path, bot: str) -> list[str]:
     if not path.exists():
         return []
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        if not db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'games'").fetchone()[0]:
+            return []  # the store is being made: its file comes before its tables
         rows = db.execute("SELECT stderr FROM games").fetchall()
     return [text for (data,) in rows if (text := json.loads(data or "{}").get(bot))]
 

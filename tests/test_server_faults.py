@@ -48,6 +48,8 @@ def _faulted(root: Path) -> dict[str, int] | None:
     if not path.exists():
         return None
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        if not db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'games'").fetchone()[0]:
+            return None  # the store is being made: its file comes before its tables
         rows = db.execute(
             "SELECT f.name, g.reason, max(g.id) FROM games g JOIN bots f ON f.id = g.faulty_id "
             "GROUP BY f.name, g.reason"
