@@ -49,13 +49,13 @@ def encode(record: GameRecord, analysis: Analysis) -> dict[str, Any]:
     }
 
 
-def write_analyses(store: Store, folder: Path) -> int:
-    """Write FOLDER/games/analyses.js from the analyses kept beside the store; returns how many games it
-    holds (none kept: no file is written, and the page says a game is not analysed)."""
+def kept_analyses(store: Store) -> list[tuple[int, GameRecord, Analysis]] | None:
+    """The store's games (id, record) with the analysis kept beside it, of that very game (its rules and
+    plies); None when no analyses are kept beside the store."""
     kept = read_only(store.path.parent)
     if kept is None:
-        return 0
-    data: dict[str, Any] = {}
+        return None
+    out = []
     with kept:
         for game in kept.games():
             row = queries.game_record(store, game)
@@ -64,7 +64,17 @@ def write_analyses(store: Store, folder: Path) -> int:
             record = GameRecord.from_dict(row)
             analysis = kept.get(game_key(parse_rules(record.rules).spec, record.plies))
             if analysis is not None:
-                data[str(game)] = encode(record, analysis)
+                out.append((game, record, analysis))
+    return out
+
+
+def write_analyses(store: Store, folder: Path) -> int:
+    """Write FOLDER/games/analyses.js from the analyses kept beside the store; returns how many games it
+    holds (none kept: no file is written, and the page says a game is not analysed)."""
+    found = kept_analyses(store)
+    if found is None:
+        return 0
+    data: dict[str, Any] = {str(game): encode(record, analysis) for game, record, analysis in found}
     out = Path(folder) / "games"
     out.mkdir(parents=True, exist_ok=True)
     body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)

@@ -16,8 +16,7 @@ from arena.game.analysis import Analysis, Mark, positions
 from arena.game.rules import Position, parse_rules
 from arena.match.record import GameRecord
 from arena.report.analysed import mover
-from arena.store import queries
-from arena.store.analyses import game_key, read_only
+from arena.report.marked import kept_analyses
 from arena.store.writer import Store
 
 PHASES = ("opening", "middle", "endgame")
@@ -120,20 +119,7 @@ def tally(records: list[tuple[GameRecord, Analysis]]) -> dict[str, Mistakes]:
 
 def analysed_games(store: Store) -> list[tuple[GameRecord, Analysis]]:
     """The store's games with an analysis kept beside it (of that very game: its rules and plies)."""
-    kept = read_only(store.path.parent)
-    if kept is None:
-        return []
-    out = []
-    with kept:
-        for game in kept.games():
-            row = queries.game_record(store, game)
-            if row is None:
-                continue
-            record = GameRecord.from_dict(row)
-            analysis = kept.get(game_key(parse_rules(record.rules).spec, record.plies))
-            if analysis is not None:
-                out.append((record, analysis))
-    return out
+    return [(record, analysis) for _, record, analysis in kept_analyses(store) or ()]
 
 
 def rows_for(bot: str, figures: dict[str, Mistakes]) -> tuple[tuple[str, ...], ...]:
