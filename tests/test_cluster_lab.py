@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from ports import free_port
 from test_cluster import NOISE, field
+from test_redteam import as_nobody  # at the top: compiled in process() beside a Dask thread, 3.11.7 failed
 from test_tournament import (
     RULES,
     STEADY,
@@ -65,8 +66,6 @@ def process(
     """`args` started in a session of its own, ended with it; `user`: run by uid 65534, an ordinary user
     (as a lab machine may run its worker), which must be able to read and write what `env` names."""
     if user:
-        from test_redteam import as_nobody
-
         args = as_nobody(args, [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1]])
     with log.open("ab") as out:
         proc = subprocess.Popen(

@@ -192,9 +192,11 @@ def test_closing_the_terminal_during_play_leaves_no_bot_behind(workdir: Path) ->
 
 @pytest.mark.slow
 def test_closing_the_terminal_during_check_leaves_no_bot_behind(workdir: Path) -> None:
-    slower = SLOW.replace("time.sleep(0.05)", "time.sleep(0.3)")  # three short games: make them last
+    # three short games: make them last (at 0.3 s a move the check ended before a loaded machine's test saw a
+    # frozen bot; the test stops waiting at the first one it sees, so a slower bot costs it nothing)
+    slower = SLOW.replace("time.sleep(0.05)", "time.sleep(1.0)")
     (workdir / "bots" / "ann.py").write_text(slower)
-    command = [*ARENA, "check", "ann", "--bots", "bots", "--move-time", "2000"]
+    command = [*ARENA, "check", "ann", "--bots", "bots", "--move-time", "3000"]
     folders = hang_up(command, workdir, workdir / "bots")
     assert_nothing_left(workdir / "bots", folders)
 
