@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import textwrap
 from collections.abc import Iterator
@@ -147,9 +148,17 @@ def test_a_machine_serving_garbled_bots_is_charged_not_the_machines_it_served(
         result = library_run(base, field(base / "bots"), 2, back)
     assert (result.scheduled, result.played) == (12, 12)
     assert games(base) == reference
-    assert set(back.dropped) >= {"certified lab-9"}, back.dropped
-    assert "served bot" in back.dropped["certified lab-9"] and "garbled" in back.dropped["certified lab-9"]
-    assert not [k for k in back.dropped if "lab-1" in k or "lab-2" in k], back.dropped
+    # The rogue is dropped for its garbled copies; or, once in several runs under load, its stand-in for
+    # Dask's get_data answered out of turn on a connection Dask reuses before it had joined, and it was
+    # dropped under its address for that: the right machine all the same. No other machine is.
+    said = (tmp_path / "logs" / "rogue.log").read_text(errors="replace")
+    rogue_at = re.search(r"Start worker at:\s+(\S+)", said)
+    assert rogue_at, said[-2000:]
+    assert set(back.dropped) <= {"certified lab-9", rogue_at[1]}, back.dropped
+    if (why := back.dropped.get("certified lab-9")) is not None:
+        assert "served bot" in why and "garbled" in why, why
+    else:
+        assert rogue_at[1] in back.dropped, back.dropped
     stored = records(base)
     assert {r["worker"] for r in stored} <= {"certified lab-1", "certified lab-2", "certified lab-9"}
 
