@@ -94,7 +94,7 @@ def test_a_students_own_view_through_the_day(server: Server) -> None:
         paths = [p for (p,) in db.execute("SELECT path FROM bots")]
     assert paths and not any("scrimmages" in p for p in paths), "the ladder never saw the scrimmage"
     refused = ann.post("/me/scrimmages", {"version": _pk(page(ann), 1), "opponent": "ben"}, page="/me")
-    assert "you have asked for 1 scrimmages in the last 24 hours, the class&#x27;s limit" in refused.text
+    assert "you have asked for 1 scrimmage in the last 24 hours, the class&#x27;s limit" in refused.text
 
     teach.post("/teacher/freeze", {"when": "now", "confirm": "yes"}, page="/teacher")
     text = page(ann)

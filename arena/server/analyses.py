@@ -9,15 +9,14 @@ in the tournament's analyses.sqlite beside its store, where the game's page (lad
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
 from django.db import transaction
-from django.utils import timezone
 
 from arena.game.analysis import Budget
 from arena.game.rules import IllegalMove
 from arena.match.record import GameRecord
+from arena.server import queue
 from arena.server.classdir import ClassDir
 from arena.server.models import Analysing, AnalysisAsked, Classroom, Member
 from arena.server.people.access import may_analyse
@@ -76,37 +75,26 @@ def ask(where: ClassDir, classroom: Classroom, member: Member, which: str, game:
         raise Refused(f"game {game} is analysed already: its marks are on its page")
     if not member.teacher and classroom.analyses_per_day == 0:
         raise Refused("the teacher has turned game analyses off for this class")
-    since = timezone.now() - timedelta(days=1)
     with transaction.atomic():
         if pending(which, game) is not None:
             raise Refused(
                 f"game {game} is queued for analysis already: its marks appear on its page when done"
             )
-        asked = AnalysisAsked.objects.filter(member=member, created__gte=since).count()
-        if not member.teacher and asked >= classroom.analyses_per_day:
-            many = "analysis" if asked == 1 else "analyses"
-            raise Refused(
-                f"you have asked for {asked} {many} in the last 24 hours, the class's limit: "
-                "the next one when the oldest of them is a day old"
-            )
+        limit = classroom.analyses_per_day
+        why = queue.over_the_day(AnalysisAsked, member, limit, "analysis", "analyses")
+        if why is not None and not member.teacher:
+            raise Refused(why)
         return AnalysisAsked.objects.create(member=member, which=which, game=game)
 
 
 def claim_next() -> AnalysisAsked | None:
     """The oldest queued request, marked running; None if there is none."""
-    with transaction.atomic():
-        queued = AnalysisAsked.objects.select_for_update().filter(status=Analysing.QUEUED).order_by("id")
-        found = queued.first()
-        if found is None:
-            return None
-        found.status = Analysing.RUNNING
-        found.save(update_fields=["status"])
-        return found
+    return queue.claim_oldest(AnalysisAsked, Analysing.QUEUED, Analysing.RUNNING)
 
 
 def requeue_interrupted() -> None:
     """Analyses a killed worker was running are run again from the start."""
-    AnalysisAsked.objects.filter(status=Analysing.RUNNING).update(status=Analysing.QUEUED)
+    queue.requeue(AnalysisAsked, Analysing.RUNNING, Analysing.QUEUED)
 
 
 def run(where: ClassDir, asked: AnalysisAsked, budget: Budget = BUDGET) -> AnalysisAsked:

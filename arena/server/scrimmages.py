@@ -7,15 +7,14 @@ daily number; the opponent's stderr stays its author's (access.sees_stderr), as 
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from arena.api import Tournament
 from arena.match.bots import BotError
+from arena.server import queue
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Progress, Scrimmage, Status, Submission
 from arena.server.standings import field, ladder
@@ -51,32 +50,21 @@ def ask(
         raise Refused(f"version {version.number} has not passed its check, so it cannot play")
     if opponent not in opponents(where, member):
         raise Refused(f"{shown(opponent)!r} is not a bot on the ladder now")
-    since = timezone.now() - timedelta(days=1)
     with transaction.atomic():
-        asked = Scrimmage.objects.filter(member=member, created__gte=since).count()
-        if asked >= classroom.scrimmages_per_day:
-            raise Refused(
-                f"you have asked for {asked} scrimmages in the last 24 hours, the class's limit: "
-                "the next one when the oldest of them is a day old"
-            )
+        limit = classroom.scrimmages_per_day
+        if why := queue.over_the_day(Scrimmage, member, limit, "scrimmage", "scrimmages"):
+            raise Refused(why)
         return Scrimmage.objects.create(member=member, submission=version, opponent=opponent)
 
 
 def claim_next() -> Scrimmage | None:
     """The oldest queued scrimmage, marked as being played."""
-    with transaction.atomic():
-        queued = Scrimmage.objects.select_for_update().filter(status=Progress.QUEUED).order_by("id")
-        found = queued.select_related("member", "submission").first()
-        if found is None:
-            return None
-        found.status = Progress.PLAYING
-        found.save(update_fields=["status"])
-        return found
+    return queue.claim_oldest(Scrimmage, Progress.QUEUED, Progress.PLAYING, "member", "submission")
 
 
 def requeue_interrupted() -> None:
     """Scrimmages a killed worker was playing are played again from the start."""
-    Scrimmage.objects.filter(status=Progress.PLAYING).update(status=Progress.QUEUED)
+    queue.requeue(Scrimmage, Progress.PLAYING, Progress.QUEUED)
 
 
 def folder(where: ClassDir, scrimmage: Scrimmage) -> Path:

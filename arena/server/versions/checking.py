@@ -11,6 +11,7 @@ from django.db import transaction
 
 from arena.match.bots import BotError, load_bot
 from arena.sandbox.grants import ungranted
+from arena.server import queue
 from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, Member, Status, Submission
 from arena.student.check import ARENA_BOTS, check, reference_bots
@@ -21,14 +22,7 @@ log = logging.getLogger("arena")
 
 def claim_next() -> Submission | None:
     """The oldest queued version, marked as being checked (so a second checker would pass it over)."""
-    with transaction.atomic():
-        queued = Submission.objects.select_for_update().filter(status=Status.QUEUED).order_by("id")
-        found = queued.select_related("member").first()
-        if found is None:
-            return None
-        found.status = Status.CHECKING
-        found.save(update_fields=["status"])
-        return found
+    return queue.claim_oldest(Submission, Status.QUEUED, Status.CHECKING, "member")
 
 
 def run_check(where: ClassDir, submission: Submission, settings: Settings) -> Submission:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
@@ -19,11 +18,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from arena.server import queue
 from arena.server.classdir import ClassDir
 from arena.server.models import Classroom, Member, Status, Submission
 from arena.server.versions.unpack import Caps, Rejected, unpack, zip_folder
-
-DAY = timedelta(days=1)
 
 
 def caps(classroom: Classroom) -> Caps:
@@ -36,7 +34,7 @@ def may_submit(classroom: Classroom, member: Member) -> None:
     """Rejected if `member` may not submit now: after the freeze, or past the day's count."""
     if classroom.frozen():
         raise Rejected("submissions are closed: the deadline has passed; your frozen version plays the final")
-    today = member.submissions.filter(created__gte=timezone.now() - DAY).count()
+    today = member.submissions.filter(created__gte=timezone.now() - queue.DAY).count()
     if today >= classroom.per_day:
         raise Rejected(
             f"you have submitted {today} versions in the last 24 hours, the most this class takes; "
@@ -101,4 +99,4 @@ def _shown(name: str) -> str:
 
 def requeue_interrupted() -> int:
     """Checks cut off by a crash or a kill go back to the queue (at the worker's start)."""
-    return Submission.objects.filter(status=Status.CHECKING).update(status=Status.QUEUED)
+    return queue.requeue(Submission, Status.CHECKING, Status.QUEUED)
