@@ -119,7 +119,7 @@ def test_a_student_who_types_their_own_version_number_is_shown_where_it_is(fresh
     assert ">Sign in</a>" in visitor.content.decode() and "{" not in visible(visitor.content.decode())
 
 
-def test_a_game_list_gives_the_readers_store_first() -> None:
+def test_a_game_list_gives_the_readers_store_first(django_class: Path) -> None:
     """alice's win as north read 'won 8-64'."""
     from datetime import UTC, datetime
 

@@ -41,12 +41,24 @@ def _allowed(member: Member, classroom: Classroom, which: str) -> str | None:
     return None if sees_ladder(member, classroom) else HIDDEN
 
 
+def _not_now(request: HttpRequest, member: Member, classroom: Classroom, which: str) -> HttpResponse | None:
+    """The page saying why `member` may not see the ladder or the final now; None if they may."""
+    why = _allowed(member, classroom, which)
+    if why is None:
+        return None
+    return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+
+
+def _route(which: str, name: str) -> str:
+    """The final's page of a ladder page's route name (game -> final_game)."""
+    return f"final_{name}" if which == "final" else name
+
+
 @signed_in
 @in_class
 def board(request: HttpRequest, member: Member, classroom: Classroom, which: str = "ladder") -> HttpResponse:
-    why = _allowed(member, classroom, which)
-    if why:
-        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    if refused := _not_now(request, member, classroom, which):
+        return refused
     folder = _folder(which)
     context = {
         "member": member,
@@ -79,9 +91,8 @@ def board_json(
 def game(
     request: HttpRequest, game_id: int, member: Member, classroom: Classroom, which: str = "ladder"
 ) -> HttpResponse:
-    why = _allowed(member, classroom, which)
-    if why:
-        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    if refused := _not_now(request, member, classroom, which):
+        return refused
     shown = ladder.game(_folder(which), game_id, partial(sees_stderr, member), folder_of)
     if shown is None:
         raise Http404("no such game")
@@ -90,7 +101,7 @@ def game(
         # offered to its authors and the teacher: the request under way, or the button
         context["analysis"] = {
             "asked": analyses.last(which, game_id),
-            "to": reverse("final_game_analyse" if which == "final" else "game_analyse", args=[game_id]),
+            "to": reverse(_route(which, "game_analyse"), args=[game_id]),
             "per_day": None if member.teacher else classroom.analyses_per_day,
         }
     return render(request, "classroom/game.html", context)
@@ -103,16 +114,15 @@ def analyse(
     request: HttpRequest, game_id: int, member: Member, classroom: Classroom, which: str = "ladder"
 ) -> HttpResponse:
     """Ask for the game's analysis (analyses.py); a refusal is said in one line on the game's page."""
-    why = _allowed(member, classroom, which)
-    if why:
-        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    if refused := _not_now(request, member, classroom, which):
+        return refused
     try:
         analyses.ask(class_dir(), classroom, member, which, game_id)
     except analyses.Refused as e:
         messages.error(request, str(e))
     else:
         messages.success(request, f"game {game_id} is queued for analysis: its marks appear here when done")
-    return redirect("final_game" if which == "final" else "game", game_id=game_id)
+    return redirect(_route(which, "game"), game_id=game_id)
 
 
 @signed_in
@@ -122,16 +132,15 @@ def bot(
 ) -> HttpResponse:
     """A bot's page of the report, for every member who may see the standings; what the bot said in its
     faults, and its version's checklist and source, for its author and the teacher."""
-    why = _allowed(member, classroom, which)
-    if why:
-        return render(request, "classroom/message.html", {"title": "Not now", "text": why}, status=403)
+    if refused := _not_now(request, member, classroom, which):
+        return refused
     folder = _folder(which)
     found = ladder.bot(folder, name)
     if found is None:
         raise Http404("no such bot")
     rows = ladder.analysed_rows(folder, name)  # its analysed games' figures as of now
     page = found["page"] if rows is None else {**found["page"], "analysed": rows}
-    game = "final_game" if which == "final" else "game"
+    game = _route(which, "game")
     links = Links(
         back=reverse(which),
         back_text=f"the {which}",
