@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -214,8 +215,12 @@ def test_run_on_a_terminal_shows_the_scores_so_far_as_a_table(tmp_path: Path):
 def test_run_quiet_prints_only_the_reports_path(tmp_path: Path, terminal: bool):
     import pty
 
-    argv = [sys.executable, "-m", "arena", "run", "--out", str(tmp_path), "--rules", "kalah,pits=3,seeds=2",
-            "--move-time", "200", "--quiet"]  # fmt: skip
+    bots = tmp_path / "bots"  # two quick bots: the test is about what --quiet prints, not the bundled field
+    bots.mkdir()
+    for name in ("greedy.py", "random.py"):
+        shutil.copy(ROOT / "bots" / name, bots / name)
+    argv = [sys.executable, "-m", "arena", "run", "--bots", str(bots), "--out", str(tmp_path),
+            "--rules", "kalah,pits=3,seeds=2", "--rounds", "2", "--move-time", "200", "--quiet"]  # fmt: skip
     if terminal:  # where the live standings would be drawn: stdout and stderr both on one
         leader, follower = pty.openpty()
         proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
