@@ -128,6 +128,17 @@ def server(tmp_path: Path, db: str | None) -> Iterator[Server]:
         made.stop()
 
 
+@pytest.fixture
+def on_sqlite(tmp_path: Path) -> Iterator[Server]:
+    """A server on SQLite alone, for what does not depend on the database (the sandbox, the terminal's
+    upload): a throwaway PostgreSQL cluster costs seconds of a CPU to make."""
+    made = Server(tmp_path / "class")
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
 # --- a person's browser ------------------------------------------------------------------------------------
 
 
@@ -596,13 +607,11 @@ raise SystemExit("done looking")
 """
 
 
-def victim_and_attacker(server: Server, db: str | None) -> tuple[dict[str, Any], Path]:
+def victim_and_attacker(server: Server) -> tuple[dict[str, Any], Path]:
     """A class with vic, whose private bot has passed its check, and mal, still without a bot; and the
-    class folder. Skips where there is no sandbox, and on PostgreSQL (the sandbox is the same)."""
+    class folder. Skips where there is no sandbox."""
     from arena.sandbox import sandbox_problem
 
-    if db is not None:
-        pytest.skip("the sandbox does not depend on the database: once, on SQLite")
     if sandbox_problem() is not None:
         pytest.skip(f"no sandbox here: {sandbox_problem()}")
     people = make_class(server, server.start(), ["vic", "mal"])
@@ -611,8 +620,9 @@ def victim_and_attacker(server: Server, db: str | None) -> tuple[dict[str, Any],
     return people, server.class_dir.absolute()
 
 
-def test_a_hostile_bot_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
-    people, root = victim_and_attacker(server, db)
+def test_a_hostile_bot_reads_nothing_of_anothers(on_sqlite: Server) -> None:
+    server = on_sqlite
+    people, root = victim_and_attacker(on_sqlite)
     targets = [
         str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
         str(root / "bots" / "vic" / "vic.py"),
@@ -683,9 +693,9 @@ def ladder_stderr(class_dir: Path, bot: str) -> list[str]:
     return [text for (data,) in rows if (text := json.loads(data or "{}").get(bot))]
 
 
-def test_a_hostile_bot_on_the_ladder_reads_nothing_of_anothers(server: Server, db: str | None) -> None:
+def test_a_hostile_bot_on_the_ladder_reads_nothing_of_anothers(on_sqlite: Server) -> None:
     """Confined in its ladder games as in its check, as `arena run` confines: not only when checked."""
-    people, root = victim_and_attacker(server, db)
+    people, root = victim_and_attacker(on_sqlite)
     targets = [
         str(root / "submissions" / "vic" / "1" / "vic" / "vic.py"),
         str(root / "bots" / "vic" / "vic.py"),
@@ -710,12 +720,11 @@ def test_a_hostile_bot_on_the_ladder_reads_nothing_of_anothers(server: Server, d
         assert "arena-stage" not in text, "another bot's staged copy is not in its /dev/shm"
 
 
-def test_arena_submit_from_a_terminal(server: Server, db: str | None, tmp_path: Path) -> None:
+def test_arena_submit_from_a_terminal(on_sqlite: Server, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    if db is not None:
-        pytest.skip("the terminal's upload does not depend on the database: once, on SQLite")
+    server = on_sqlite
     people = make_class(server, server.start(), ["tom"])
     page = people["tom"].http.get(server.url + "/me", timeout=30).text
     token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
