@@ -1,17 +1,21 @@
 """An adaptive run's wall time per game beside a round robin's, on the same field, measured side by side.
 
     python benchmarks/adaptive_overhead.py [--rules kalah,pits=4,seeds=3] [--move-time 2000] [--jobs N]
-                                           [--pairs N]
+                                           [--pairs N] [--bots N]
 
 The field of issue 30: 16 bots of graded strength, alphabeta at depths 1-5 and greedy playing a random pit
-with probability 0.1-0.9 (g1 .. g9; seeded, so deterministic), with greedy itself and random. It runs the real
-command, as a user does (with its progress, not --quiet): `arena run` until settled, then `arena run --rounds
+with probability 0.1-0.9 (g1 .. g9; seeded, so deterministic), with greedy itself and random; `--bots N`
+takes the first N of them in name order (`SPREAD`: 6 are ab1-ab5 and g1). It runs the real command, as a
+user does (with its progress, not --quiet): `arena run` until settled, then `arena run --rounds
 R` of a fresh tournament with R rounds of about as many games; both write their pages. With --pairs N, N runs
 of each, in the order A R R A A R ..., so that a load that drifts over the minutes weighs on both alike (other
 work on this machine moved the ratio of a single pair from 0.8x to 1.3x). It prints each one's games, wall
-times and time per game, and their ratio (the adaptive run's workers once ended every bot between batches:
-2.0x), and whether the settled order agrees with the order by construction within each family (ab5 > ... >
-ab1, greedy > g1 > ... > g9, where the ranking orders them).
+times and time per game, each pair's ratio (the k-th adaptive run against the k-th round robin) and their
+median, the ratio of the pooled times (the adaptive run's workers once ended every bot between batches:
+2.0x), the bots' moves and thinking a game of each kind (an adaptive run plays its close pairs most, whose
+games may be longer: a difference of the games, not of the run), and whether the settled order agrees with
+the order by construction within each family (ab5 > ... > ab1, greedy > g1 > ... > g9, of those in the
+field, where the ranking orders them).
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +51,18 @@ def best_move(board, rules, first_move=False, chain=0):
 """
 
 
-def field(folder: Path) -> None:
+# The field's bots in name order, as `--bots N` takes the first N: 6 are ab1-ab5 and g1 (issue 42's field of
+# 6, whose close pairs play past the 50 openings of the book), 12 add g2-g7.
+SPREAD = (
+    *(f"ab{depth}" for depth in range(1, 6)),
+    *(f"g{k}" for k in range(1, 10)),
+    "greedy",
+    "random",
+)
+
+
+def field(folder: Path, count: int = len(SPREAD)) -> None:
+    """The first `count` bots of `SPREAD` in `folder`."""
     folder.mkdir(parents=True)
     alphabeta = (ROOT / "bots" / "alphabeta.py").read_text(encoding="utf-8")
     greedy = (ROOT / "bots" / "greedy.py").read_text(encoding="utf-8")
@@ -61,10 +78,27 @@ def field(folder: Path) -> None:
     (folder / "random.py").write_text(
         (ROOT / "bots" / "random.py").read_text(encoding="utf-8"), encoding="utf-8"
     )
+    for name in SPREAD[count:]:
+        (folder / f"{name}.py").unlink()
 
 
-def run(base: Path, name: str, *args: str) -> tuple[float, list[dict]]:
-    """Wall time of `arena run` and the standings it leaves."""
+@dataclass(frozen=True)
+class Ran:
+    """One `arena run`: its wall time, its games, and what the bots did in them."""
+
+    wall: float
+    games: int
+    moves: int  # the bots' moves in all its games
+    think: float  # the bots' thinking in all its games, in seconds (as the referee timed each move)
+    board: list[dict]  # the standings it left
+
+    @property
+    def per_game(self) -> float:
+        return self.wall / self.games
+
+
+def run(base: Path, name: str, *args: str) -> Ran:
+    """`arena run` as a user types it, timed, and the games and standings it leaves."""
     command = [
         sys.executable,
         "-m",
@@ -83,7 +117,15 @@ def run(base: Path, name: str, *args: str) -> tuple[float, list[dict]]:
         raise SystemExit(done.stderr)
     export = [sys.executable, "-m", "arena", "export", "--out", str(base / "reports"), "--name", name]
     rows = subprocess.run([*export, "--standings"], capture_output=True, text=True, check=True).stdout
-    return wall, [json.loads(line) for line in rows.splitlines()]
+    lines = subprocess.run(export, capture_output=True, text=True, check=True).stdout.splitlines()
+    games = [json.loads(line) for line in lines]
+    return Ran(
+        wall,
+        len(games),
+        sum(len(g["moves"]) for g in games),
+        sum(sum(g["think_ms"].values()) for g in games) / 1000,
+        [json.loads(line) for line in rows.splitlines()],
+    )
 
 
 def main() -> None:
@@ -97,35 +139,45 @@ def main() -> None:
         default=1,
         help="runs of each kind, in the order A R R A A R ...: a load that drifts meets both alike",
     )
+    parser.add_argument("--bots", type=int, default=len(SPREAD), help=f"the first N of {', '.join(SPREAD)}")
     args = parser.parse_args()
+    if not 2 <= args.bots <= len(SPREAD):
+        parser.error(f"--bots: 2 to {len(SPREAD)}")
     common = ["--rules", args.rules, "--move-time", args.move_time, "--jobs", args.jobs]
-    walls: dict[str, list[float]] = {"a": [], "r": []}
-    games: dict[str, list[int]] = {"a": [], "r": []}
+    runs: dict[str, list[Ran]] = {"a": [], "r": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        field(base / "bots")
-        wall, board = run(base, "adaptive0", *common)
-        walls["a"].append(wall)
-        games["a"].append(sum(r["games"] for r in board) // 2)
-        rounds = max(1, math.ceil(games["a"][0] / (16 * 15)))
+        field(base / "bots", args.bots)
+        runs["a"].append(run(base, "adaptive0", *common))
+        rounds = max(1, math.ceil(runs["a"][0].games / (args.bots * (args.bots - 1))))
         for k in range(2 * args.pairs - 1):
             kind = "ra"[(k // 2) % 2] if k else "r"
             extra = ("--rounds", str(rounds)) if kind == "r" else ()
-            wall, again = run(base, f"{kind}{k}", *common, *extra)
-            walls[kind].append(wall)
             # the same seed, but the alphabeta bots' clock may cut a search short under load: games differ
-            games[kind].append(sum(r["games"] for r in again) // 2)
-    per_a, per_r = sum(walls["a"]) / sum(games["a"]), sum(walls["r"]) / sum(games["r"])
-    print(f"16 bots, {args.rules}, --move-time {args.move_time}, --jobs {args.jobs}, {args.pairs} of each")
-    each = ", ".join(f"{g} games in {w:.0f} s" for g, w in zip(games["a"], walls["a"], strict=True))
-    print(f"  adaptive until settled: {each} = {per_a * 1000:.0f} ms a game")
-    each = ", ".join(f"{g} games in {w:.0f} s" for g, w in zip(games["r"], walls["r"], strict=True))
-    print(f"  round robin of {rounds} rounds: {each} = {per_r * 1000:.0f} ms a game")
-    print(f"  adaptive / round robin, wall time per game: {per_a / per_r:.2f}x")
+            runs[kind].append(run(base, f"{kind}{k}", *common, *extra))
+    board = runs["a"][0].board
+    print(
+        f"{args.bots} bots, {args.rules}, --move-time {args.move_time}, --jobs {args.jobs}, "
+        f"{args.pairs} of each"
+    )
+    for kind, what in (("a", "adaptive until settled"), ("r", f"round robin of {rounds} rounds")):
+        each = ", ".join(f"{r.games} games in {r.wall:.1f} s" for r in runs[kind])
+        wall, games = sum(r.wall for r in runs[kind]), sum(r.games for r in runs[kind])
+        moves, think = sum(r.moves for r in runs[kind]), sum(r.think for r in runs[kind])
+        print(f"  {what}: {each} = {wall / games * 1000:.0f} ms a game")
+        print(f"    {moves / games:.1f} moves and {think / games * 1000:.0f} ms of the bots' thinking a game")
+    ratios = [a.per_game / r.per_game for a, r in zip(runs["a"], runs["r"], strict=True)]
+    print(
+        "  adaptive / round robin, wall time per game, each pair: " + ", ".join(f"{x:.2f}x" for x in ratios)
+    )
+    print(f"    median {statistics.median(ratios):.2f}x", end="")
+    pooled = [sum(r.wall for r in runs[k]) / sum(r.games for r in runs[k]) for k in "ar"]
+    print(f"; pooled {pooled[0] / pooled[1]:.2f}x")
     order = [r["bot"] for r in board]
     place = {r["bot"]: r["place"] for r in board}
     print("  settled order: " + ", ".join(f"{b} ({place[b]})" for b in order))
-    for family in (["ab5", "ab4", "ab3", "ab2", "ab1"], ["greedy", *(f"g{k}" for k in range(1, 10))]):
+    for whole in (["ab5", "ab4", "ab3", "ab2", "ab1"], ["greedy", *(f"g{k}" for k in range(1, 10))]):
+        family = [b for b in whole if place.get(b)]  # in the field, and placed
         firsts = [int(place[b].split("-")[0]) for b in family]
         lasts = [int(place[b].split("-")[-1]) for b in family]
         wrong = [

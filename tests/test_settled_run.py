@@ -225,3 +225,46 @@ def test_the_progress_judges_what_is_left_at_its_own_pace_not_after_every_batch(
     assert SETTLED.search(done.output), done.output
     during = calls[: len(calls) - calls[::-1].index("batch")]  # up to the last batch's end
     assert during.count("batch") >= 4 and during.count("judged") == 1, calls
+
+
+@pytest.mark.slow
+def test_openings_past_the_book_are_made_while_a_batch_plays_and_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the book, each new opening costs a few balance searches: made when a batch asked for them, every
+    worker waited between batches while they were made (issue 42: 2-5 s of a minute's adaptive run of 6
+    bots). Those the next batch will ask for are made while the batch before it plays: past the first
+    batch none is made in the pause, and every game starts from the opening a fresh book gives its round."""
+    from arena.api import make_book
+    from arena.game import openings
+    from arena.tournament.adaptive import Adaptive
+
+    # One pair, 8 rounds of it a batch; the same deterministic bot twice: even, and open at 80 games.
+    bots = write_bots(tmp_path / "bots", one=GREEDY, two=GREEDY)
+    made: list[tuple[int, bool]] = []  # for each opening made past the book: the batch, and in its pause?
+    batch = [0, False]  # the batches asked for so far; planning one now?
+    make, plan = openings.Sequel._next, Adaptive.next
+
+    def planning(self, results):  # type: ignore[no-untyped-def]
+        batch[:] = [batch[0] + 1, True]
+        try:
+            return plan(self, results)
+        finally:
+            batch[1] = False
+
+    def making(self):  # type: ignore[no-untyped-def]
+        made.append((batch[0], bool(batch[1])))
+        return make(self)
+
+    monkeypatch.setattr(Adaptive, "next", planning)
+    monkeypatch.setattr(openings.Sequel, "_next", making)
+    settings = Settings(RULES, TimeControl(move_ms=2000), seed=3, openings=2)
+    with Tournament(db_file(tmp_path).parent, settings) as cup:
+        cup.run(bots, None, max_games=80, jobs=2)
+    stored = records(tmp_path)
+    assert len(stored) == 80 and max(r["round"] for r in stored) == 40  # five batches of 8 rounds
+    assert [k for k, paused in made if k == 1 and paused]  # the first batch's, made when it asked
+    assert [k for k, paused in made if not paused]
+    assert not [k for k, paused in made if k > 1 and paused], made
+    fresh = openings.sequel(make_book(settings), settings.game_rules(), settings.seed, given=False)
+    assert all(tuple(r["opening"]) == fresh.for_round(r["round"]) for r in stored)

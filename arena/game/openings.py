@@ -60,6 +60,15 @@ class Book:
             return ()
         return self.more.opening(rnd - len(self.lines))
 
+    def expect(self, rnd: int) -> None:
+        """Rounds up to `rnd` are likely to be asked for soon: `step` may make their openings ahead."""
+        if self.more is not None and rnd > len(self.lines):
+            self.more.expect(rnd - len(self.lines))
+
+    def step(self) -> bool:
+        """Make one expected opening not made yet (`Sequel.step`); False when there is none to make."""
+        return self.more is not None and self.more.step()
+
 
 class Sequel:
     """Openings after a book's last: an unbounded sequence (while the rules have new positions) drawn from the
@@ -70,7 +79,13 @@ class Sequel:
     Each opening depends on those before it, so they are made in order and kept (`made`); when the plies of
     a generated book yield no new balanced position, longer ones are drawn (up to `MORE_PLIES` more). A
     first use past the book is said once on the "arena" logger; so is the end, after which the openings
-    repeat (the pie rule allows only South's first turns: a few), and a repeated game counts once."""
+    repeat (the pie rule allows only South's first turns: a few), and a repeated game counts once.
+
+    Each costs a few balance searches (~5 ms each on Kalah(4,3), five or more per opening past 4 plies):
+    made when a batch asks for them, they held every worker of an adaptive run waiting between batches
+    (2-5 s of a minute's run of 6 bots, issue 42). A schedule that knows what its next batch will ask for
+    says so (`expect`), and the run makes them one at a time while the batch before it plays (`step`, after
+    each game): the same openings in the same order, made earlier."""
 
     def __init__(self, rules: Rules, seed: int, book: tuple[Opening, ...], what: str | None) -> None:
         self.rules, self.seed, self.what = rules, seed, what  # what: the book's end in words, to say it
@@ -81,27 +96,48 @@ class Sequel:
         self.plies = PLIES
         self.ended = False
         self.start: float | None = None  # the start position's score, once an opening is judged
+        self.wanted = 0  # how many are expected to be asked for soon (`expect`)
+        self.told: str | None = None  # what has been said: None, "begun" (past the book) or "ended"
 
     def opening(self, k: int) -> Opening:
         """The k-th opening after the book (k >= 1); once there are no more, the book's and the sequel's
-        again, in turn."""
-        if not self.made and not self.ended and self.what:
+        again, in turn. The first use past a given book, and the first past the last, are said once."""
+        if self.told is None and self.what:
             log.warning(f"{self.what}: further rounds start from new openings drawn from seed {self.seed}")
+        self.told = self.told or "begun"
+        self._make(k)
+        if k <= len(self.made):
+            return self.made[k - 1]
+        if self.told != "ended":
+            self.told = "ended"
+            log.warning(
+                f"the {len(self.book) + len(self.made)} openings are used up: the rules allow no other "
+                "balanced one, so openings repeat from here; a game that repeats an earlier one exactly "
+                "counts once"
+            )
+        every = self.book + tuple(self.made)
+        return every[(len(self.book) + k - 1) % len(every)] if every else ()
+
+    def expect(self, k: int) -> None:
+        """The first `k` openings after the book are likely to be asked for soon."""
+        self.wanted = max(self.wanted, k)
+
+    def step(self) -> bool:
+        """Make the next expected opening if it is not made yet; False when every expected one is made (or
+        there are no more). Nothing is said: that is for when one is used."""
+        if self.ended or len(self.made) >= self.wanted:
+            return False
+        self._make(len(self.made) + 1)
+        return True
+
+    def _make(self, k: int) -> None:
+        """The first `k` openings made, as far as there are that many."""
         while len(self.made) < k and not self.ended:
             found = self._next()
             if found is None:
                 self.ended = True
-                log.warning(
-                    f"the {len(self.book) + len(self.made)} openings are used up: the rules allow no other "
-                    "balanced one, so openings repeat from here; a game that repeats an earlier one exactly "
-                    "counts once"
-                )
             else:
                 self.made.append(found)
-        if k <= len(self.made):
-            return self.made[k - 1]
-        every = self.book + tuple(self.made)
-        return every[(len(self.book) + k - 1) % len(every)] if every else ()
 
     def _next(self) -> Opening | None:
         allowed = tolerance(self.rules)

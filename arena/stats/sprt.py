@@ -256,6 +256,8 @@ class Match:
             for rnd in range(through + 1, through + self.batch + 1)
             for south, north in ((self.new, self.base), (self.base, self.new))
         ]
+        if self.book is not None:
+            self.book.expect(through + 2 * self.batch)  # the next batch's rounds, made while this one plays
         return [s for s in slots if key(s) not in done]
 
     def repeats(self, results: Sequence[Result]) -> int:

@@ -18,6 +18,7 @@ have played already), which would cost games and teach nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -250,6 +251,10 @@ class Adaptive:
             x, y = self.bots[a], self.bots[b]
             slots += [game(rnd, x, y, self.seed, self.book), game(rnd, y, x, self.seed, self.book)]
         slots.sort(key=lambda s: (s.round, s.ordinal))
+        if self.book is not None and batch:
+            # The next batch, at this one's pace: each pair of it as many rounds further again.
+            picks = Counter(batch)
+            self.book.expect(max(last[pair] + n for pair, n in picks.items()))
         if self.store is not None:
             self.store.set_batch(key(s) for s in slots)
         return slots

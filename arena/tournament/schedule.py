@@ -124,6 +124,9 @@ class Schedule(Protocol):
     @property
     def bots(self) -> Sequence[Bot]: ...  # the field: every bot that may be named
 
+    @property
+    def book(self) -> Book | None: ...  # the openings its games start from (`next` may `expect` some)
+
     def next(self, results: Sequence[Result]) -> list[Slot]:
         """The games to play next, in the order their ratings count them; none: the schedule is done."""
         ...

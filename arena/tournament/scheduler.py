@@ -3,7 +3,8 @@
 Games are played by a back end (`arena.tournament.backend.Backend`): `Local`, worker processes on this
 machine (local.py), or `arena.lab.Cluster`, the workers of a Dask cluster. Either way the
 workers keep their bots' processes alive across games (a `Pool`) and restart them after a fault, and this
-process stays the store's one writer, committing every game at once.
+process stays the store's one writer, committing every game at once. Between games it makes the openings
+past the book that the schedule expects its next batch to ask for (`Book.expect`), one at a time.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ def run(
         done += 1
         if progress:
             progress(done, total, record)
+        if schedule.book is not None and done < total:
+            # An opening the next batch will ask for, made while this one plays: made when it asks, every
+            # worker would wait for it. A worker that finishes meanwhile finds the game sent ahead of it.
+            schedule.book.step()
 
     def on_machine(machine: Machine) -> None:
         if machine.refused:
