@@ -5,14 +5,15 @@ as `protocol = "kgp"` bots. Printed per setting: the games played to a normal en
 positions played by a random legal move (no move by `stop`) out of the agent's moves.
 
     .venv/bin/python benchmarks/kgp_course_clients.py --kalah-game PATH [--games 8] [--move-ms 1000]
-        [--only practice,ranked,run] [--clients pykgp,jkgp] [--python PY]
+        [--only practice,ranked,run] [--clients pykgp,jkgp] [--python PY] [--logs DIR]
 
 PATH is a copy of github.com/KWARC/kalah-game (its client/pykgp and client/jkgp; not part of arena, which has
 no licence to ship them). The WebSocket half of the Python library needs the websocket-client package in
 the interpreter --python names. For a before/after, run a copy of this script inside a `git archive` of the
 older revision (it runs the arena of the tree it is in). A client that stops playing for STALL_S ends its
 part. jkgp is built with javac, if there is one. Every connection is to
-127.0.0.1; the server and clients it started are stopped at the end.
+127.0.0.1; the server and clients it started are stopped at the end. With --logs, each client's stderr
+(pykgp's minmax example prints every line it reads and sends there) is kept in DIR, a file a setting.
 """
 
 # ruff: noqa: B023, E731  (each lambda is used at once, inside the iteration that made it)
@@ -77,21 +78,18 @@ def _summary(games: list[dict[str, object]], agent: str) -> str:
 
 
 def _start_client(
-    name: str, folder: Path, python: str, host: str, port: int, ws: bool, token: str
+    name: str, folder: Path, python: str, host: str, port: int, ws: bool, token: str, log: Path | None
 ) -> subprocess.Popen[bytes]:
+    env, argv = dict(os.environ), ["java", "-cp", ".", "MinMaxAgent"]
     if name == "pykgp":
-        env = {
-            **os.environ,
+        env |= {
             "KGP_HOST": f"ws://{host}:{port}/socket" if ws else host,
             "KGP_PORT": str(port),
             "TOKEN": token,
         }
-        return subprocess.Popen(
-            [python, "minmax.py"], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-    return subprocess.Popen(
-        ["java", "-cp", ".", "MinMaxAgent"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+        argv = [python, "minmax.py"]
+    with log.open("wb") if log else open(os.devnull, "wb") as err:  # the client keeps its own copy
+        return subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=err)
 
 
 def _until(check, seconds: float, progress=lambda: 0) -> bool:  # type: ignore[no-untyped-def]
@@ -137,8 +135,9 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                 if "practice" in args.only:
                     before = len(practice.read_text().splitlines()) if practice.exists() else 0
                     client = _start_client(
-                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token
-                    )
+                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token,
+                        _log(args, f"practice-{name}-{'ws' if ws else 'tcp'}"),
+                    )  # fmt: skip
                     rows = lambda: (
                         [json.loads(x) for x in practice.read_text().splitlines()[before:]]
                         if practice.exists()
@@ -161,8 +160,9 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     store = server.class_dir / "ladder" / "arena.sqlite"
                     seen = _ranked(store)
                     client = _start_client(
-                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token
-                    )
+                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token,
+                        _log(args, f"ranked-{name}-{'ws' if ws else 'tcp'}"),
+                    )  # fmt: skip
                     _until(lambda: len(_ranked(store)) - len(seen) >= args.games or client.poll() is not None,
                            args.games * 150, lambda: len(_ranked(store)))  # fmt: skip
                     games = [g for k, g in _ranked(store).items() if k not in seen]  # not the one cut short
@@ -174,6 +174,13 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     )
     finally:
         server.stop()
+
+
+def _log(args: argparse.Namespace, setting: str) -> Path | None:
+    if args.logs is None:
+        return None
+    args.logs.mkdir(parents=True, exist_ok=True)
+    return args.logs / f"{setting}.log"
 
 
 def _ranked(store: Path) -> dict[int, dict[str, object]]:
@@ -244,6 +251,7 @@ def main() -> None:
     parser.add_argument("--only", default="practice,ranked,run")
     parser.add_argument("--clients", default="pykgp,jkgp")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--logs", type=Path, default=None)
     args = parser.parse_args()
     args.only, args.clients = args.only.split(","), args.clients.split(",")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
