@@ -133,6 +133,7 @@ def positions_asked(record, rules=RULES, mine=SOUTH) -> int:
     return asked
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_agent_that_never_moves_gets_a_random_legal_move_for_every_position_as_on_the_course_server(
     tmp_path, jailer
@@ -175,6 +176,7 @@ def test_a_states_stop_waits_for_the_pong_the_course_librarys_search_must_let_go
     assert record.random_moves == {} and "stuck" not in record.stderr["agent"], record.stderr
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_a_position_yielded_without_a_move_is_sent_again_as_the_java_library_needs(tmp_path, jailer):
     """The course's Java library can drop the moves of a search that starts before its main thread has
@@ -286,6 +288,7 @@ def test_arena_run_plays_a_kgp_agent_from_a_bots_folder(tmp_path):
     assert all(g["faulty"] is None for g in games), games
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_arena_run_draws_an_agents_random_moves_from_its_seed_and_its_pages_count_them(tmp_path):
     """A live agent that never moves: every position it is asked gets a random legal move (as the course
@@ -320,6 +323,7 @@ def test_arena_run_draws_an_agents_random_moves_from_its_seed_and_its_pages_coun
     assert f"no move by stop: a random legal move was played, {total} times in" in page
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_arena_check_plays_a_kgp_agent_without_the_pie_game_and_says_goodbye(tmp_path):
     folder = agent_folder(tmp_path, "agent")
@@ -409,6 +413,7 @@ def test_the_wire_answers_a_scripted_client_line_by_line(tmp_path):
     assert got[-1] == "goodbye"
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_agent_connects_when_arena_runs_as_an_ordinary_user(tmp_path):
     """Run by an ordinary user, the sandbox is a user namespace of that user's: its private loopback is up

@@ -76,6 +76,7 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_once_gone(
     short_dir: Path,
 ) -> None:
