@@ -5,24 +5,30 @@ as `protocol = "kgp"` bots. Printed per setting: the games played to a normal en
 positions played by a random legal move (no move by `stop`) out of the agent's moves.
 
     .venv/bin/python benchmarks/kgp_course_clients.py --kalah-game PATH [--games 8] [--move-ms 1000]
-        [--only practice,ranked,run] [--clients pykgp,jkgp] [--python PY]
+        [--only practice,ranked,run] [--clients pykgp,jkgp] [--transports tcp,ws] [--python PY] [--logs DIR]
 
 PATH is a copy of github.com/KWARC/kalah-game (its client/pykgp and client/jkgp; not part of arena, which has
 no licence to ship them). The WebSocket half of the Python library needs the websocket-client package in
 the interpreter --python names. For a before/after, run a copy of this script inside a `git archive` of the
 older revision (it runs the arena of the tree it is in). A client that stops playing for STALL_S ends its
 part. jkgp is built with javac, if there is one. Every connection is to
-127.0.0.1; the server and clients it started are stopped at the end.
+127.0.0.1; the server and clients it started are stopped at the end. With --logs, each client's stderr
+(pykgp's minmax example prints every line it reads and sends there) is kept in DIR, a file a setting.
+The clients' names are fixed, so a second ranked setting of a client on one server is the same version
+reconnecting to a settled ladder (a round, then none): measure each ranked setting on a server of its own
+(--transports ws).
 """
 
 # ruff: noqa: B023, E731  (each lambda is used at once, inside the iteration that made it)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -77,21 +83,33 @@ def _summary(games: list[dict[str, object]], agent: str) -> str:
 
 
 def _start_client(
-    name: str, folder: Path, python: str, host: str, port: int, ws: bool, token: str
+    name: str, folder: Path, python: str, host: str, port: int, ws: bool, token: str, log: Path | None
 ) -> subprocess.Popen[bytes]:
+    env, argv = dict(os.environ), ["java", "-cp", ".", "MinMaxAgent"]
     if name == "pykgp":
-        env = {
-            **os.environ,
+        env |= {
             "KGP_HOST": f"ws://{host}:{port}/socket" if ws else host,
             "KGP_PORT": str(port),
             "TOKEN": token,
         }
-        return subprocess.Popen(
-            [python, "minmax.py"], cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        argv = [python, "minmax.py"]
+    with log.open("wb") if log else open(os.devnull, "wb") as err:  # the client keeps its own copy
+        return subprocess.Popen(  # a session of its own: pykgp's search processes hold its socket too
+            argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
         )
-    return subprocess.Popen(
-        ["java", "-cp", ".", "MinMaxAgent"], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+
+
+def _stop_client(client: subprocess.Popen[bytes], rows) -> None:  # type: ignore[no-untyped-def]
+    """The client and its processes killed, and the game it cut short stored (not the next setting's)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(client.pid, signal.SIGKILL)
+    client.wait()
+    stored, still = rows(), time.monotonic()
+    began = still
+    while time.monotonic() - still < 3 and time.monotonic() - began < 30:
+        time.sleep(0.5)
+        if (now := rows()) != stored:
+            stored, still = now, time.monotonic()
 
 
 def _until(check, seconds: float, progress=lambda: 0) -> bool:  # type: ignore[no-untyped-def]
@@ -127,7 +145,7 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
         token = re.search(r'id="token">([^<]+)<', page).group(1)  # type: ignore[union-attr]
         practice = server.class_dir / "practice" / "tom.jsonl"
         for name in args.clients:
-            for ws in (False, True):
+            for ws in [kind == "ws" for kind in args.transports]:
                 folder = _pykgp(args.kalah_game, work) if name == "pykgp" else _jkgp(
                     args.kalah_game, work, f"127.0.0.1:{ws_port}/socket" if ws else "127.0.0.1",
                     None if ws else port, "WebSocket" if ws else "TCP", token)  # fmt: skip
@@ -137,8 +155,9 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                 if "practice" in args.only:
                     before = len(practice.read_text().splitlines()) if practice.exists() else 0
                     client = _start_client(
-                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token
-                    )
+                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token,
+                        _log(args, f"practice-{name}-{'ws' if ws else 'tcp'}"),
+                    )  # fmt: skip
                     rows = lambda: (
                         [json.loads(x) for x in practice.read_text().splitlines()[before:]]
                         if practice.exists()
@@ -147,9 +166,7 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     _until(lambda: len(rows()) >= args.games or client.poll() is not None, args.games * 120,
                            lambda: len(rows()))  # fmt: skip
                     games = rows()  # not the game the kill below cuts short
-                    client.kill()
-                    client.wait()
-                    time.sleep(3)
+                    _stop_client(client, lambda: len(rows()))
                     print(
                         f"practice {name} {'ws ' if ws else 'tcp'}: {_summary(games, 'tom (KGP)')}",
                         flush=True,
@@ -161,19 +178,26 @@ def server_part(args: argparse.Namespace, work: Path) -> None:
                     store = server.class_dir / "ladder" / "arena.sqlite"
                     seen = _ranked(store)
                     client = _start_client(
-                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token
-                    )
+                        name, folder, args.python, "127.0.0.1", ws_port if ws else port, ws, token,
+                        _log(args, f"ranked-{name}-{'ws' if ws else 'tcp'}"),
+                    )  # fmt: skip
                     _until(lambda: len(_ranked(store)) - len(seen) >= args.games or client.poll() is not None,
                            args.games * 150, lambda: len(_ranked(store)))  # fmt: skip
                     games = [g for k, g in _ranked(store).items() if k not in seen]  # not the one cut short
-                    client.kill()
-                    client.wait()
+                    _stop_client(client, lambda: len(_ranked(store)))
                     people["teach"].post("/teacher/settings", {"kgp_options": "1"}, page="/teacher")
                     print(
                         f"ranked   {name} {'ws ' if ws else 'tcp'}: {_summary(games, 'tom.kgp')}", flush=True
                     )
     finally:
         server.stop()
+
+
+def _log(args: argparse.Namespace, setting: str) -> Path | None:
+    if args.logs is None:
+        return None
+    args.logs.mkdir(parents=True, exist_ok=True)
+    return args.logs / f"{setting}.log"
 
 
 def _ranked(store: Path) -> dict[int, dict[str, object]]:
@@ -243,9 +267,12 @@ def main() -> None:
     parser.add_argument("--move-ms", type=int, default=1000)
     parser.add_argument("--only", default="practice,ranked,run")
     parser.add_argument("--clients", default="pykgp,jkgp")
+    parser.add_argument("--transports", default="tcp,ws")
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--logs", type=Path, default=None)
     args = parser.parse_args()
     args.only, args.clients = args.only.split(","), args.clients.split(",")
+    args.transports = args.transports.split(",")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         if "practice" in args.only or "ranked" in args.only:

@@ -70,6 +70,17 @@ def gain(store, south, north, pit):
     return ring[n] + (i == n) * 2
 
 
+def greet(send, name, token=None, version=None):
+    """The answer to the greeting `kgp 1 ...`: its name, its version and token if it has them, `mode
+    freeplay` (the test clients that behave as the course's libraries answer it so too)."""
+    send(f'set info:name "{name}"')
+    if version is not None:
+        send(f'set info:version "{version}"')
+    if token is not None:
+        send(f'set auth:token "{token}"')
+    send("mode freeplay")
+
+
 def main(argv):
     style = argv[argv.index("--style") + 1] if "--style" in argv else "greedy"
     token = argv[argv.index("--token") + 1] if "--token" in argv else None
@@ -101,12 +112,7 @@ def main(argv):
             if args[0] != "1":
                 send('error "protocol not supported"')
                 break
-            send('set info:name "spec agent"')
-            if version is not None:
-                send(f'set info:version "{version}"')
-            if token is not None:
-                send(f'set auth:token "{token}"')
-            send("mode freeplay")
+            greet(send, "spec agent", token, version)
         elif name == "state":
             store, _theirs, south, north = board_of(args[0])
             legal = [p for p in range(1, len(south) + 1) if south[p - 1]]

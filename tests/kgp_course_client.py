@@ -1,30 +1,38 @@
 """A KGP client that behaves as the course's Python library (KWARC kalah-game, client/pykgp) does where it
 matters to a server, written for arena's tests from what that library was seen to do (its code is not
-copied): `python3 kgp_course_client.py HOST PORT [--websocket] [--token TOKEN] [--race] [--miss N]`.
+copied): `python3 kgp_course_client.py HOST PORT [--websocket] [--token TOKEN] [--hold S] [--no-yield]
+[--miss N]`.
 
 - It reads a command with the library's pattern: a command without arguments (`stop`, `goodbye`) is read
   only when a line end follows it, and is dropped otherwise (the library then fails to split its missing
   arguments). Over a WebSocket, each message is one such line.
-- It answers each `state` with its first legal pit, then its best by a one-move look-ahead, then `yield`.
-- With --race it loses every answer after a `stop` that comes within RACE_S of its `yield` (the library
-  kills its finished search process while that process still holds its queue's lock, and nothing it sends
-  afterwards goes out), as the course's library does over a loopback.
+- Each `state` is searched apart from the reader (the library starts a process), which answers with its
+  first legal pit, then its best by a one-move look-ahead, then `yield`. Every line goes out through one
+  send lock (the library's queue): the search takes it for its answer, and the reader's own lines (`pong`,
+  the greeting) wait for it, the reader reading on meanwhile.
+- With --hold S the search keeps the lock S seconds after its last line (the library's search process,
+  its lines written, not yet let go of its queue's lock on a busy machine). A `stop` for that state read
+  meanwhile kills the search holding the lock (the library kills it on `stop`): the lock is never let go,
+  and nothing the client sends afterwards goes out, not even `pong`. It writes `stuck` to stderr then.
+- With --no-yield the search never says `yield` (a search still deepening when its time runs out).
 - With --miss N it gives no answer to its Nth state (and then answers the others): an agent that missed one.
 
 It writes to stderr `one legal move` for a state with a single legal pit, and on every `stop` (read or
 dropped) and at its end `stops S states T dropped D`: commands read, and dropped for want of a line end.
 """
 
+import itertools
+import queue
 import re
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, __file__.rpartition("/")[0] or ".")
-from kgp_agent import board_of, gain  # noqa: E402
+from kgp_agent import board_of, gain, greet  # noqa: E402
 
 # The library's pattern: an id, maybe a reference, the command, and its arguments after white space.
-RACE_S = 0.03  # a `stop` this soon after the `yield` finds the search process still writing
 COMMAND = re.compile(r"^\s*(?:(?P<id>\d+)(?:@(?P<ref>\d+))?\s+)?(?P<cmd>\w+)(?:\s+(?P<args>.*?))?\s*$")
 
 
@@ -32,7 +40,8 @@ def main(argv):
     def option(name):
         return argv[argv.index(name) + 1] if name in argv else None
 
-    token, race, miss = option("--token"), "--race" in argv, int(option("--miss") or 0)
+    token, miss = option("--token"), int(option("--miss") or 0)
+    hold, answers = float(option("--hold") or 0), "--no-yield" not in argv
     host, port = argv[1], int(argv[2])
     if "--websocket" in argv:
         from websockets.sync.client import connect
@@ -58,16 +67,39 @@ def main(argv):
             stream.write(text)
             stream.flush()
 
-    ident = [1]
+    lock = threading.Lock()  # the send queue's: whoever writes holds it
+    guard = threading.Lock()  # over `holding` and `killed`
+    holding: set[int] = set()  # states whose search holds the send lock after its last line
+    killed: set[int] = set()  # states whose search was killed holding it
+    outbox: queue.Queue = queue.Queue()
+    ident = itertools.count(1, 2)
 
-    def send(text, ref=None):
-        if not stuck:
-            write(f"{ident[0]}{'@' + str(ref) if ref is not None else ''} {text}\r\n")
-        ident[0] += 2
+    def line(text, ref=None):
+        return f"{next(ident)}{'@' + str(ref) if ref is not None else ''} {text}\r\n"
 
+    def sender():  # the reader's lines, each once the lock is free
+        while (text := outbox.get()) is not None:
+            with lock:
+                write(text)
+
+    def search(cid, legal, best):
+        lock.acquire()
+        write(line(f"move {legal[0]}", cid))
+        write(line(f"move {best}", cid))
+        if answers:
+            write(line("yield", cid))
+        if hold:
+            with guard:
+                holding.add(cid)
+            time.sleep(hold)
+            with guard:
+                holding.discard(cid)
+                if cid in killed:
+                    return  # killed holding the lock: it is never let go
+        lock.release()
+
+    threading.Thread(target=sender, daemon=True).start()
     stops = states = dropped = 0
-    yielded: dict[int, float] = {}  # when it yielded each state
-    stuck = False  # the race happened: nothing it sends goes out any more
     for unit in units():
         match = COMMAND.match(unit)
         if not match:
@@ -80,10 +112,7 @@ def main(argv):
             print(f"stops {stops} states {states} dropped {dropped}", file=sys.stderr, flush=True)
             continue
         if name == "kgp":
-            send('set info:name "course-like"')
-            if token:
-                send(f'set auth:token "{token}"')
-            send("mode freeplay")
+            greet(lambda text: outbox.put(line(text)), "course-like", token)
         elif name == "state":
             states += 1
             store, _theirs, south, north = board_of(args.split()[0])
@@ -92,18 +121,17 @@ def main(argv):
                 print("one legal move", file=sys.stderr, flush=True)
             if states == miss:
                 continue
-            send(f"move {legal[0]}", cid)
-            send(f"move {max(legal, key=lambda p: gain(store, list(south), list(north), p))}", cid)
-            send("yield", cid)
-            yielded[cid] = time.monotonic()
+            best = max(legal, key=lambda p: gain(store, list(south), list(north), p))
+            threading.Thread(target=search, args=(cid, legal, best), daemon=True).start()
         elif name == "stop":
             stops += 1
             print(f"stops {stops} states {states} dropped {dropped}", file=sys.stderr, flush=True)
-            if race and ref in yielded and time.monotonic() - yielded[ref] < RACE_S:
-                stuck = True
-                print("stop raced yield: stuck", file=sys.stderr, flush=True)
+            with guard:
+                if ref in holding:
+                    killed.add(ref)
+                    print("stop came while its search held the send lock: stuck", file=sys.stderr, flush=True)
         elif name == "ping":
-            send("pong", cid)
+            outbox.put(line("pong", cid))
         elif name == "goodbye":
             break
     print(f"stops {stops} states {states} dropped {dropped}", file=sys.stderr, flush=True)

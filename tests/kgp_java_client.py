@@ -24,7 +24,7 @@ import sys
 import threading
 
 sys.path.insert(0, __file__.rpartition("/")[0] or ".")
-from kgp_agent import board_of, gain  # noqa: E402
+from kgp_agent import board_of, gain, greet  # noqa: E402
 
 COMMAND = re.compile(
     r"^\s*(?:(?P<id>\d+)?(?:@(?P<ref>\d+))?\s+)?(?P<cmd>[a-z0-9]+)\s*(?P<args>.*?)\s*$", re.I
@@ -95,10 +95,7 @@ def main(argv):
         ref = int(match.group("ref")) if match.group("ref") else None
         name, args = match.group("cmd"), match.group("args").split()
         if name == "kgp":
-            send('set info:name "java-like"')
-            if token:
-                send(f'set auth:token "{token}"')
-            send("mode freeplay")
+            greet(send, "java-like", token)
         elif name == "state":
             states += 1
             done = threading.Event()

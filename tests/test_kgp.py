@@ -265,3 +265,69 @@ def test_an_agent_states_its_version_by_info_version_or_its_name_and_authors(lin
     wire = Kgp(_Agent(lines))  # type: ignore[arg-type]
     wire.greet(time.monotonic() + 5)
     assert wire.version == version
+
+
+class _Ponging(_Agent):
+    """An agent that answers each `ping` arena sends with `pong` (its next line), unless `mute`, and a
+    command of arena's whose id is a key of `replies` with those lines."""
+
+    def __init__(self, lines: list[str], replies: dict[int, list[str]] | None = None, mute: bool = False):
+        super().__init__(lines)
+        self.replies, self.mute = replies or {}, mute
+
+    def send(self, line: str, deadline: float) -> None:
+        super().send(line, deadline)
+        ident = line.split()[0]
+        if line.endswith(" ping\r") and not self.mute:
+            self.lines.insert(0, f"@{ident} pong")
+        self.lines += self.replies.pop(int(ident) if ident.isdigit() else -1, [])
+
+
+def _names(sent: list[str]) -> list[str]:
+    return [parse(line).name for line in sent]
+
+
+def test_a_state_whose_time_ran_out_gets_ping_and_its_stop_once_the_pong_came_as_go_kgp_sends_them():
+    """go-kgp (proto/client.go, Request): at the timeout `ping`, and the state's `stop` (deferred) once the
+    `pong` came. The course's Python library sends its `pong` through the queue its search writes to, so a
+    search still writing has let go of it by then. Without a `pong` the move stands, and the `stop` waits
+    for it before the next `state`, on that state's clock (then it is sent anyway)."""
+    rules = parse_rules("kalah,pits=3,seeds=2")
+    pos = rules.initial()
+    agent = _Ponging(["mode freeplay", "@4 move 2"])
+    wire = Kgp(agent)  # type: ignore[arg-type]
+    wire.new_game(rules, SOUTH, 0.0)
+    soon = time.monotonic() + 0.1
+    assert wire.move(pos, SOUTH, 100, soon, None, soon) == 2
+    assert _names(agent.sent) == ["kgp", "ok", "state", "ping", "stop"] and agent.sent[-1] == "8@4 stop\r"
+    mute = _Ponging(["mode freeplay", "@4 move 2"], {10: ["@10 move 1"]}, mute=True)
+    wire = Kgp(mute)  # type: ignore[arg-type]
+    wire.new_game(rules, SOUTH, 0.0)
+    assert wire.move(pos, SOUTH, 100, soon, None, soon) == 2
+    assert _names(mute.sent)[-2:] == ["state", "ping"]
+    soon = time.monotonic() + 0.1
+    assert wire.move(pos, SOUTH, 100, soon, None, soon) == 1
+    assert mute.sent[-3:] == ["8@4 stop\r", "10 state <3,0,0,2,2,2,2,2,2>\r", "12@10 stop\r"]
+
+
+def test_a_yielded_states_stop_comes_once_the_agent_answered_a_ping_and_without_one_if_it_does_not():
+    """go-kgp sends it at once; arena after the `pong` to a `ping` sent with the yield (the library's search
+    may still hold its queue's lock then), waited for on the agent's own clock. An agent that does not
+    answer by its next `state` gets its `stop` then, and its later ones at once, until it answers."""
+    rules = parse_rules("kalah,pits=3,seeds=2")
+    pos, state = rules.initial(), "10 state <3,0,0,2,2,2,2,2,2>\r"
+    for mute, later in (
+        (False, [state, "12 ping\r", "14@10 stop\r"]),
+        (True, ["8@4 stop\r", state, "12@10 stop\r"]),
+    ):
+        replies = {10: ["@10 move 1", "@10 yield"], 14: ["@6 pong", "@14 move 3", "@14 yield"]}
+        sent = _Ponging(["mode freeplay", "@4 move 2", "@4 yield"], replies, mute)
+        wire = Kgp(sent)  # type: ignore[arg-type]
+        wire.new_game(rules, SOUTH, 0.0)
+        assert wire.move(pos, SOUTH, 100, time.monotonic() + 5, None, time.monotonic() + 1) == 2
+        assert _names(sent.sent) == ["kgp", "ok", "state", "ping", "stop"][: 4 if mute else 5]
+        assert wire.move(pos, SOUTH, 100, time.monotonic() + 5, None, time.monotonic() + 1) == 1
+        assert sent.sent[-3:] == later
+    # The mute one answers the ping it missed (6) late, by its next state: its stops wait for a pong again.
+    assert wire.move(pos, SOUTH, 100, time.monotonic() + 5, None, time.monotonic() + 1) == 3
+    assert sent.sent[-2:] == ["14 state <3,0,0,2,2,2,2,2,2>\r", "16 ping\r"]

@@ -4,6 +4,7 @@ from game to game, the game's `goodbye` is kept from it), and once it has left, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -30,16 +31,21 @@ from arena.tournament.schedule import Slot
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = re.compile(r"([0-9]+) state <([0-9,]+)>")
+PING = re.compile(r"([0-9]+) ping")
 
 
 def _agent(sock: socket.socket, seen: list[str], slow: threading.Event) -> None:
     """A greeted agent: each `state` answered with its first legal pit and `yield` (the first after `slow`
-    is set half a second late), every line kept."""
+    is set half a second late), each `ping` with `pong`, every line kept."""
     ident = 1
     for raw in sock.makefile("rb"):
         line = raw.decode().rstrip("\r\n")
         seen.append(line)
         found = STATE.fullmatch(line)
+        if ping := PING.fullmatch(line):
+            with contextlib.suppress(OSError):
+                sock.sendall(f"{ident}@{ping.group(1)} pong\r\n".encode())
+            ident += 2
         if found and slow.is_set():
             slow.clear()
             time.sleep(0.5)
@@ -70,6 +76,7 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_connected_agent_plays_ranked_games_through_the_desk_and_is_absent_once_gone(
     short_dir: Path,
 ) -> None:

@@ -3,9 +3,10 @@
 The agent runs in its sandbox behind arena's relay (arena/kgp/relay.py), which listens on the KGP port
 of the sandbox's private loopback and joins the agent's connection to the process's pipes; this class speaks
 KGP over those pipes as the course server does over TCP: the greeting `kgp 1 0 1`, the agent's `mode
-freeplay`, then for every position a `state` that the agent answers with `move`s until arena says `stop` (or
-the agent says `yield`). The last legal `move` counts, as for an anytime v1 bot; what arena chooses where the
-spec leaves a choice is in protocol.md ("KGP agents"). Every line is parsed by arena/kgp/grammar.py.
+freeplay`, then for every position a `state` that the agent answers with `move`s until its time is up (or
+it says `yield`), then `ping` and, once it answered `pong`, `stop`. The last legal `move` counts, as for an
+anytime v1 bot; what arena chooses where the spec leaves a choice is in protocol.md ("KGP agents"). Every
+line is parsed by arena/kgp/grammar.py.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from arena.match.process import Channel, Fault
 from arena.match.record import Reason
 
 RELAY = Path(__file__).with_name("relay.py")
-STOP_AFTER_YIELD_S = 0.1  # a yielded state's `stop` is sent this long after the `yield`
+PONG_GRACE_S = 0.1  # past a state's deadline, for the `pong` before its `stop` (and before the next `state`)
 ASK_AGAIN = 6  # a position yielded without a move is sent again (a new `state`) this often, time allowing
 ASK_PAUSE_S = 0.004  # before the first new `state`, doubled for each one after
-PONG_S = 5.0  # the least an agent is given to answer `ping` after a `stop` found no move (go-kgp: 20 s)
+PONG_S = 5.0  # the least an agent is given to answer `ping` after a state without a move (go-kgp: 20 s)
 MAX_ERRORS = 16  # lines that are not KGP an agent may write (each answered with `error`) before it forfeits
 _SHOWN = 40
 _LEADING_ID = re.compile(
@@ -75,7 +76,11 @@ class Kgp:
         self.authors = ""  # its `set info:authors`
         self.stated = ""  # its `set info:version`
         self.comment = ""  # its last `set info:comment`
-        self._yielded: tuple[int, float] | None = None  # a state it yielded, whose `stop` is still to send
+        self._unstopped: tuple[int, int] | None = (
+            None  # a state whose `stop` waits for a `pong`: (state, ping)
+        )
+        self._pongs = True  # it answered its last `ping` in time (else its `stop`s come without one)
+        self._missed = 0  # the `ping` it did not answer in time: a `pong` to it, late, and it is asked again
 
     @property
     def last_id(self) -> int:
@@ -196,6 +201,8 @@ class Kgp:
             raise Fault(Reason.CRASH, "said goodbye during the game")
         elif command.name == "mode":
             self._send("error", "Duplicate mode request", ref=command.id, deadline=deadline)
+        elif command.name == "pong" and command.ref == self._missed:
+            self._pongs = True  # late, but it answers: its `stop`s wait for a `pong` again
         # ok, error, pong, an unknown set option or command: nothing to do (the spec: never end for them)
 
     def new_game(self, rules: Rules, side: int, deadline: float) -> None:
@@ -212,8 +219,9 @@ class Kgp:
         soon: float | None = None,
     ) -> Move:
         """Send `state`, take `move`s until the time is up (or `yield`), then `stop`: the last legal move.
-        A new connection's greeting comes first, on the first move's startup allowance."""
-        self._stop_yielded()
+        A state ends as on the course server: `ping`, and its `stop` once the agent answered (`_stop`). A
+        new connection's greeting comes first, on the first move's startup allowance."""
+        self._stop_unstopped(PONG_GRACE_S)  # on this move's clock: the agent's own answer it waits for
         sent = time.monotonic()
         if not self._ready:
             self._greet(deadline)
@@ -267,66 +275,86 @@ class Kgp:
                 state = self._send("state", board, deadline=deadline)
                 asked += 1
                 continue
-            if yielded and best is not None:  # its `stop` a moment later (`_stop_yielded`)
-                self._yielded = (state, time.monotonic())
+            if best is None and illegal is None and not yielded:
+                # No move by its time: as go-kgp, `ping`, and `stop` once it answered `pong`; an agent that
+                # does not is gone (there it resigns), else it is given a random legal move.
+                wait = max(PONG_S, ms / 1000)
+                answered = self._pong(
+                    self._send("ping", deadline=time.monotonic() + 1.0), time.monotonic() + wait
+                )
+                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                if not answered:
+                    raise Fault(
+                        Reason.TIMEOUT,
+                        f"no move within {ms} ms, and no `pong` to arena's `ping` within {wait:.0f} s (KGP: "
+                        "the course server then resigns for it; an agent that answers `pong` is given a "
+                        "random legal move instead)",
+                    )
+            elif best is not None:
+                self._stop(state, max(until, time.monotonic()) + (0.0 if yielded else PONG_GRACE_S))
                 return best
-            self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
-            if best is not None:
-                return best
+            else:  # an illegal move alone, or a yield without a move when it may not be asked again
+                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
             if illegal is not None:
                 return illegal
             said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
             said += f" (its position sent {asked + 1} times)" if asked else ""
-            if not yielded:
-                self._alive(said, max(PONG_S, ms / 1000))
             raise NoMove(
                 Reason.TIMEOUT,
                 f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}",
                 how="yield without a move" if yielded else "no move by stop",
             )
 
-    def _alive(self, said: str, wait: float) -> None:
-        """After a `stop` that found no move, as the course server: `ping`, and an agent that does not answer
-        `pong` within `wait` seconds is gone (there it resigns), not given a random move. What else comes
-        meanwhile is dealt with as ever; a late move for the stopped state is ignored."""
-        self._send("ping", deadline=time.monotonic() + 1.0)
-        until = time.monotonic() + wait
+    def _pong(self, ping: int, until: float) -> bool:
+        """Whether the agent answers the `ping` of id `ping` by `until`. What else comes meanwhile is dealt
+        with as ever; a move or yield is late (its state is over) and ignored."""
         while (command := self._read(until)) is not None:
-            if command.name == "pong":
-                return
+            if command.name == "pong" and command.ref in (ping, None):
+                return True
             if command.name not in ("move", "yield"):
-                self._aside(command, until)
-        raise Fault(
-            Reason.TIMEOUT,
-            f"{said}, and no `pong` to arena's `ping` within {wait:.0f} s (KGP: the course server then "
-            "resigns for it; an agent that answers `pong` is given a random legal move instead)",
-        )
+                self._aside(command, time.monotonic() + 1.0)
+        return False
 
-    def _stop_yielded(self) -> None:
-        """The `stop` for a state the agent yielded, STOP_AFTER_YIELD_S after its `yield`: what a remote
-        server's round trip gives every agent of the course server. The course's Python library kills its
-        search process on `stop`, and a kill while that process still writes its last lines (a `stop` in the
-        same millisecond as the `yield`, over a loopback) leaves the library unable to send again."""
-        if self._yielded is None:
+    def _stop(self, state: int, until: float) -> None:
+        """The end of a state the agent answered (by `yield`, or its time), as go-kgp ends one at its
+        timeout: `ping`, and the `stop` once the agent answered `pong` (go-kgp sends a yielded state's
+        `stop` at once). The course's Python library kills a state's search process on `stop`, and one
+        killed while it still holds the lock of the library's send queue (its lines written, on a busy
+        machine not yet let go) leaves the library mute for good, not even a `pong`; its `pong` goes
+        through that queue, after the search let go. The `pong` is waited for on the agent's own clock:
+        up to the state's deadline (PONG_GRACE_S past it after a timeout, as every agent gets), then
+        before its next `state`, when its stop is sent anyway. An agent that has left a `ping` unanswered
+        by then gets its `stop`s at once, until it answers that `ping` after all."""
+        if not self._pongs:
+            self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
             return
-        state, at = self._yielded
-        self._yielded = None
-        time.sleep(max(0.0, at + STOP_AFTER_YIELD_S - time.monotonic()))
+        self._unstopped = (state, self._send("ping", deadline=time.monotonic() + 1.0))
+        self._stop_unstopped(max(0.0, until - time.monotonic()), last=False)
+
+    def _stop_unstopped(self, wait: float, last: bool = True) -> None:
+        """The `stop` of a state left waiting for its `pong`, once it comes within `wait` seconds; if it has
+        not come by then and this is the `last` wait, the `stop` anyway."""
+        if self._unstopped is None:
+            return
+        state, ping = self._unstopped
+        if not self._pong(ping, time.monotonic() + wait):
+            if not last:
+                return
+            self._pongs, self._missed = False, ping
+        self._unstopped = None
         self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
-        """The `stop` of a yielded state, between moves (no one's clock); the agent sees the board in its
-        next `state`."""
-        self._stop_yielded()
+        """Nothing: the agent sees the board in its next `state`."""
 
     def end(self, result: str, mine: int, theirs: int, reason: str) -> None:
-        """Nothing but a yielded state's `stop`: freeplay has no game end; the next game's `state`s follow."""
+        """Nothing but a `stop` still owed: freeplay has no game end; the next game's `state`s follow."""
         with contextlib.suppress(Fault):
-            self._stop_yielded()
+            self._stop_unstopped(PONG_S)
 
     def quit(self, grace: float) -> None:
         with contextlib.suppress(Fault):
-            self._stop_yielded()
+            self._stop_unstopped(grace)
         self.proc.quit("goodbye\r", grace)
 
 
