@@ -76,9 +76,8 @@ class Kgp:
         self.authors = ""  # its `set info:authors`
         self.stated = ""  # its `set info:version`
         self.comment = ""  # its last `set info:comment`
-        self._unstopped: tuple[int, int] | None = (
-            None  # a state whose `stop` waits for a `pong`: (state, ping)
-        )
+        # a state whose `stop` waits for a `pong`: (state, ping)
+        self._unstopped: tuple[int, int] | None = None
         self._pongs = True  # it answered its last `ping` in time (else its `stop`s come without one)
         self._missed = 0  # the `ping` it did not answer in time: a `pong` to it, late, and it is asked again
 
