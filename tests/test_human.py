@@ -188,6 +188,17 @@ def test_a_bot_that_crashes_loses_to_the_person_who_is_told_why(tmp_path):
     assert lines[-1] == "broken 0 - 1 human after 1 game (kalah)"
 
 
+def test_a_game_a_bot_ended_before_it_reached_the_person_tells_them_the_outcome():
+    """A bot whose crash shows while the referee starts its game (as on a loaded machine) ends the game
+    before the person's seat is told of it: the person reads the outcome, with no board to show."""
+    from arena.match.record import Reason
+    from arena.student.human import Human
+
+    shown = io.StringIO()
+    Human("broken", input=io.StringIO(""), output=shown).end_game("win", 0, 0, Reason.CRASH)
+    assert shown.getvalue() == "you win 0-0 (broken forfeits: crash)\n"
+
+
 def test_ctrl_c_while_the_person_thinks_prints_the_score_so_far():
     argv = [
         sys.executable,

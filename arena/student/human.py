@@ -112,7 +112,9 @@ class Human:
             outcome += " (early finish: a store holds more than half the seeds)"
         elif reason.forfeit:
             outcome += f" ({self.against} forfeits: {reason})"
-        self._say(self._board() + "\n" + outcome)
+        # a bot seen to crash as its game began ended it before the person's seat was told of the game:
+        # no board to show then, only the outcome
+        self._say(outcome if self.pos is None else self._board() + "\n" + outcome)
 
     def check_limits(self) -> None:
         """A person has no memory limit to break."""
