@@ -5,8 +5,10 @@ virtual draws), here on the results of game pairs: two games from one opening, o
 a prior for the field estimated from the field (`posterior`: empirical Bayes), a mixture of normals with
 one group per group of bots the strengths show (working bots and broken ones are two), whose scale is
 integrated over rather than plugged in (`integrate`).
-Their uncertainty is the Laplace approximation of the posterior: normal around its mode, with the inverse
-of the curvature as covariance (as BayesElo's), the likelihood's part scaled by the pairs' dispersion: the
+Their uncertainty is the Laplace approximation of the posterior: normal, with the inverse of the curvature
+at its mode as covariance (as BayesElo's), centred on its mean (the mode moved by the posterior's skew,
+`skew`: a bot that wins or loses nearly everything has a lopsided likelihood), the likelihood's part scaled
+by the pairs' dispersion: the
 observed variance of pair scores over what independent games would give. Deterministic bots make the two
 games of a pair move together (an opening that favours south gives each bot one win), and a draw varies
 less than a coin, so pairs tell more than twice a game; the dispersion measures by how much instead of
