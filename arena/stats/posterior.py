@@ -5,10 +5,8 @@ virtual draws), here on the results of game pairs: two games from one opening, o
 a prior for the field estimated from the field (`posterior`: empirical Bayes), a mixture of normals with
 one group per group of bots the strengths show (working bots and broken ones are two), whose scale is
 integrated over rather than plugged in (`integrate`).
-Their uncertainty is the Laplace approximation of the posterior: normal, with the inverse of the curvature
-at its mode as covariance (as BayesElo's), centred on its mean (the mode moved by the posterior's skew,
-`skew`: a bot that wins or loses nearly everything has a lopsided likelihood), the likelihood's part scaled
-by the pairs' dispersion: the
+Their uncertainty is the Laplace approximation of the posterior: normal around its mode, with the inverse
+of the curvature as covariance (as BayesElo's), the likelihood's part scaled by the pairs' dispersion: the
 observed variance of pair scores over what independent games would give. Deterministic bots make the two
 games of a pair move together (an opening that favours south gives each bot one win), and a draw varies
 less than a coin, so pairs tell more than twice a game; the dispersion measures by how much instead of
@@ -225,7 +223,7 @@ class Posterior:
     elo: np.ndarray  # (n,)
     cov: np.ndarray  # (n, n), Elo²: the strengths are centred, so a bot's variance is about its place
     dispersion: float  # observed variance of pair scores over that of independent games
-    theta: np.ndarray  # the posterior mean in natural units (`elo` is it in Elo); the next fit starts there
+    theta: np.ndarray  # the posterior mode in natural units (`elo` is it in Elo); the next fit starts there
     spread: float = math.nan  # the prior's SD of the strengths, in Elo, as estimated from the field
 
     @property
@@ -470,7 +468,6 @@ def posterior(
     r = mix.belongs(theta, var)
     virtual = prior_games(n, virtual_draws, r @ r.T)
     theta, cov_nats, spread = integrate(mix, r, theta, score + 0.5 * virtual, games + virtual, phi)
-    theta = theta + skew(theta, cov_nats, games + virtual, phi)
     cov = ELO_PER_NAT**2 * cov_nats
     return Posterior(ELO_CENTRE + ELO_PER_NAT * theta, (cov + cov.T) / 2.0, phi, theta, ELO_PER_NAT * spread)
 
@@ -553,25 +550,6 @@ def _scale_grid(coarse: np.ndarray, heaviest: int) -> np.ndarray:
     lo, hi = max(heaviest - 1, 0), min(heaviest + 1, len(coarse) - 1)
     steps = [np.linspace(coarse[k], coarse[k + 1], REFINE + 1)[1:-1] for k in range(lo, hi)]
     return np.concatenate(steps)
-
-
-def skew(theta: np.ndarray, cov: np.ndarray, games: np.ndarray, phi: float) -> np.ndarray:
-    """The posterior mean less its mode (natural units), to second order: C Σ t Var(d) u / 2 over each two
-    bots' difference d = u·theta (Tierney and Kadane's expansion of the Laplace approximation; C the
-    covariance, t the quasi-likelihood's third derivative in d, -games p (1 - p) (1 - 2p) / phi).
-
-    Why: a bot at an end of the field wins (or loses) nearly every game it plays, and an adaptive run gives
-    it few, mostly the placement's lopsided ones: its likelihood is flat on the far side, so its posterior
-    is skewed outwards and its mode, where the Laplace approximation centres it, lies inside its mean. At the
-    stops of 42 runs of 30 normal bots the strongest fifth's estimates came out 0.21 SD too low and the
-    weakest fifth's 0.40 too high, where a round robin of as many games (whose ends play everyone) was
-    unbiased (docs/statistics.md, "How well the intervals cover"). Second order only: for a bot that wins
-    nearly every game (900 Elo above a field of SD 150) it overshoots."""
-    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # P(i beats j)
-    third = -games * p * (1.0 - p) * (1.0 - 2.0 * p) / phi  # antisymmetric: d's sign flips with the pair
-    var = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2.0 * cov  # Var(theta_i - theta_j)
-    shift = 0.5 * cov @ (third * var).sum(axis=1)
-    return np.asarray(shift - shift.mean())
 
 
 def dispersion(pairs: Pairs, p: np.ndarray, unit: np.ndarray | None = None) -> float:
