@@ -56,6 +56,7 @@ GROUP_TOLERANCE = 1e-4  # gain of log-likelihood that ends it: far below what a 
 # 0 and as weak as the centres' (CENTRES). Flat in the SD instead (a half-Cauchy, Gelman 2006) weighed
 # spreads near none more, and with 5 bots the 95% interval of a difference covered 90% (tests/test_posterior).
 SCALES = np.exp(np.linspace(-3.0, 1.5, 13))
+REFINE = 3  # steps each of the heaviest point's two steps is refined into (see `integrate`)
 SCALE_PRIOR = 1000.0 / ELO_PER_NAT
 
 
@@ -489,31 +490,66 @@ def integrate(
     marginal likelihood is blind to how the games were chosen (the choice depends only on results already
     seen), so weighing each scale by it finds the cluster's spread (mostly 20-45 Elo) and widens each
     interval by what the spread is not known to: on the results of those stops the intervals covered 94%
-    of the bots where the plug-in covered 87%, with the true SD known 95%."""
-    n, k = len(theta), len(SCALES)
+    of the bots where the plug-in covered 87%, with the true SD known 95%.
+
+    The integral is a sum over scales, and SCALES alone are too far apart for it where the games pin the
+    spread down: at 30 bots its log has an SD of about 0.13 (1 / sqrt(2 (n - 1))), the grid's step is
+    0.375, and one point took nearly all the weight, a plug-in again. So the grid is refined around its
+    heaviest point (`REFINE` steps in each step either side, `_scale_grid`) and each point weighed by the
+    span it stands for (the trapezoid rule in log SD)."""
+    n = len(theta)
     pin = np.full((n, n), 1.0 / n)
     centring = np.eye(n) - pin
-    precision = np.stack([Mixture(mix.weight, mix.mean, mix.var * f**2).precision(r) for f in SCALES])
-    start = np.broadcast_to(theta, (k, n)).copy()
-    thetas = _newton(start, np.broadcast_to(score, (k, n, n)), games, ridge=phi * precision)
-    p = 1.0 / (1.0 + np.exp(thetas[:, None, :] - thetas[:, :, None]))  # (k, n, n): P(i beats j)
-    info = games * p * (1.0 - p)
-    prior = centring @ precision @ centring
-    curve = (np.eye(n) * info.sum(axis=2)[:, :, None] - info) / phi + prior
-    # the log marginal likelihood on the centred strengths (n - 1 of them), by Laplace: the 2π terms cancel
-    log_prior = 0.5 * np.linalg.slogdet(prior + pin)[1] - 0.5 * (
-        (prior @ thetas[..., None])[..., 0] * thetas
-    ).sum(1)
-    evidence = _log_likelihood(thetas, score) / phi + log_prior - 0.5 * np.linalg.slogdet(curve + pin)[1]
-    sd = math.sqrt(float(mix.weight @ mix.var)) * SCALES
-    log_w = evidence + 2.0 * (np.log(sd) - np.log1p((sd / SCALE_PRIOR) ** 2))  # per log SD (see SCALES)
-    w = np.exp(log_w - log_w.max())
+    base = math.sqrt(float(mix.weight @ mix.var))
+
+    def at(factors: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(strengths, log weight per log SD, covariance) of the posterior under each scale factor."""
+        k = len(factors)
+        precision = np.stack([Mixture(mix.weight, mix.mean, mix.var * f**2).precision(r) for f in factors])
+        thetas = _newton(start, np.broadcast_to(score, (k, n, n)), games, ridge=phi * precision)
+        p = 1.0 / (1.0 + np.exp(thetas[:, None, :] - thetas[:, :, None]))  # (k, n, n): P(i beats j)
+        info = games * p * (1.0 - p)
+        prior = centring @ precision @ centring
+        curve = (np.eye(n) * info.sum(axis=2)[:, :, None] - info) / phi + prior
+        # the log marginal likelihood on the centred strengths (n - 1 of them), by Laplace: the 2π terms
+        # cancel
+        log_prior = 0.5 * np.linalg.slogdet(prior + pin)[1] - 0.5 * (
+            (prior @ thetas[..., None])[..., 0] * thetas
+        ).sum(1)
+        evidence = _log_likelihood(thetas, score) / phi + log_prior - 0.5 * np.linalg.slogdet(curve + pin)[1]
+        sd = base * factors
+        log_w = evidence + 2.0 * (np.log(sd) - np.log1p((sd / SCALE_PRIOR) ** 2))  # per log SD (see SCALES)
+        return thetas, log_w, np.linalg.inv(curve + pin) - pin
+
+    thetas, log_w, covs = at(SCALES, np.broadcast_to(theta, (len(SCALES), n)).copy())
+    fine = _scale_grid(np.log(SCALES), int(np.argmax(log_w)))
+    if len(fine):
+        nearest = np.abs(fine[:, None] - np.log(SCALES)[None, :]).argmin(axis=1)
+        more = at(np.exp(fine), thetas[nearest].copy())
+        thetas, log_w, covs = (
+            np.concatenate([a, b]) for a, b in zip((thetas, log_w, covs), more, strict=True)
+        )
+    x = np.log(np.concatenate([SCALES, np.exp(fine)]))
+    order = np.argsort(x)
+    x, thetas, log_w, covs = x[order], thetas[order], log_w[order], covs[order]
+    span = np.gradient(x) if len(x) > 1 else np.ones(1)  # the trapezoid rule's weight of each point
+    w = np.exp(log_w - log_w.max()) * span
     w /= w.sum()
     mean = w @ thetas
     apart = thetas - mean
-    cov = np.einsum("k,kij->ij", w, np.linalg.inv(curve + pin) - pin) + (w[:, None] * apart).T @ apart
-    spreads = [Mixture(mix.weight, mix.mean, mix.var * f**2).spread for f in SCALES]
+    cov = np.einsum("k,kij->ij", w, covs) + (w[:, None] * apart).T @ apart
+    spreads = [Mixture(mix.weight, mix.mean, mix.var * f**2).spread for f in np.exp(x)]
     return mean, cov, float(w @ np.array(spreads))
+
+
+def _scale_grid(coarse: np.ndarray, heaviest: int) -> np.ndarray:
+    """The log scale factors added between the coarse grid's points next to its heaviest (index
+    `heaviest`): `REFINE` - 1 evenly spaced in each of its steps either side."""
+    if REFINE <= 1 or len(coarse) < 2:
+        return np.zeros(0)
+    lo, hi = max(heaviest - 1, 0), min(heaviest + 1, len(coarse) - 1)
+    steps = [np.linspace(coarse[k], coarse[k + 1], REFINE + 1)[1:-1] for k in range(lo, hi)]
+    return np.concatenate(steps)
 
 
 def dispersion(pairs: Pairs, p: np.ndarray, unit: np.ndarray | None = None) -> float:
