@@ -267,7 +267,7 @@ class Kgp:
                 # noted the state (a race of its threads), then yields with none sent: the same position
                 # again, a new `state` on the same clock, is searched afresh (protocol.md: "Where arena
                 # chooses").
-                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                self._send_stop(state)
                 # A pause first: the threads' race, once lost, is often lost again at once (the same
                 # scheduling), and a moment later seldom.
                 time.sleep(max(0.0, min(ASK_PAUSE_S * 2**asked, until - time.monotonic() - ASK_PAUSE_S)))
@@ -281,7 +281,7 @@ class Kgp:
                 answered = self._pong(
                     self._send("ping", deadline=time.monotonic() + 1.0), time.monotonic() + wait
                 )
-                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                self._send_stop(state)
                 if not answered:
                     raise Fault(
                         Reason.TIMEOUT,
@@ -293,7 +293,7 @@ class Kgp:
                 self._stop(state, max(until, time.monotonic()) + (0.0 if yielded else PONG_GRACE_S))
                 return best
             else:  # an illegal move alone, or a yield without a move when it may not be asked again
-                self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+                self._send_stop(state)
             if illegal is not None:
                 return illegal
             said = "yielded without a legal move" if yielded else f"no move within {ms} ms"
@@ -303,6 +303,10 @@ class Kgp:
                 f"{said} (KGP: the last legal `move` before `stop` counts){_late(sent)}",
                 how="yield without a move" if yielded else "no move by stop",
             )
+
+    def _send_stop(self, state: int) -> None:
+        """The `stop` of `state`, written within a second."""
+        self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
 
     def _pong(self, ping: int, until: float) -> bool:
         """Whether the agent answers the `ping` of id `ping` by `until`. What else comes meanwhile is dealt
@@ -325,7 +329,7 @@ class Kgp:
         before its next `state`, when its stop is sent anyway. An agent that has left a `ping` unanswered
         by then gets its `stop`s at once, until it answers that `ping` after all."""
         if not self._pongs:
-            self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+            self._send_stop(state)
             return
         self._unstopped = (state, self._send("ping", deadline=time.monotonic() + 1.0))
         self._stop_unstopped(max(0.0, until - time.monotonic()), last=False)
@@ -341,7 +345,7 @@ class Kgp:
                 return
             self._pongs, self._missed = False, ping
         self._unstopped = None
-        self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
+        self._send_stop(state)
 
     def observe(self, pos: Position, move: Move, mine: bool, side: int) -> None:
         """Nothing: the agent sees the board in its next `state`."""
