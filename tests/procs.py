@@ -17,6 +17,13 @@ def proc_state(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[0]
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system, every thread) a live process has used so far: what a bot spent
+    thinking, whatever else the machine ran meanwhile."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def is_running(pid: int) -> bool:
     """Alive: a zombie (dead, not yet reaped) does not count."""
     return proc_state(pid) not in ("", "Z", "X")
