@@ -76,12 +76,18 @@ for line in sys.stdin:
 """
 
 
+def _hangup_while_nohup(signum: int, frame: object) -> None:
+    """The suite was started under `nohup`: it stays up when its terminal goes, as asked."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Ctrl-C reaches the arena processes the tests start, even where the suite itself was started with
-    SIGINT ignored (a background job of a shell): an ignored signal stays ignored across exec, a handled one
-    is reset to its default there."""
+    """Ctrl-C and a hangup reach the arena processes the tests start, even where the suite itself was started
+    with SIGINT ignored (a background job of a shell) or SIGHUP ignored (`nohup pytest`): an ignored signal
+    stays ignored across exec, a handled one is reset to its default there."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _hangup_while_nohup)
 
 
 # The tests whose outcome can depend on what CI hides in its runs 2 and 3 (bubblewrap, chromium, chromedriver,
