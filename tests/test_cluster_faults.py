@@ -125,7 +125,9 @@ def test_a_failure_that_follows_a_bot_to_a_second_machine_is_the_bots(tmp_path: 
         assert "No space left on device" in r["detail"]
     others = [r for r in stored if "fragile" not in (r["south"], r["north"])]
     assert len(others) == 6 and all(r["reason"] in ("normal", "early") for r in others)
-    assert {r["worker"] for r in others} == {"lab-0", "lab-1"}
+    # which machine plays them is the scheduler's choice (in one CI run lab-1 took all six): that lab-0 stayed
+    # in the lab is `back.dropped` above, and that it was asked, its name in the forfeits' detail
+    assert {r["worker"] for r in others} <= {"lab-0", "lab-1"}
 
 
 # lab-0 forges a win over greedy in each of greedy's games: "greedy timed out before its first move", a record
