@@ -278,9 +278,7 @@ class Kgp:
                 # No move by its time: as go-kgp, `ping`, and `stop` once it answered `pong`; an agent that
                 # does not is gone (there it resigns), else it is given a random legal move.
                 wait = max(PONG_S, ms / 1000)
-                answered = self._pong(
-                    self._send("ping", deadline=time.monotonic() + 1.0), time.monotonic() + wait
-                )
+                answered = self._pong(self._send_ping(), time.monotonic() + wait)
                 self._send_stop(state)
                 if not answered:
                     raise Fault(
@@ -308,6 +306,10 @@ class Kgp:
         """The `stop` of `state`, written within a second."""
         self._send("stop", ref=state, deadline=time.monotonic() + 1.0)
 
+    def _send_ping(self) -> int:
+        """A `ping`, written within a second: its id, which the `pong` refers to."""
+        return self._send("ping", deadline=time.monotonic() + 1.0)
+
     def _pong(self, ping: int, until: float) -> bool:
         """Whether the agent answers the `ping` of id `ping` by `until`. What else comes meanwhile is dealt
         with as ever; a move or yield is late (its state is over) and ignored."""
@@ -331,7 +333,7 @@ class Kgp:
         if not self._pongs:
             self._send_stop(state)
             return
-        self._unstopped = (state, self._send("ping", deadline=time.monotonic() + 1.0))
+        self._unstopped = (state, self._send_ping())
         self._stop_unstopped(max(0.0, until - time.monotonic()), last=False)
 
     def _stop_unstopped(self, wait: float, last: bool = True) -> None:
