@@ -30,7 +30,11 @@ The fields (`FIELDS`), each scaled to n bots by its shares:
   normal prior expects none; 6% draws;
 - dominant (not tuned to): one bot 900 Elo above a field of SD 150 (a teacher's reference, or a student
   far ahead), which wins nearly every game; 10% draws.
-Broken bots are left out of the coverage: no finite Elo is true of them.
+Broken bots are left out of the coverage: no finite Elo is true of them. So are bots that scored no point
+or lost none in the run (counted in the last column, `one-sided`): their results bound their Elo on one side
+only, as a broken bot's do (the tails field draws one now and then 1,500-3,000 Elo below the rest, and no
+interval of a bot that lost all of 140 games says how far below), and the others are measured against the
+mean of the rest, as with the broken bots.
 """
 
 from __future__ import annotations
@@ -123,6 +127,7 @@ class Row:
     z_top: float  # mean z of the strongest tenth (at least 2) of the working bots
     z_bottom: float  # and of the weakest tenth
     relative: int  # bots inside the 95% interval of their Elo less the working bots' mean (its own SD)
+    one_sided: int  # bots not broken left out: they scored no point, or lost none
 
 
 def one(task: tuple[str, int, int]) -> Row:
@@ -130,7 +135,9 @@ def one(task: tuple[str, int, int]) -> Row:
     elo, broken = field(kind, n, np.random.default_rng(seed))
     rule = Rule()
     run = adaptive(elo, rule, seed, DRAWS[kind], cap=n * (n - 1) * 100)
-    keep = ~broken
+    points, games = run.pairs.points()
+    one_sided = ~broken & ((points.sum(axis=1) <= 0.0) | (points.sum(axis=1) >= games.sum(axis=1)))
+    keep = ~broken & ~one_sided
     truth = elo[keep] - elo[keep].mean()
     shown = run.post.elo[keep] - run.post.elo[keep].mean()
     inside = int((np.abs(shown - truth) <= run.post.pm()[keep]).sum())
@@ -151,6 +158,7 @@ def one(task: tuple[str, int, int]) -> Row:
         float(z[ranked[:tenth]].mean()),
         float(z[ranked[-tenth:]].mean()),
         int((np.abs(z) <= 1.959964).sum()),
+        int(one_sided.sum()),
     )
 
 
@@ -179,7 +187,7 @@ def main() -> None:
     print(
         f"{'bots':>4} {'field':7} {'runs':>4} {'coverage (95% CI)':>22} {'relative (95% CI)':>22} "
         f"{'z strong':>8} {'z weak':>7} "
-        f"{'reversed/settled (Wilson 95%)':>29} {'RR-100 share':>12} {'s/run':>6}"
+        f"{'reversed/settled (Wilson 95%)':>29} {'RR-100 share':>12} {'s/run':>6} {'one-sided':>9}"
     )
     with Pool(args.jobs) as pool:
         for n in args.bots:
@@ -200,7 +208,7 @@ def main() -> None:
                     f"{n:>4} {kind:7} {len(rows):>4} {ci:>22} {rci:>22} "
                     f"{np.mean([r.z_top for r in rows]):>+8.2f} "
                     f"{np.mean([r.z_bottom for r in rows]):>+7.2f} {rev:>29} {share:>12.1%} "
-                    f"{took:>6.1f}",
+                    f"{took:>6.1f} {sum(r.one_sided for r in rows):>9}",
                     flush=True,
                 )
 
