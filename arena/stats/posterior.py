@@ -64,9 +64,11 @@ SCALE_PRIOR = 1000.0 / ELO_PER_NAT
 # coarsened posterior has it): the model of the scale is wrong in two ways measured at the stops of adaptive
 # runs (benchmarks/interval_coverage.py): the stop comes where gaps look wide, so the results at it look more
 # spread than the field is (a tight cluster's spread put at 1.2 times its truth), and a class is not always
-# bell curves (heavy tails). Counted whole, the intervals covered 94.4% of a tight cluster's bots at 20 bots
-# (180 runs; the true spread given: 96%) and 94.1% of a heavy-tailed field's; at a half 95.5% and 94.9%, the
-# normal field 95.7% -> 96.3%. The scale's posterior then spans the spreads the schedule could have left.
+# bell curves (heavy tails). On the results at the stops of 180 runs of 20 bots each, counted whole the
+# intervals covered 94.4% of a tight cluster's bots (the true spread given: 96%) and 94.1% of a heavy-tailed
+# field's; at a half 95.5% and 94.9%, the normal field (60 runs) 95.7% -> 96.3% (docs/statistics.md). A
+# half is a choice the figures support, not a derivation: the scale's posterior then spans the spreads the
+# schedule could have left.
 EVIDENCE_POWER = 0.5
 
 
@@ -382,8 +384,8 @@ def groups(theta: np.ndarray, noise: np.ndarray) -> Mixture:
     split: a normal and a tight field covered as before, 96% at 20 bots), while a group too few pulls a bot
     or a bunch far from the rest into the bell curve. BIC kept two groups 700 Elo apart as one in some runs
     (benchmarks/schedule_efficiency.py --fields: 89% coverage against 96%); AIC kept one bot 900 Elo above
-    a field of SD 150 in it in a third of 60 runs of 20 bots, and its interval covered it in 87% of them
-    (the field's 93.7%); at 1, 95.1% (benchmarks/interval_coverage.py, refits of those stops)."""
+    a field of SD 150 in it in a third of 60 runs of 20 bots, and its interval covered it in 52 of the 60
+    (the field's bots 93.7%); at 1, 95.1% (benchmarks/interval_coverage.py, refits of those stops)."""
     n = len(theta)
     best, best_score = Mixture(np.ones(1), np.zeros(1), np.ones(1)), -math.inf
     for k in range(1, min(GROUPS, max(1, n // GROUP_BOTS)) + 1):
