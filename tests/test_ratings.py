@@ -323,6 +323,34 @@ def test_bradley_terry_orders_and_stays_finite_for_a_perfect_record(tour):
     assert list(board["close_above"]) == [False, False, True]
 
 
+def test_a_bot_that_won_or_lost_every_game_shows_only_the_bound_its_games_give(tour, django_class):
+    """Its games bound its strength on one side only; the other side of a ± would be only where the field's
+    prior puts it (a bot that lost all of 140 games in a simulation was 2,936 Elo below the rest, far outside
+    its ±: docs/statistics.md). The terminal, the page's tables and a student's own page show that bound."""
+    from arena.server.views import mine
+
+    for _ in range(5):  # alice wins every game, carol loses every game, bob in between
+        for south, north, winner in ((A, B, A), (B, A, A), (A, C, A), (C, A, A), (B, C, B), (C, B, B)):
+            tour.play(south, north, winner)
+    board = ratings.leaderboard(tour.store)
+    bt = by_name(board)
+    top, low, mid = (bt.loc[name] for name in ("alice", "carol", "bob"))
+    assert ratings.one_sided(top.score_pct) == "above" and ratings.one_sided(low.score_pct) == "below"
+    assert ratings.one_sided(mid.score_pct) == "" and ratings.one_sided(math.nan) == ""
+    lines = {line.split()[1]: line for line in terminal.format_table(board).splitlines()[1:4]}
+    assert f"≥ {top.bt_elo - top.bt_pm:.0f}" in lines["alice"] and "±" not in lines["alice"]
+    assert f"≤ {low.bt_elo + low.bt_pm:.0f}" in lines["carol"] and "±" not in lines["carol"]
+    assert f"{mid.bt_elo:.0f} ± {mid.bt_pm:.0f}" in lines["bob"]
+    row = {"elo": low.bt_elo, "elo_lo": low.bt_elo - low.bt_pm, "elo_hi": low.bt_elo + low.bt_pm}
+    elo, words = mine.elo_words({**row, "score_pct": 0.0})
+    assert elo == f"≤ {round(row['elo_hi'])}" and "lost every game" in words
+    assert mine.elo_words({**row, "score_pct": 40.0}) == (
+        str(round(row["elo"])),
+        f"95% between {round(row['elo_lo'])} and {round(row['elo_hi'])}",
+    )
+    assert mine.elo_words({**row, "score_pct": ""})[1].startswith("95% between")  # no place in the final
+
+
 def test_close_marks_follow_interval_overlap(tour):
     for _ in range(40):
         tour.play(A, B, A)

@@ -110,9 +110,13 @@ def test_the_rating_chart_draws_the_elo_that_orders_the_table_with_its_interval(
     parser.feed(html)
     board = ratings.leaderboard(store)
     assert [e["data-bot"] for e in parser.elo] == list(board["bot"])
-    for e, elo, pm in zip(parser.elo, board["bt_elo"], board["bt_pm"], strict=True):
+    rows = zip(parser.elo, board["bt_elo"], board["bt_pm"], board["score_pct"], strict=True)
+    for e, elo, pm, score in rows:
         assert (float(e["data-elo"] or 0), float(e["data-pm"] or 0)) == pytest.approx((elo, pm), abs=1e-3)
-        assert f"Elo {elo:.0f} ± {pm:.0f}</title>" in html  # what a pointer over the row says
+        # what a pointer over the row says: the table's Elo (a bot that won every game, as alpha did: the
+        # bound its games give, "≥ 1580"; delta lost every game: "≤ 1420")
+        assert f"Elo {ratings.elo_text(elo, pm, score)}</title>" in html
+    assert "Elo ≥ " in html and "Elo ≤ " in html
     top, bottom = (
         (float(e["data-elo"] or 0), float(e["data-pm"] or 0)) for e in parser.elo[:: len(BOTS) - 1]
     )
@@ -123,7 +127,7 @@ def test_the_rating_chart_draws_the_elo_that_orders_the_table_with_its_interval(
     assert ratings_part.index("elo-chart") < ratings_part.index("TrueSkill over the games")
     assert "which decides the order" in ratings_part and "it does not decide the order" in ratings_part
     alpha = board[board["bot"] == "alpha"].iloc[0]
-    assert f"Elo {alpha.bt_elo:.0f} ± {alpha.bt_pm:.0f} (decides the place) · TrueSkill" in html
+    assert f"Elo ≥ {alpha.bt_elo - alpha.bt_pm:.0f} (decides the place) · TrueSkill" in html
 
 
 def test_fault_list_keeps_the_latest_and_collapses_long_tails(tmp_path):
@@ -259,14 +263,16 @@ def test_a_browser_shows_the_leaderboard_in_order(store, tmp_path):
     assert "1" in delta[10] and "crash" in delta[10]  # the forfeits column
     # the first number is the one that decides the order, the Elo with its interval; TrueSkill beside it
     assert [row[2] for row in parser.rows] == [
-        f"{e:.0f} ± {pm:.0f}" for e, pm in zip(board["bt_elo"], board["bt_pm"], strict=True)
+        ratings.elo_text(e, pm, score)
+        for e, pm, score in zip(board["bt_elo"], board["bt_pm"], board["score_pct"], strict=True)
     ]
     assert [row[3] for row in parser.rows] == [f"{c:.1f}" for c in board["conservative"]]
     # the rating chart draws that Elo and its interval, in the table's order
     assert [e["data-bot"] for e in parser.elo] == shown
-    assert [f"{float(e['data-elo'] or 0):.0f} ± {float(e['data-pm'] or 0):.0f}" for e in parser.elo] == [
-        row[2] for row in parser.rows
-    ]
+    assert [
+        ratings.elo_text(float(e["data-elo"] or 0), float(e["data-pm"] or 0), score)
+        for e, score in zip(parser.elo, board["score_pct"], strict=True)
+    ] == [row[2] for row in parser.rows]
     assert "<script>alert(1)</script>" in dom.replace("&lt;", "<").replace("&gt;", ">")  # shown as text
     assert "<script>alert" not in dom  # never a live element
 

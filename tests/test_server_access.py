@@ -380,8 +380,8 @@ def test_the_checklist_states_the_memory_cap_and_elo_is_whole(world: World) -> N
     checklist = world.clients["alice"].get(f"/versions/{world.versions['alice']}").content.decode()
     assert f"Memory: a bot may use at most {Settings().memory_mb} MB here" in checklist
     ladder = world.clients["alice"].get("/ladder").content.decode()
-    assert re.search(r'<td class="elo">-?\d+ ± \d+<', ladder), "Elo in whole points"
-    assert not re.search(r"\d\.\d+ ±", ladder)
+    assert re.search(r'<td class="elo">(-?\d+ ± \d+|[≤≥] -?\d+)<', ladder), "Elo in whole points"
+    assert not re.search(r"\d\.\d+ ±|[≤≥] -?\d+\.\d", ladder)
 
 
 def test_every_time_is_one_that_reads_in_the_readers_zone(world: World) -> None:

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from arena.match.record import told
 from arena.report import charts, mistakes
 from arena.report.games import BINS, LIMIT_BIN, Think, bin_edge
-from arena.stats.ratings import History, Standings
+from arena.stats.ratings import History, Standings, elo_text
 from arena.store import queries
 from arena.store.writer import Store
 from arena.tournament.settings import Settings
@@ -233,7 +233,7 @@ def bot_pages(
             BotPage(
                 name=str(r.bot),
                 place=str(r.place),
-                elo="–" if math.isnan(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+                elo=elo_text(r.bt_elo, r.bt_pm, r.score_pct),
                 rating=f"{r.mu:.1f} ± {r.sigma:.1f}",
                 score=f"{r.score_pct:.1f}%" if r.games else "–",
                 wdl=f"{r.wins}-{r.draws}-{r.losses}",

@@ -109,12 +109,16 @@ def rating_chart(xs: Sequence[int], series: Sequence[Series], label: str) -> Mar
 
 @dataclass(frozen=True, slots=True)
 class Interval:
-    """One bot's Elo and the half-width of its 95% interval, as the leaderboard shows them."""
+    """One bot's Elo and the half-width of its 95% interval, as the leaderboard shows them: `text` as its
+    table has it ('1620 ± 85', or '≤ 1180' where its games bound it on one side only, `side` 'below' or
+    'above': the line then runs from that bound to the chart's edge)."""
 
     name: str
     style: Style
     elo: float
     pm: float
+    text: str
+    side: str = ""
 
 
 ROW = 20  # px per bot on the Elo chart
@@ -157,12 +161,13 @@ def elo_chart(rows: Sequence[Interval], label: str) -> Markup:
     for r in rows:
         c, y = r.style.colour, ROW / 2
         parts.append(
-            f'<div class="elo-row" title="{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}">'
+            f'<div class="elo-row" title="{escape(r.name)}: Elo {escape(r.text)}">'
             f'<span class="elo-name">{escape(_short(r.name))}</span>'
             f'<svg class="elo-track" height="{ROW}">{grid}'
             f'<g class="elo" data-bot="{escape(r.name)}" data-elo="{r.elo:.3f}" data-pm="{r.pm:.3f}">'
-            f"<title>{escape(r.name)}: Elo {r.elo:.0f} ± {r.pm:.0f}</title>"
-            f'<line x1="{pc(r.elo - r.pm)}" x2="{pc(r.elo + r.pm)}" y1="{y}" y2="{y}" stroke="{c}" '
+            f"<title>{escape(r.name)}: Elo {escape(r.text)}</title>"
+            f'<line x1="{"0%" if r.side == "below" else pc(r.elo - r.pm)}" '
+            f'x2="{"100%" if r.side == "above" else pc(r.elo + r.pm)}" y1="{y}" y2="{y}" stroke="{c}" '
             'stroke-width="3"/>'
             f'<circle cx="{pc(r.elo)}" cy="{y}" r="5" fill="{c}" stroke="#fff"/></g></svg></div>'
         )

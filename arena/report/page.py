@@ -236,7 +236,7 @@ def leaderboard_rows(
             if "," in str(r.forfeit_reasons)
             else str(r.forfeit_reasons).split(" ")[-1],
             ms_per_move=_num(r.ms_per_move, ".1f"),
-            elo="–" if pd.isna(r.bt_elo) else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+            elo=ratings.elo_text(r.bt_elo, r.bt_pm, r.score_pct),
             colour=styles[int(r.id)].colour,
             odds=tuple((k + 1, round(100 * p)) for k, p in enumerate(r.rank_odds)),
             form=(recent or {}).get(int(r.id), ()),
@@ -484,7 +484,14 @@ def render(
         distinct_games=int(board["distinct"].sum()) // 2,
         elo_chart=charts.elo_chart(
             [
-                charts.Interval(str(r.bot), styles[int(r.id)], float(r.bt_elo), float(r.bt_pm))
+                charts.Interval(
+                    str(r.bot),
+                    styles[int(r.id)],
+                    float(r.bt_elo),
+                    float(r.bt_pm),
+                    ratings.elo_text(r.bt_elo, r.bt_pm, r.score_pct),
+                    ratings.one_sided(r.score_pct),
+                )
                 for r in board[board["unranked"] == ""].itertuples(index=False)
             ],
             "Elo with its 95% interval of every bot, in the leaderboard's order",

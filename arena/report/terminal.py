@@ -16,6 +16,7 @@ from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.printable import printable
 from arena.match.record import GameRecord, Reason
 from arena.report.replay import Ply, Replay, marks, replay
+from arena.stats.ratings import elo_text
 from arena.store import queries
 from arena.store.writer import Store
 
@@ -312,7 +313,7 @@ def format_table(board: pd.DataFrame) -> str:
             [
                 str(r.place),
                 r.bot,
-                "-" if r.bt_elo != r.bt_elo else f"{r.bt_elo:.0f} ± {r.bt_pm:.0f}",
+                elo_text(r.bt_elo, r.bt_pm, r.score_pct, none="-"),
                 f"{r.conservative:.1f}",
                 f"{r.mu:.1f}",
                 f"{r.sigma:.2f}",

@@ -313,6 +313,27 @@ ORDER_RULE = (
 )
 
 
+def one_sided(score_pct: float | None) -> str:
+    """'below' for a bot that scored nothing in the games it is rated on, 'above' for one that lost nothing,
+    else '': its games bound its strength on that side only, and the other side of its interval is where
+    the field's prior puts it (docs/statistics.md: a bot that lost every game may be further below)."""
+    if score_pct is None or math.isnan(score_pct):
+        return ""
+    return "below" if score_pct <= 0.0 else "above" if score_pct >= 100.0 else ""
+
+
+def elo_text(elo: float, pm: float, score_pct: float, none: str = "–") -> str:
+    """A bot's Elo as a table shows it, '1620 ± 85'; of a bot whose games bound it on one side only (see
+    `one_sided`), that bound: '≤ 1180' for one that lost every game, '≥ 2100' for one that won every game.
+    `none` where there is no Elo (no games)."""
+    if math.isnan(elo):
+        return none
+    side = one_sided(score_pct)
+    if side:
+        return f"≤ {elo + pm:.0f}" if side == "below" else f"≥ {elo - pm:.0f}"
+    return f"{elo:.0f} ± {pm:.0f}"
+
+
 def place_text(first: int, last: int) -> str:
     """'3' or '3-5'."""
     return str(first) if first == last else f"{first}-{last}"

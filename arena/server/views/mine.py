@@ -19,6 +19,7 @@ from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.people.access import sees_final
 from arena.server.standings import field, final, gradebook, ladder
+from arena.stats.ratings import one_sided
 
 ODDS_SHOWN = 3  # the likeliest places listed
 PRACTICE_SHOWN = 30  # of a student's KGP practice games, the latest
@@ -30,9 +31,8 @@ class Standing:
     """A bot's row of the ladder as its author reads it."""
 
     place: str
-    elo: str
-    elo_lo: str
-    elo_hi: str
+    elo: str  # '1620', or the bound where its games bound it on one side only ('≤ 1180')
+    interval: str  # '95% between 1540 and 1700', or why only a bound is shown
     odds: tuple[tuple[int, int], ...]  # (place, percent), likeliest first
     games: int
     record: str  # W-D-L
@@ -62,13 +62,26 @@ def _whole(value: Any) -> str:
     return "" if value is None or value == "" else str(round(float(value)))
 
 
+def elo_words(row: dict[str, Any]) -> tuple[str, str]:
+    """(the Elo as shown, what its interval says) of a row of the standings or the gradebook: where the
+    bot's games bound it on one side only, that bound, as the ladder's table shows it."""
+    lo, hi = _whole(row.get("elo_lo")), _whole(row.get("elo_hi"))
+    score = row.get("score_pct")
+    side = one_sided(None if score in (None, "") else float(score))
+    if side == "below":
+        return f"≤ {hi}", "95% sure; it lost every game, so its games bound it from above only"
+    if side == "above":
+        return f"≥ {lo}", "95% sure; it won every game, so its games bound it from below only"
+    return _whole(row.get("elo")), f"95% between {lo} and {hi}"
+
+
 def standing(row: dict[str, Any], of: int = 0) -> Standing:
     odds = sorted(enumerate(row.get("rank_odds") or [], start=1), key=lambda p: -p[1])[:ODDS_SHOWN]
+    elo, interval = elo_words(row)
     return Standing(
         place=str(row.get("place", "")),
-        elo=_whole(row.get("elo")),
-        elo_lo=_whole(row.get("elo_lo")),
-        elo_hi=_whole(row.get("elo_hi")),
+        elo=elo,
+        interval=interval,
         odds=tuple((place, round(100 * p)) for place, p in odds if p > 0),
         games=int(row.get("games", 0)),
         record=f"{row.get('wins', 0)}-{row.get('draws', 0)}-{row.get('losses', 0)}",
@@ -127,8 +140,8 @@ def deadline(where: ClassDir, classroom: Classroom, member: Member) -> Deadline:
     row = next((r for r in gradebook.rows(classroom, results) if r["bot"] == member.slug), None)
     if row is not None:
         played = ladder.players(where.final / "references").get(member.slug, {}).get("games", [])
-        row = {**row, "elo": _whole(row["elo"]), "elo_lo": _whole(row["elo_lo"]),
-               "elo_hi": _whole(row["elo_hi"]),
+        elo, interval = elo_words(row)
+        row = {**row, "elo": elo, "interval": interval,
                "vs": [(r, row[f"vs_{r}"]) for r in REFERENCES if row[f"vs_{r}"]],
                "reference_games": [as_theirs(g, member.slug) for g in played]}  # fmt: skip
     return Deadline("released", number, classroom.final_at(), row)
