@@ -16,7 +16,6 @@ from arena.game.rules import SIDE_NAMES, SOUTH, SWAP, Move, Position, Rules
 from arena.match.printable import printable
 from arena.match.record import GameRecord, Reason
 from arena.report.replay import Ply, Replay, marks, replay
-from arena.stats.ratings import elo_text
 from arena.store import queries
 from arena.store.writer import Store
 
@@ -296,7 +295,8 @@ def _forfeits(count: int, reasons: str) -> str:
 
 def format_table(board: pd.DataFrame) -> str:
     """The leaderboard for a terminal: compact columns, shared places as '3-5', the order's rule below."""
-    from arena.stats.ratings import ORDER_RULE  # pandas: not for `arena play --show`, which draws boards
+    # pandas: not for `arena play --show`, which draws boards
+    from arena.stats.ratings import ORDER_RULE, elo_text
 
     if board.empty:
         return "no bots in the current field yet"
