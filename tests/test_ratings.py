@@ -9,13 +9,14 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import trueskill
 
 from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
-from arena.report import terminal
+from arena.report import page, terminal
 from arena.stats import posterior, ratings, settle
 from arena.stats.ratings import Model, Skill
 from arena.store import queries
@@ -341,6 +342,20 @@ def test_a_bot_that_won_or_lost_every_game_shows_only_the_bound_its_games_give(t
     assert f"≥ {top.bt_elo - top.bt_pm:.0f}" in lines["alice"] and "±" not in lines["alice"]
     assert f"≤ {low.bt_elo + low.bt_pm:.0f}" in lines["carol"] and "±" not in lines["carol"]
     assert f"{mid.bt_elo:.0f} ± {mid.bt_pm:.0f}" in lines["bob"]
+    # the leaderboard's small bar (left %, width %, Elo %) runs to the edge on the side the games leave open,
+    # even where another bot's interval reaches further (a wide one of few games)
+    few = pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "bt_elo": [1700.0, 1300.0, 1450.0],
+            "bt_pm": [100.0, 100.0, 400.0],
+            "score_pct": [100.0, 0.0, 50.0],
+        }  # fmt: skip
+    )
+    bars = {k: pytest.approx(v, abs=0.06) for k, v in page._intervals(few).items()}  # 1050..1850 Elo
+    assert bars[1] == (68.75, 31.25, 81.25)  # 1600 to the right edge
+    assert bars[2] == (0.0, 43.75, 31.25)  # the left edge to 1400
+    assert bars[3] == (0.0, 100.0, 50.0)
     row = {"elo": low.bt_elo, "elo_lo": low.bt_elo - low.bt_pm, "elo_hi": low.bt_elo + low.bt_pm}
     elo, words = mine.elo_words({**row, "score_pct": 0.0})
     assert elo == f"≤ {round(row['elo_hi'])}" and "lost every game" in words

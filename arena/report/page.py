@@ -194,20 +194,25 @@ def form(store: Store, field: Iterable[int], names: dict[int, str]) -> dict[int,
 
 
 def _intervals(board: pd.DataFrame) -> dict[int, tuple[float, float, float]]:
-    """Each rated bot's Elo interval as percentages of the field's whole range (left, width, Elo)."""
+    """Each rated bot's Elo interval as percentages of the field's whole range (left, width, Elo); a bot
+    whose games bound it on one side only (`ratings.one_sided`) has its bar run to that side's edge, as
+    its Elo's words and its line on the chart do."""
     rated = board[board["bt_elo"].notna()]
     if rated.empty:
         return {}
     lo = float((rated["bt_elo"] - rated["bt_pm"]).min())
     span = max(float((rated["bt_elo"] + rated["bt_pm"]).max()) - lo, 1.0)
-    return {
-        int(r.id): (
-            round(100 * (r.bt_elo - r.bt_pm - lo) / span, 1),
-            round(100 * 2 * r.bt_pm / span, 1),
+    bars = {}
+    for r in rated.itertuples(index=False):
+        left, right = (r.bt_elo - r.bt_pm - lo) / span, (r.bt_elo + r.bt_pm - lo) / span
+        side = ratings.one_sided(r.score_pct)
+        left, right = (0.0 if side == "below" else left), (1.0 if side == "above" else right)
+        bars[int(r.id)] = (
+            round(100 * left, 1),
+            round(100 * (right - left), 1),
             round(100 * (r.bt_elo - lo) / span, 1),
         )
-        for r in rated.itertuples(index=False)
-    }
+    return bars
 
 
 def leaderboard_rows(
