@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from schedule_efficiency import FORFEIT, adaptive, judge, wilson  # noqa: E402
 
+from arena.stats import ratings  # noqa: E402
 from arena.stats.settle import Rule  # noqa: E402
 
 FIELDS = ("normal", "tight", "groups", "class", "lab", "tails", "dominant")
@@ -136,7 +137,9 @@ def one(task: tuple[str, int, int]) -> Row:
     rule = Rule()
     run = adaptive(elo, rule, seed, DRAWS[kind], cap=n * (n - 1) * 100)
     points, games = run.pairs.points()
-    one_sided = ~broken & ((points.sum(axis=1) <= 0.0) | (points.sum(axis=1) >= games.sum(axis=1)))
+    scored, played = points.sum(axis=1), games.sum(axis=1)
+    pct = [100.0 * s / g if g else None for s, g in zip(scored, played, strict=True)]
+    one_sided = ~broken & np.array([ratings.one_sided(p) != "" for p in pct])  # as the page tells them
     keep = ~broken & ~one_sided
     truth = elo[keep] - elo[keep].mean()
     shown = run.post.elo[keep] - run.post.elo[keep].mean()

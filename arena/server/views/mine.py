@@ -19,7 +19,7 @@ from arena.server.classdir import REFERENCES, ClassDir
 from arena.server.models import Classroom, FinalState, Member
 from arena.server.people.access import sees_final
 from arena.server.standings import field, final, gradebook, ladder
-from arena.stats.ratings import one_sided
+from arena.stats.ratings import elo_text, one_sided
 
 ODDS_SHOWN = 3  # the likeliest places listed
 PRACTICE_SHOWN = 30  # of a student's KGP practice games, the latest
@@ -64,14 +64,17 @@ def _whole(value: Any) -> str:
 
 def elo_words(row: dict[str, Any]) -> tuple[str, str]:
     """(the Elo as shown, what its interval says) of a row of the standings or the gradebook: where the
-    bot's games bound it on one side only, that bound, as the ladder's table shows it."""
+    bot's games bound it on one side only, that bound, in the words of the ladder's table (`elo_text`)."""
     lo, hi = _whole(row.get("elo_lo")), _whole(row.get("elo_hi"))
     score = row.get("score_pct")
-    side = one_sided(None if score in (None, "") else float(score))
-    if side == "below":
-        return f"≤ {hi}", "95% sure; it lost every game, so its games bound it from above only"
-    if side == "above":
-        return f"≥ {lo}", "95% sure; it won every game, so its games bound it from below only"
+    pct = None if score in (None, "") else float(score)
+    side = one_sided(pct)
+    if side and lo and hi:
+        bound = elo_text((float(row["elo_lo"]) + float(row["elo_hi"])) / 2,
+                         (float(row["elo_hi"]) - float(row["elo_lo"])) / 2, float(pct or 0.0))  # fmt: skip
+        lost = "lost every game, so its games bound it from above" if side == "below" else (
+            "won every game, so its games bound it from below")  # fmt: skip
+        return bound, f"95% sure; it {lost} only"
     return _whole(row.get("elo")), f"95% between {lo} and {hi}"
 
 
