@@ -12,6 +12,11 @@ kind of field and size it prints one row:
 - relative: the same, each bot's Elo less the working bots' mean against that difference's own SD (from
   the posterior's covariance): the page's intervals are about the whole field's mean, broken bots too,
   whose uncertainty widens every interval; this is what a comparison within the working field rests on;
+- ideal: the same share under the exact posterior given the field's own prior (`ideal`, by importance
+  sampling): the best any rating could do with the run's games, knowing what the field was drawn from. A
+  Bayesian posterior under the true prior and likelihood covers 95% on average over seeds whatever the
+  schedule (the choice of games depends only on results already seen), so this column shows how far a
+  row's seeds are from 95% by chance, and `relative` against it what the page's posterior loses;
 - the mean z of the strongest and the weakest tenth of the working bots ((estimate - truth) / sd, as in
   relative): a field pulled together shows the strong below 0 and the weak above;
 - reversals: settled runs with a neighbour pair more than the resolution the wrong way round, of the
@@ -40,6 +45,7 @@ mean of the rest, as with the broken bots.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -56,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from schedule_efficiency import FORFEIT, adaptive, judge, wilson  # noqa: E402
 
 from arena.stats import ratings  # noqa: E402
+from arena.stats.posterior import ELO_PER_NAT, Pairs, _log_likelihood  # noqa: E402
 from arena.stats.settle import Rule  # noqa: E402
 
 FIELDS = ("normal", "tight", "groups", "class", "lab", "tails", "dominant")
@@ -78,44 +85,130 @@ def shares(n: int, parts: list[int]) -> list[int]:
     return sizes
 
 
-def field(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """True Elos of a field of `kind` and n bots, and which of them lose every game."""
+@dataclass(frozen=True)
+class Prior:
+    """What a field's Elos are drawn from, bot by bot: Student's t with `df` degrees of freedom (inf: a
+    normal) around `centre` with `scale`; a scale of 0 is a point (a broken bot, copies of one bot)."""
+
+    centre: np.ndarray
+    scale: np.ndarray
+    df: float = math.inf
+
+
+def field(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, Prior]:
+    """True Elos of a field of `kind` and n bots, which of them lose every game, and what they were drawn
+    from (for `ideal`)."""
     broken = np.zeros(n, dtype=bool)
+    df = math.inf
     if kind == "normal":
-        elo = rng.normal(0.0, 250.0, n)
+        centre, scale = np.zeros(n), np.full(n, 250.0)
     elif kind == "tight":
-        elo = rng.normal(0.0, 30.0, n)
+        centre, scale = np.zeros(n), np.full(n, 30.0)
     elif kind == "groups":
-        elo = np.where(np.arange(n) < n // 2, rng.normal(0.0, 100.0, n), rng.normal(-700.0, 100.0, n))
+        centre, scale = np.where(np.arange(n) < n // 2, 0.0, -700.0), np.full(n, 100.0)
     elif kind == "class":
         strong, middling, weak, dead = shares(n, [3, 13, 4, 4])
-        elo = np.concatenate(
-            [
-                rng.normal(600.0, 60.0, strong),
-                rng.normal(0.0, 150.0, middling),
-                rng.normal(-500.0, 60.0, weak),
-                np.full(dead, FORFEIT),
-            ]
-        )
+        centre = np.repeat([600.0, 0.0, -500.0, FORFEIT], [strong, middling, weak, dead])
+        scale = np.repeat([60.0, 150.0, 60.0, 0.0], [strong, middling, weak, dead])
         broken[strong + middling + weak :] = True
     elif kind == "lab":
         dead, crashing, copies, rest = shares(n, [2, 3, 5, 10])
-        elo = np.concatenate(
-            [
-                np.full(dead, FORFEIT),
-                rng.normal(-400.0, 80.0, crashing),
-                np.full(copies, 100.0),
-                rng.normal(0.0, 200.0, rest),
-            ]
-        )
+        centre = np.repeat([FORFEIT, -400.0, 100.0, 0.0], [dead, crashing, copies, rest])
+        scale = np.repeat([0.0, 80.0, 0.0, 200.0], [dead, crashing, copies, rest])
         broken[:dead] = True
     elif kind == "tails":
-        elo = 120.0 * rng.standard_t(3, n)  # a few bots far out, as a normal prior expects none
+        # Student's t, 3 degrees of freedom: a few bots far out, where a normal prior expects none
+        centre, scale, df = np.zeros(n), np.full(n, 120.0), 3.0
     elif kind == "dominant":
-        elo = np.concatenate([[900.0], rng.normal(0.0, 150.0, n - 1)])  # one bot that beats everyone
+        centre = np.concatenate([[900.0], np.zeros(n - 1)])  # one bot that beats everyone
+        scale = np.concatenate([[0.0], np.full(n - 1, 150.0)])
     else:
         raise ValueError(f"unknown field {kind!r}")
-    return elo, broken
+    if kind == "groups":  # drawn as it always was, both halves' draws made, so that a seed keeps its field
+        elo = np.where(np.arange(n) < n // 2, rng.normal(0.0, 100.0, n), rng.normal(-700.0, 100.0, n))
+    elif kind == "tails":
+        elo = 120.0 * rng.standard_t(3, n)
+    else:
+        drawn = scale > 0
+        elo = centre.copy()
+        for c, sd in dict.fromkeys(zip(centre[drawn], scale[drawn], strict=True)):  # group by group, in order
+            mine = drawn & (centre == c) & (scale == sd)
+            elo[mine] = rng.normal(c, sd, int(mine.sum()))
+    return elo, broken, Prior(centre, scale, df)
+
+
+def ideal(
+    elo: np.ndarray, prior: Prior, pairs: Pairs, start: np.ndarray, phi: float, keep: np.ndarray, seed: int
+) -> int:
+    """Of the bots `keep`, how many lie inside the 95% interval of their Elo less those bots' mean that the
+    exact posterior under the field's own prior gives (what `relative` measures for the page's posterior):
+    the best any rating could do with the run's games, knowing what the field was drawn from. The games'
+    likelihood is the page's (Bradley-Terry on the half points, over the pairs' dispersion `phi`); the
+    posterior is sampled by importance sampling from a Student's t around its mode (5 degrees of freedom,
+    its curvature's covariance widened by a third), its mode found by Newton from the page's `start`
+    (natural units). A bot drawn from a point is fixed there."""
+    score, games = pairs.points()
+    free = prior.scale > 0
+    x = prior.centre / ELO_PER_NAT
+    centre, scale = prior.centre[free] / ELO_PER_NAT, prior.scale[free] / ELO_PER_NAT
+    df = prior.df
+
+    def prior_terms(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Log-density of the free strengths `t` (B, m), its gradient and its curvature (-d², each bot)."""
+        d = t - centre
+        if math.isinf(df):
+            return (
+                -0.5 * ((d / scale) ** 2).sum(axis=1),
+                -d / scale**2,
+                np.broadcast_to(1 / scale**2, d.shape),
+            )
+        wide = df * scale**2 + d**2
+        log = -(df + 1) / 2 * np.log1p(d**2 / (df * scale**2))
+        return log.sum(axis=1), -(df + 1) * d / wide, (df + 1) * (df * scale**2 - d**2) / wide**2
+
+    def full(t: np.ndarray) -> np.ndarray:
+        out = np.broadcast_to(x, (len(t), len(x))).copy()
+        out[:, free] = t
+        return out
+
+    t = (start[free] - start[free].mean() + centre.mean())[None, :]
+    for _ in range(200):  # Newton to the mode; a t prior's curvature is not concave far out: kept positive
+        whole = full(t)[0]
+        p = 1.0 / (1.0 + np.exp(whole[None, :] - whole[:, None]))
+        info = games * p * (1.0 - p)
+        hess = ((np.diag(info.sum(axis=1)) - info) / phi)[np.ix_(free, free)]
+        _, grad, curve = prior_terms(t)
+        grad = (score.sum(axis=1) - (games * p).sum(axis=1))[free] / phi + grad[0]
+        step = np.linalg.solve(hess + np.diag(np.maximum(curve[0], 0.1 / scale**2)), grad)
+        t = t + np.clip(step, -1.0, 1.0)
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    cov = 1.33 * np.linalg.inv(hess + np.diag(np.maximum(curve[0], 0.1 / scale**2)))
+    root = np.linalg.cholesky(cov)
+    rng = np.random.default_rng(50_000 + seed)
+    draws, nu = 20_000, 5.0
+    z = rng.standard_normal((draws, len(t[0])))
+    stretch = np.sqrt(rng.chisquare(nu, draws) / nu)[:, None]
+    samples = t + (z @ root.T) / stretch
+    log_q = -(nu + len(t[0])) / 2 * np.log1p(((z / stretch) ** 2).sum(axis=1) / nu)
+    log_p = (
+        np.concatenate(
+            [_log_likelihood(full(samples[k : k + 2000]), score) / phi for k in range(0, draws, 2000)]
+        )
+        + prior_terms(samples)[0]
+    )
+    w = np.exp(log_p - log_q - (log_p - log_q).max())
+    w /= w.sum()
+    est = full(samples)[:, keep] * ELO_PER_NAT
+    est -= est.mean(axis=1, keepdims=True)
+    truth = elo[keep] - elo[keep].mean()
+    inside = 0
+    for i in range(int(keep.sum())):
+        order = np.argsort(est[:, i])
+        cumulative = np.cumsum(w[order])
+        lo, hi = np.interp([0.025, 0.975], cumulative, est[order, i])
+        inside += bool(lo <= truth[i] <= hi)
+    return inside
 
 
 @dataclass(frozen=True)
@@ -129,11 +222,12 @@ class Row:
     z_bottom: float  # and of the weakest tenth
     relative: int  # bots inside the 95% interval of their Elo less the working bots' mean (its own SD)
     one_sided: int  # bots not broken left out: they scored no point, or lost none
+    ideal: int  # bots inside the exact posterior's interval under the field's own prior (see `ideal`)
 
 
 def one(task: tuple[str, int, int]) -> Row:
     kind, n, seed = task
-    elo, broken = field(kind, n, np.random.default_rng(seed))
+    elo, broken, prior = field(kind, n, np.random.default_rng(seed))
     rule = Rule()
     run = adaptive(elo, rule, seed, DRAWS[kind], cap=n * (n - 1) * 100)
     points, games = run.pairs.points()
@@ -162,6 +256,7 @@ def one(task: tuple[str, int, int]) -> Row:
         float(z[ranked[-tenth:]].mean()),
         int((np.abs(z) <= 1.959964).sum()),
         int(one_sided.sum()),
+        ideal(elo, prior, run.pairs, run.post.theta, run.post.dispersion, keep, seed),
     )
 
 
@@ -189,7 +284,7 @@ def main() -> None:
     print(f"seeds {seeds[0]}-{seeds[-1]}; {Rule().describe()}")
     print(
         f"{'bots':>4} {'field':7} {'runs':>4} {'coverage (95% CI)':>22} {'relative (95% CI)':>22} "
-        f"{'z strong':>8} {'z weak':>7} "
+        f"{'ideal (95% CI)':>22} {'z strong':>8} {'z weak':>7} "
         f"{'reversed/settled (Wilson 95%)':>29} {'RR-100 share':>12} {'s/run':>6} {'one-sided':>9}"
     )
     with Pool(args.jobs) as pool:
@@ -200,15 +295,17 @@ def main() -> None:
                 took = (time.perf_counter() - started) * args.jobs / len(rows)
                 cover, half = clustered([r.inside for r in rows], [r.counted for r in rows])
                 rel, rel_half = clustered([r.relative for r in rows], [r.counted for r in rows])
+                best, best_half = clustered([r.ideal for r in rows], [r.counted for r in rows])
                 settled = sum(r.settled for r in rows)
                 wrong = sum(r.reversed for r in rows)
                 share = np.mean([r.games for r in rows]) / (n * (n - 1) * 100)
                 ci = f"{cover:.1%} ({cover - half:.1%}-{min(1.0, cover + half):.1%})"
                 rci = f"{rel:.1%} ({rel - rel_half:.1%}-{min(1.0, rel + rel_half):.1%})"
+                ici = f"{best:.1%} ({best - best_half:.1%}-{min(1.0, best + best_half):.1%})"
                 low, high = wilson(wrong, settled)
                 rev = f"{wrong}/{settled} ({low:.0%}-{high:.0%})"
                 print(
-                    f"{n:>4} {kind:7} {len(rows):>4} {ci:>22} {rci:>22} "
+                    f"{n:>4} {kind:7} {len(rows):>4} {ci:>22} {rci:>22} {ici:>22} "
                     f"{np.mean([r.z_top for r in rows]):>+8.2f} "
                     f"{np.mean([r.z_bottom for r in rows]):>+7.2f} {rev:>29} {share:>12.1%} "
                     f"{took:>6.1f} {sum(r.one_sided for r in rows):>9}",
