@@ -518,11 +518,14 @@ class Tournament:
 
     def export_standings(self, file: IO[str], fmt: str = "jsonl", standings: Standings | None = None) -> int:
         """Write the leaderboard to `file`, best first, as JSON lines or CSV: each bot's place ('3-5' when
-        shared), its Elo with the 95% interval, its chance of each place (`rank_odds`, place 1 first) and
-        its TrueSkill, and its verdict against each reference bot of the rule (`against`); returns the rows
-        written. `standings`: the caller's, when it has them already."""
+        shared), its Elo with the 95% interval (`bound`: which end alone holds, for a bot that won or lost
+        every game), its chance of each place (`rank_odds`, place 1 first) and its TrueSkill, and its
+        verdict against each reference bot of the rule (`against`); returns the rows written. `standings`:
+        the caller's, when it has them already."""
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"unknown export format {fmt!r}; known: jsonl, csv")
+        from arena.stats import ratings
+
         board = (standings or self.standings()).board
         writer = (
             csv.DictWriter(file, fieldnames=STANDINGS_FIELDS, lineterminator="\n") if fmt == "csv" else None
@@ -536,6 +539,9 @@ class Tournament:
                 "elo": _plain(r.bt_elo),
                 "elo_lo": _plain(r.bt_elo - r.bt_pm),
                 "elo_hi": _plain(r.bt_elo + r.bt_pm),
+                # "upper" where only elo_hi bounds the Elo (it lost every game), "lower" where only elo_lo
+                # does (it won every game): the other end is only where the field's prior puts it
+                "bound": BOUND[ratings.one_sided(r.score_pct)],
                 "rank_odds": [round(p, 4) for p in r.rank_odds],
                 "conservative": _plain(r.conservative),
                 "mu": _plain(r.mu),
@@ -578,8 +584,9 @@ class Tournament:
         return count
 
 
+BOUND = {"below": "upper", "above": "lower", "": ""}  # ratings.one_sided's side -> the only bound given
 STANDINGS_FIELDS = [
-    "place", "bot", "elo", "elo_lo", "elo_hi", "rank_odds", "conservative", "mu", "sigma", "games",
+    "place", "bot", "elo", "elo_lo", "elo_hi", "bound", "rank_odds", "conservative", "mu", "sigma", "games",
     "distinct", "wins", "draws", "losses", "score_pct", "forfeits", "digest", "author", "against",
 ]  # fmt: skip
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import itertools
+import json
 import math
 import random
 from pathlib import Path
@@ -13,6 +15,7 @@ import pandas as pd
 import pytest
 import trueskill
 
+from arena import api
 from arena.game.rules import SWAP
 from arena.match.bots import Bot
 from arena.match.record import GameRecord
@@ -356,6 +359,10 @@ def test_a_bot_that_won_or_lost_every_game_shows_only_the_bound_its_games_give(t
     assert bars[1] == (68.75, 31.25, 81.25)  # 1600 to the right edge
     assert bars[2] == (0.0, 43.75, 31.25)  # the left edge to 1400
     assert bars[3] == (0.0, 100.0, 50.0)
+    exported = io.StringIO()  # `arena export --standings` names the one end that holds
+    api.Tournament(tour.store.path.parent, create=False).export_standings(exported)
+    bounds = {r["bot"]: r["bound"] for r in map(json.loads, exported.getvalue().splitlines())}
+    assert bounds == {"alice": "lower", "bob": "", "carol": "upper"}
     row = {"elo": low.bt_elo, "elo_lo": low.bt_elo - low.bt_pm, "elo_hi": low.bt_elo + low.bt_pm}
     elo, words = mine.elo_words({**row, "score_pct": 0.0})
     assert elo == f"≤ {round(row['elo_hi'])}" and "lost every game" in words
