@@ -59,10 +59,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from schedule_efficiency import FORFEIT, adaptive, judge, wilson  # noqa: E402
+from schedule_efficiency import FORFEIT, adaptive, judge, pair_odds, wilson  # noqa: E402
 
 from arena.stats import ratings  # noqa: E402
-from arena.stats.posterior import ELO_PER_NAT, Pairs, _log_likelihood  # noqa: E402
+from arena.stats.posterior import ELO_PER_NAT, Pairs  # noqa: E402
 from arena.stats.settle import Rule  # noqa: E402
 
 FIELDS = ("normal", "tight", "groups", "class", "lab", "tails", "dominant")
@@ -138,15 +138,23 @@ def field(kind: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
 
 
 def ideal(
-    elo: np.ndarray, prior: Prior, pairs: Pairs, start: np.ndarray, phi: float, keep: np.ndarray, seed: int
+    elo: np.ndarray,
+    prior: Prior,
+    pairs: Pairs,
+    draws: float,
+    start: np.ndarray,
+    phi: float,
+    keep: np.ndarray,
+    seed: int,
 ) -> int:
     """Of the bots `keep`, how many lie inside the 95% interval of their Elo less those bots' mean that the
-    exact posterior under the field's own prior gives (what `relative` measures for the page's posterior):
-    the best any rating could do with the run's games, knowing what the field was drawn from. The games'
-    likelihood is the page's (Bradley-Terry on the half points, over the pairs' dispersion `phi`); the
-    posterior is sampled by importance sampling from a Student's t around its mode (5 degrees of freedom,
-    its curvature's covariance widened by a third), its mode found by Newton from the page's `start`
-    (natural units). A bot drawn from a point is fixed there."""
+    exact posterior gives under the field's own prior and the games' own likelihood (`pair_odds`, with
+    its `draws`): the best any rating could do with the run's games, knowing how the field was drawn and
+    the games played (what `relative` measures for the page's posterior). By importance sampling: a
+    Student's t (5 degrees of freedom) around the mode of the page's likelihood (Bradley-Terry on the half
+    points over the pairs' dispersion `phi`) under that prior, its curvature's covariance widened by a
+    third; the mode found by Newton from the page's `start` (natural units). A bot drawn from a point is
+    fixed there."""
     score, games = pairs.points()
     free = prior.scale > 0
     x = prior.centre / ELO_PER_NAT
@@ -186,17 +194,27 @@ def ideal(
     cov = 1.33 * np.linalg.inv(hess + np.diag(np.maximum(curve[0], 0.1 / scale**2)))
     root = np.linalg.cholesky(cov)
     rng = np.random.default_rng(50_000 + seed)
-    draws, nu = 20_000, 5.0
-    z = rng.standard_normal((draws, len(t[0])))
-    stretch = np.sqrt(rng.chisquare(nu, draws) / nu)[:, None]
+    many, nu = 20_000, 5.0
+    z = rng.standard_normal((many, len(t[0])))
+    stretch = np.sqrt(rng.chisquare(nu, many) / nu)[:, None]
     samples = t + (z @ root.T) / stretch
     log_q = -(nu + len(t[0])) / 2 * np.log1p(((z / stretch) ** 2).sum(axis=1) / nu)
-    log_p = (
-        np.concatenate(
-            [_log_likelihood(full(samples[k : k + 2000]), score) / phi for k in range(0, draws, 2000)]
-        )
-        + prior_terms(samples)[0]
-    )
+    a, b = np.nonzero(np.triu(pairs.pairings() + pairs.single.sum(axis=2), 1))
+    counts, single = pairs.counts[a, b], pairs.single[a, b]  # a's pair scores, a's (wins, draws, losses)
+
+    def log_likelihood(t: np.ndarray) -> np.ndarray:
+        """The games' log-likelihood as they were played (pair_odds), for each row of strengths `t`."""
+        e = full(t) * ELO_PER_NAT
+        with np.errstate(divide="ignore", invalid="ignore"):  # a result they make impossible: weight 0
+            pair = np.log(pair_odds(e[:, a], e[:, b], draws))
+            p = 1.0 / (1.0 + 10.0 ** ((e[:, b] - e[:, a]) / 400.0))
+            d = np.minimum(draws, 2.0 * np.minimum(p, 1.0 - p))
+            game = np.log(np.stack([p - d / 2.0, d, 1.0 - p - d / 2.0], axis=-1))
+            seen = np.where(counts > 0, counts * pair, 0.0).sum(axis=(1, 2))
+            return seen + np.where(single > 0, single * game, 0.0).sum(axis=(1, 2))
+
+    log_p = np.concatenate([log_likelihood(samples[k : k + 1000]) for k in range(0, len(samples), 1000)])
+    log_p = log_p + prior_terms(samples)[0]
     w = np.exp(log_p - log_q - (log_p - log_q).max())
     w /= w.sum()
     est = full(samples)[:, keep] * ELO_PER_NAT
@@ -256,7 +274,7 @@ def one(task: tuple[str, int, int]) -> Row:
         float(z[ranked[-tenth:]].mean()),
         int((np.abs(z) <= 1.959964).sum()),
         int(one_sided.sum()),
-        ideal(elo, prior, run.pairs, run.post.theta, run.post.dispersion, keep, seed),
+        ideal(elo, prior, run.pairs, DRAWS[kind], run.post.theta, run.post.dispersion, keep, seed),
     )
 
 
