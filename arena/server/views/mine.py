@@ -69,12 +69,11 @@ def elo_words(row: dict[str, Any]) -> tuple[str, str]:
     score = row.get("score_pct")
     pct = None if score in (None, "") else float(score)
     side = one_sided(pct)
-    if side and lo and hi:
-        bound = elo_text((float(row["elo_lo"]) + float(row["elo_hi"])) / 2,
-                         (float(row["elo_hi"]) - float(row["elo_lo"])) / 2, float(pct or 0.0))  # fmt: skip
-        lost = "lost every game, so its games bound it from above" if side == "below" else (
-            "won every game, so its games bound it from below")  # fmt: skip
-        return bound, f"95% sure; it {lost} only"
+    if pct is not None and side and lo and hi:
+        low, high = float(row["elo_lo"]), float(row["elo_hi"])
+        why = {"below": "lost every game, so its games bound it from above",
+               "above": "won every game, so its games bound it from below"}[side]  # fmt: skip
+        return elo_text((low + high) / 2, (high - low) / 2, pct), f"95% sure; it {why} only"
     return _whole(row.get("elo")), f"95% between {lo} and {hi}"
 
 
