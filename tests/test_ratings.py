@@ -353,14 +353,15 @@ def test_a_bot_that_won_or_lost_every_game_shows_only_the_bound_its_games_give(t
             "bt_elo": [1700.0, 1300.0, 1450.0],
             "bt_pm": [100.0, 100.0, 400.0],
             "score_pct": [100.0, 0.0, 50.0],
-        }  # fmt: skip
+        }
     )
     bars = {k: pytest.approx(v, abs=0.06) for k, v in page._intervals(few).items()}  # 1050..1850 Elo
     assert bars[1] == (68.75, 31.25, 81.25)  # 1600 to the right edge
     assert bars[2] == (0.0, 43.75, 31.25)  # the left edge to 1400
     assert bars[3] == (0.0, 100.0, 50.0)
     exported = io.StringIO()  # `arena export --standings` names the one end that holds
-    api.Tournament(tour.store.path.parent, create=False).export_standings(exported)
+    with api.Tournament(tour.store.path.parent, create=False) as stored:
+        stored.export_standings(exported)
     bounds = {r["bot"]: r["bound"] for r in map(json.loads, exported.getvalue().splitlines())}
     assert bounds == {"alice": "lower", "bob": "", "carol": "upper"}
     row = {"elo": low.bt_elo, "elo_lo": low.bt_elo - low.bt_pm, "elo_hi": low.bt_elo + low.bt_pm}
