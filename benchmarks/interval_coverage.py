@@ -60,6 +60,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from schedule_efficiency import FORFEIT, adaptive, judge, pair_odds, wilson  # noqa: E402
+from sprt import game_odds  # noqa: E402
 
 from arena.stats import ratings  # noqa: E402
 from arena.stats.posterior import ELO_PER_NAT, Pairs  # noqa: E402
@@ -207,9 +208,7 @@ def ideal(
         e = full(t) * ELO_PER_NAT
         with np.errstate(divide="ignore", invalid="ignore"):  # a result they make impossible: weight 0
             pair = np.log(pair_odds(e[:, a], e[:, b], draws))
-            p = 1.0 / (1.0 + 10.0 ** ((e[:, b] - e[:, a]) / 400.0))
-            d = np.minimum(draws, 2.0 * np.minimum(p, 1.0 - p))
-            game = np.log(np.stack([p - d / 2.0, d, 1.0 - p - d / 2.0], axis=-1))
+            game = np.log(game_odds(e[:, a] - e[:, b], draws))[..., ::-1]  # as `single`: wins first
             seen = np.where(counts > 0, counts * pair, 0.0).sum(axis=(1, 2))
             return seen + np.where(single > 0, single * game, 0.0).sum(axis=(1, 2))
 

@@ -50,6 +50,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # small matrices: BLAS threads only fight over a shared machine's cores
 
 import numpy as np  # noqa: E402  (after the thread counts, which numpy reads once)
+from sprt import game_odds  # noqa: E402  (this folder's: the games' model, one place)
 
 from arena.stats import settle  # noqa: E402
 from arena.stats.posterior import (  # noqa: E402
@@ -69,10 +70,8 @@ from arena.tournament.adaptive import batch_size, plan  # noqa: E402
 
 def pair_odds(elo_a: np.ndarray, elo_b: np.ndarray, draws: float) -> np.ndarray:
     """P(a scores k half points in a pair of games against b), (..., 5), the two games independent."""
-    p = 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
-    d = np.minimum(draws, 2.0 * np.minimum(p, 1.0 - p))
-    game = np.stack([1.0 - p - d / 2.0, d, p - d / 2.0], axis=-1)  # 0, 1, 2 half points
-    pair = np.zeros((*p.shape, SCORES))
+    game = game_odds(elo_a - elo_b, draws)  # 0, 1, 2 half points
+    pair = np.zeros((*game.shape[:-1], SCORES))
     for x in range(3):
         for y in range(3):
             pair[..., x + y] += game[..., x] * game[..., y]
